@@ -1,0 +1,137 @@
+//! Rendering of command results: aligned tables for people, JSON for programs.
+//!
+//! Output goes to stdout; a closed pipe (`gleaner files | head`) surfaces as an `io::Error` of
+//! kind `BrokenPipe`, which `main` turns into a quiet exit 0.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use crate::config::{redact_url, Config};
+use crate::ingest::IngestSummary;
+use crate::store::{FileListing, SessionListing};
+
+fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, v)?;
+    writeln!(out)
+}
+
+/// Cut `s` to `max` characters, ending with `...` when cut.
+pub fn ellipsize(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let keep = max.saturating_sub(3);
+    let mut out: String = s.chars().take(keep).collect();
+    out.push_str("...");
+    out
+}
+
+/// `gleaner files`.
+pub fn print_files(files: &[FileListing], json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(files);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<8} {:>12} {:>12} {:>8} {:>5} {:>4} {:<6} PATH",
+        "SESSION", "SIZE", "OFFSET", "LINES", "DIAG", "GEN", "STATE"
+    )?;
+    for f in files {
+        let sid = f.session_id.as_deref().unwrap_or("-");
+        writeln!(
+            out,
+            "{:<8} {:>12} {:>12} {:>8} {:>5} {:>4} {:<6} {}",
+            sid.chars().take(8).collect::<String>(),
+            f.size,
+            f.offset,
+            f.lines,
+            f.diagnostics,
+            f.generation,
+            f.state,
+            f.path
+        )?;
+    }
+    Ok(())
+}
+
+/// `gleaner sessions`.
+pub fn print_sessions(sessions: &[SessionListing], json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(sessions);
+    }
+    let mut out = std::io::stdout().lock();
+    for s in sessions {
+        let when = s
+            .last_activity_at
+            .as_deref()
+            .map(|t| t.get(..16).unwrap_or(t).replace('T', " "))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "[{}] {:<16} {:>6} msgs  {}",
+            s.session_id.chars().take(8).collect::<String>(),
+            when,
+            s.messages,
+            ellipsize(s.title.as_deref().unwrap_or("(no title)"), 80)
+        )?;
+    }
+    Ok(())
+}
+
+/// `gleaner ingest` summary.
+pub fn print_ingest(s: &IngestSummary, json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(s);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{} files, {:.1} MB, {} lines, {} rows, {} diagnostics in {:.2} s ({:.1} MB/s{})",
+        s.files,
+        s.bytes as f64 / 1e6,
+        s.lines,
+        s.rows,
+        s.diagnostics,
+        s.seconds,
+        s.mb_per_s,
+        s.peak_rss_bytes
+            .map(|b| format!(", peak RSS {:.0} MB", b as f64 / 1e6))
+            .unwrap_or_default()
+    )?;
+    if s.errors > 0 {
+        writeln!(out, "{} errors (see log)", s.errors)?;
+    }
+    Ok(())
+}
+
+/// `gleaner config`: the effective settings.
+pub fn print_config(c: &Config) {
+    println!(
+        "config_file   = {}",
+        c.file
+            .as_ref()
+            .map_or("(none)".into(), |p| p.display().to_string())
+    );
+    println!("projects_dir  = {}", c.projects_dir.display());
+    println!("data_dir      = {}", c.data_dir.display());
+    println!("machine_id    = {}", c.machine_id);
+    println!("database.url  = {}", redact_url(&c.database.url));
+    println!("{:#?}", (&c.tail, &c.batch, &c.daemon, &c.log));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ellipsis() {
+        assert_eq!(ellipsize("short", 80), "short");
+        let long = "x".repeat(100);
+        let cut = ellipsize(&long, 80);
+        assert_eq!(cut.chars().count(), 80);
+        assert!(cut.ends_with("..."));
+    }
+}

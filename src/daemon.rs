@@ -1,0 +1,262 @@
+//! `gleaner daemon`: follow the transcripts folder until SIGTERM / SIGINT.
+//!
+//! Workers (named as in watchexec): `watcher` turns notify events into debounced [`Hint`]s,
+//! `signals` turns SIGTERM/SIGINT into cancellation, and the [`Engine`] pumps files. Shutdown:
+//! cancel, let in-flight pumps finish their current transaction (or drop it, which rolls it back)
+//! within [`SHUTDOWN_GRACE`], close the pool, release the lock.
+
+use std::collections::BTreeSet;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use notify::{EventKind, RecursiveMode, Watcher};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+use crate::engine::{Engine, Hint, Mode};
+use crate::pipeline::Pipeline;
+use crate::store::{Store, StoreError};
+
+/// Longest wait for in-flight batches after a stop signal.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Why the daemon (or a one-shot ingest) could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// Another process holds the single-instance lock.
+    #[error("another gleaner process is running (lock {path} is held{holder})")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// `" by pid N"` when the holder wrote its pid.
+        holder: String,
+    },
+    /// The lock file could not be created.
+    #[error("cannot create lock file {path}: {source}")]
+    LockIo {
+        /// The lock file.
+        path: PathBuf,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A database error at startup.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The single-instance lock: an exclusive advisory lock on `<data_dir>/gleaner.lock`, released
+/// by the OS when the process dies (so a `kill -9` never leaves a stale lock behind).
+#[derive(Debug)]
+pub struct InstanceLock {
+    _file: File,
+}
+
+/// Take the lock or say who holds it.
+pub fn acquire_lock(path: &Path) -> Result<InstanceLock, DaemonError> {
+    let io_err = |source| DaemonError::LockIo {
+        path: path.to_path_buf(),
+        source,
+    };
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(io_err)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(io_err)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = std::fs::read_to_string(path)
+                .ok()
+                .map(|s| s.trim().to_string())
+                .filter(|s| !s.is_empty())
+                .map(|pid| format!(" by pid {pid}"))
+                .unwrap_or_default();
+            return Err(DaemonError::Locked {
+                path: path.to_path_buf(),
+                holder,
+            });
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+    }
+    file.set_len(0).map_err(io_err)?;
+    writeln!(file, "{}", std::process::id()).map_err(io_err)?;
+    Ok(InstanceLock { _file: file })
+}
+
+/// Run the daemon until a stop signal.
+pub async fn run(cfg: Arc<Config>, store: Store) -> Result<(), DaemonError> {
+    let _lock = acquire_lock(&cfg.lock_path())?;
+    let pipeline = Arc::new(Pipeline::new(cfg.clone(), store.clone()));
+    let engine = Engine::new(pipeline.clone()).await?;
+    tracing::info!(
+        projects_dir = %cfg.projects_dir.display(),
+        machine = %cfg.machine_id,
+        files = engine.tracked(),
+        "daemon started"
+    );
+    let cancel = CancellationToken::new();
+    let (hint_tx, hint_rx) = mpsc::channel(256);
+
+    let signals = tokio::spawn(signals(cancel.clone()));
+    let watcher = tokio::spawn(watch(cfg.clone(), hint_tx, cancel.clone()));
+    let engine_task = tokio::spawn(engine.run(Mode::Follow, hint_rx, cancel.clone()));
+
+    cancel.cancelled().await;
+    tracing::info!("stopping: finishing in-flight batches");
+    match tokio::time::timeout(SHUTDOWN_GRACE, engine_task).await {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::error!(error = %e, "engine task failed"),
+        Err(_) => tracing::warn!("in-flight batches did not finish in time; rolled back"),
+    }
+    watcher.abort();
+    signals.abort();
+    store.close().await;
+    let s = &pipeline.stats;
+    tracing::info!(
+        bytes = s.bytes.load(Ordering::Relaxed),
+        messages = s.messages.load(Ordering::Relaxed),
+        "daemon stopped"
+    );
+    Ok(())
+}
+
+/// Cancel on SIGTERM or SIGINT.
+async fn signals(cancel: CancellationToken) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::error!("cannot install signal handlers");
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!(signal = "SIGTERM", "stop requested"),
+            _ = int.recv() => tracing::info!(signal = "SIGINT", "stop requested"),
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+    cancel.cancel();
+}
+
+/// Raw notify output, before debouncing.
+enum Raw {
+    Event(notify::Event),
+    Error(notify::Error),
+}
+
+/// Watch the projects folder (re-trying until it exists), debounce events into hints.
+async fn watch(cfg: Arc<Config>, hints: mpsc::Sender<Hint>, cancel: CancellationToken) {
+    let (raw_tx, mut raw_rx) = mpsc::channel::<Raw>(4096);
+    // Set when the raw channel overflowed: events were lost, so ask for a full rescan.
+    let overflow = Arc::new(AtomicBool::new(false));
+    let overflow_cb = overflow.clone();
+    let mut watcher = match notify::recommended_watcher(
+        move |res: notify::Result<notify::Event>| {
+            let msg = match res {
+                Ok(ev) => Raw::Event(ev),
+                Err(e) => Raw::Error(e),
+            };
+            if raw_tx.try_send(msg).is_err() {
+                overflow_cb.store(true, Ordering::Relaxed);
+            }
+        },
+    ) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::error!(error = %e, "cannot create file watcher; relying on periodic rescans");
+            return;
+        }
+    };
+    let root = cfg.projects_dir.clone();
+    let mut watching = false;
+    let mut retry = tokio::time::interval(cfg.daemon.rescan_interval);
+    loop {
+        if !watching && root.is_dir() {
+            match watcher.watch(&root, RecursiveMode::Recursive) {
+                Ok(()) => {
+                    watching = true;
+                    tracing::debug!(dir = %root.display(), "watching");
+                    // Files created before the watch existed.
+                    if hints.send(Hint::Rescan).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) => tracing::warn!(dir = %root.display(), error = %e, "cannot watch"),
+            }
+        }
+        let first = tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = retry.tick(), if !watching => continue,
+            m = raw_rx.recv() => match m { Some(m) => m, None => return },
+        };
+        // Debounce: collect what arrives within the window into one hint.
+        let mut paths = BTreeSet::new();
+        let mut dirs = BTreeSet::new();
+        let mut rescan = false;
+        let deadline = tokio::time::Instant::now() + cfg.daemon.debounce;
+        let mut next = Some(first);
+        loop {
+            match next.take() {
+                Some(Raw::Event(ev)) => {
+                    if ev.need_rescan() {
+                        rescan = true;
+                    }
+                    for p in ev.paths {
+                        if matches!(ev.kind, EventKind::Create(_)) && p.is_dir() {
+                            dirs.insert(p);
+                        } else if crate::discovery::is_transcript(&p)
+                            || matches!(ev.kind, EventKind::Remove(_))
+                        {
+                            paths.insert(p);
+                        }
+                    }
+                }
+                Some(Raw::Error(e)) => {
+                    tracing::warn!(error = %e, "watch error; rescanning");
+                    rescan = true;
+                    if !root.is_dir() {
+                        watching = false;
+                    }
+                }
+                None => {}
+            }
+            match tokio::time::timeout_at(deadline, raw_rx.recv()).await {
+                Ok(Some(m)) => next = Some(m),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        if overflow.swap(false, Ordering::Relaxed) {
+            rescan = true;
+        }
+        let mut out = Vec::new();
+        if rescan {
+            out.push(Hint::Rescan);
+        }
+        out.extend(dirs.into_iter().map(Hint::Dir));
+        if !paths.is_empty() {
+            out.push(Hint::Paths(paths.into_iter().collect()));
+        }
+        for h in out {
+            if hints.send(h).await.is_err() {
+                return;
+            }
+        }
+    }
+}

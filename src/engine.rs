@@ -1,0 +1,347 @@
+//! Deciding which file to pump next: the dispatcher shared by `gleaner daemon` and
+//! `gleaner ingest`.
+//!
+//! [`Engine`] owns the table of tracked files. Hints arrive as [`Hint`]s (file-system events,
+//! rescans); the engine queues dirty paths and runs at most `daemon.workers` pumps at once, never
+//! two for the same file, and re-queues a file that got dirty again while it was being pumped.
+//! In [`Mode::Once`] it stops when every file has been pumped to its end; in [`Mode::Follow`] it
+//! runs until cancelled.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::discovery;
+use crate::pipeline::{Pipeline, PumpEnd, Tracked};
+use crate::store::StoreError;
+
+/// Something that suggests files may have changed. Only a hint: correctness comes from reading
+/// from the stored offset to the last newline, whatever the hint said.
+#[derive(Debug, Clone)]
+pub enum Hint {
+    /// These paths may have changed (file events).
+    Paths(Vec<PathBuf>),
+    /// A directory appeared: scan it (events for files created in it before its watch was set
+    /// are lost).
+    Dir(PathBuf),
+    /// Scan everything (periodic safety net, or event overflow).
+    Rescan,
+}
+
+/// Whether to stop when caught up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// One pass to the end of every file (`gleaner ingest`).
+    Once,
+    /// Keep following until cancelled (`gleaner daemon`).
+    Follow,
+}
+
+enum Slot {
+    Idle(Box<Tracked>),
+    Busy { dirty_again: bool },
+}
+
+/// The dispatcher.
+pub struct Engine {
+    pipeline: Arc<Pipeline>,
+    slots: HashMap<PathBuf, Slot>,
+    queue: VecDeque<PathBuf>,
+    queued: HashSet<PathBuf>,
+    retry: Vec<(Instant, PathBuf)>,
+}
+
+type TaskResult = (PathBuf, Option<Box<Tracked>>, PumpEnd);
+
+/// Delay before a file whose pump failed (database down, read error) is tried again.
+const RETRY_DELAY: Duration = Duration::from_secs(2);
+
+impl Engine {
+    /// Load the files this machine already tracks from the database.
+    pub async fn new(pipeline: Arc<Pipeline>) -> Result<Engine, StoreError> {
+        let cfg = &pipeline.cfg;
+        let records = pipeline.store.files_of(&cfg.machine_id).await?;
+        let slots = records
+            .iter()
+            .map(|r| {
+                let t = Tracked::from_record(&cfg.projects_dir, &cfg.machine_id, r);
+                (PathBuf::from(&r.path), Slot::Idle(Box::new(t)))
+            })
+            .collect();
+        Ok(Engine {
+            pipeline,
+            slots,
+            queue: VecDeque::new(),
+            queued: HashSet::new(),
+            retry: Vec::new(),
+        })
+    }
+
+    /// Number of files known.
+    pub fn tracked(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Bytes not yet committed across known and new files (for the progress bar).
+    pub fn backlog_bytes(&self) -> u64 {
+        let mut total = 0;
+        for p in discovery::scan(&self.pipeline.cfg.projects_dir) {
+            let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
+            let done = match self.slots.get(&p) {
+                Some(Slot::Idle(t)) => t.expected.1,
+                _ => 0,
+            };
+            total += size.saturating_sub(done);
+        }
+        total
+    }
+
+    fn mark(&mut self, p: PathBuf) {
+        match self.slots.get_mut(&p) {
+            Some(Slot::Busy { dirty_again }) => *dirty_again = true,
+            _ => {
+                if self.queued.insert(p.clone()) {
+                    self.queue.push_back(p);
+                }
+            }
+        }
+    }
+
+    /// Scan `dir` (the whole tree for a rescan) and queue every file that changed since it was
+    /// last looked at, is new, or has disappeared.
+    fn scan(&mut self, dir: &Path) {
+        let found = discovery::scan(dir);
+        let found_set: HashSet<&PathBuf> = found.iter().collect();
+        for p in &found {
+            let changed = match self.slots.get(p) {
+                Some(Slot::Idle(t)) => t.gone || t.seen != stat_key(p),
+                Some(Slot::Busy { .. }) => true,
+                None => true,
+            };
+            if changed {
+                self.mark(p.clone());
+            }
+        }
+        let missing: Vec<PathBuf> = self
+            .slots
+            .iter()
+            .filter(|(p, s)| {
+                p.starts_with(dir)
+                    && !found_set.contains(p)
+                    && matches!(s, Slot::Idle(t) if !t.gone)
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        for p in missing {
+            self.mark(p);
+        }
+    }
+
+    fn apply(&mut self, hint: Hint) {
+        match hint {
+            Hint::Paths(paths) => {
+                for p in paths {
+                    if discovery::is_transcript(&p) {
+                        self.mark(p);
+                    } else if p.is_dir() {
+                        self.scan(&p);
+                    } else if !p.exists() {
+                        // A removed directory: its tracked files are gone too.
+                        let under: Vec<PathBuf> = self
+                            .slots
+                            .keys()
+                            .filter(|k| k.starts_with(&p))
+                            .cloned()
+                            .collect();
+                        for k in under {
+                            self.mark(k);
+                        }
+                    }
+                }
+            }
+            Hint::Dir(d) => self.scan(&d),
+            Hint::Rescan => {
+                let root = self.pipeline.cfg.projects_dir.clone();
+                self.scan(&root);
+            }
+        }
+    }
+
+    /// Drop the partial-line buffers of files that have been quiet for `idle`.
+    fn evict_idle(&mut self, idle: Duration) {
+        let now = Instant::now();
+        for slot in self.slots.values_mut() {
+            if let Slot::Idle(t) = slot {
+                if t.tailer.is_some() && now.duration_since(t.last_growth) >= idle {
+                    t.tailer = None;
+                }
+            }
+        }
+    }
+
+    fn spawn_ready(&mut self, tasks: &mut JoinSet<TaskResult>, cancel: &CancellationToken) {
+        let workers = self.pipeline.cfg.daemon.workers;
+        while tasks.len() < workers {
+            let Some(path) = self.queue.pop_front() else {
+                break;
+            };
+            self.queued.remove(&path);
+            let prev = self
+                .slots
+                .insert(path.clone(), Slot::Busy { dirty_again: false });
+            let tracked = match prev {
+                Some(Slot::Idle(t)) => Some(t),
+                Some(Slot::Busy { .. }) => {
+                    // Cannot happen: busy paths are never queued. Keep the state consistent.
+                    self.slots
+                        .insert(path.clone(), Slot::Busy { dirty_again: true });
+                    continue;
+                }
+                None => None,
+            };
+            let pipeline = self.pipeline.clone();
+            let cancel = cancel.clone();
+            tasks.spawn(async move {
+                // Stat before reading: growth during the pump then shows up as a change on the
+                // next rescan instead of being hidden by a stat taken afterwards.
+                let seen = stat_key(&path);
+                let mut t = match tracked {
+                    Some(t) => t,
+                    None => match pipeline.track(path.clone()).await {
+                        Ok(t) => Box::new(t),
+                        Err(e) => {
+                            tracing::error!(path = %path.display(), error = %e, "cannot register file");
+                            return (path, None, PumpEnd::Failed);
+                        }
+                    },
+                };
+                let end = pipeline.pump(&mut t, &cancel).await;
+                t.seen = seen;
+                (path, Some(t), end)
+            });
+        }
+    }
+
+    fn finish(&mut self, (path, tracked, end): TaskResult) {
+        let dirty_again = matches!(
+            self.slots.get(&path),
+            Some(Slot::Busy { dirty_again: true })
+        );
+        match tracked {
+            Some(mut t) => {
+                if end == PumpEnd::Failed {
+                    t.seen = None;
+                }
+                self.slots.insert(path.clone(), Slot::Idle(t));
+            }
+            None => {
+                self.slots.remove(&path);
+            }
+        }
+        match end {
+            PumpEnd::Failed => self.retry.push((Instant::now() + RETRY_DELAY, path)),
+            PumpEnd::Cancelled => {}
+            PumpEnd::Caught | PumpEnd::Gone => {
+                if dirty_again {
+                    self.mark(path);
+                }
+            }
+        }
+    }
+
+    /// Run until caught up (`Mode::Once`) or cancelled (`Mode::Follow`).
+    ///
+    /// In `Once` mode files that keep failing are given up on after the queue drains, so a
+    /// broken database ends the run with an error count instead of hanging.
+    pub async fn run(
+        mut self,
+        mode: Mode,
+        mut hints: mpsc::Receiver<Hint>,
+        cancel: CancellationToken,
+    ) -> Engine {
+        let cfg = self.pipeline.cfg.clone();
+        self.apply(Hint::Rescan);
+        let mut tasks: JoinSet<TaskResult> = JoinSet::new();
+        let mut rescan = tokio::time::interval_at(
+            tokio::time::Instant::now() + cfg.daemon.rescan_interval,
+            cfg.daemon.rescan_interval,
+        );
+        rescan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let evict_every = (cfg.tail.idle_evict / 2).max(Duration::from_secs(1));
+        let mut evict =
+            tokio::time::interval_at(tokio::time::Instant::now() + evict_every, evict_every);
+        evict.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut hints_open = true;
+
+        loop {
+            if !cancel.is_cancelled() {
+                self.spawn_ready(&mut tasks, &cancel);
+            }
+            if mode == Mode::Once && tasks.is_empty() && self.queue.is_empty() {
+                break;
+            }
+            if cancel.is_cancelled() && tasks.is_empty() {
+                break;
+            }
+            let next_retry = self.retry.iter().map(|(at, _)| *at).min();
+            tokio::select! {
+                Some(res) = tasks.join_next(), if !tasks.is_empty() => match res {
+                    Ok(r) => self.finish(r),
+                    Err(e) => tracing::error!(error = %e, "file task panicked or was aborted"),
+                },
+                hint = hints.recv(), if hints_open && !cancel.is_cancelled() => match hint {
+                    Some(h) => self.apply(h),
+                    None => hints_open = false,
+                },
+                _ = rescan.tick(), if mode == Mode::Follow && !cancel.is_cancelled() => {
+                    self.apply(Hint::Rescan);
+                }
+                _ = evict.tick(), if mode == Mode::Follow => self.evict_idle(cfg.tail.idle_evict),
+                _ = sleep_until(next_retry), if next_retry.is_some() && !cancel.is_cancelled() => {
+                    let now = Instant::now();
+                    let (due, later): (Vec<_>, Vec<_>) =
+                        self.retry.drain(..).partition(|(at, _)| *at <= now);
+                    self.retry = later;
+                    if mode == Mode::Follow {
+                        for (_, p) in due {
+                            self.mark(p);
+                        }
+                    }
+                }
+                _ = cancel.cancelled(), if !cancel.is_cancelled() => {}
+            }
+            if mode == Mode::Once && tasks.is_empty() && self.queue.is_empty() {
+                self.retry.clear();
+            }
+        }
+        self
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// `(size, mtime in ns, inode)` of a path, or `None` if it cannot be read.
+pub fn stat_key(p: &Path) -> Option<(u64, i128, u64)> {
+    let m = std::fs::metadata(p).ok()?;
+    let mtime = m
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map(|d| d.as_nanos() as i128)
+        .unwrap_or(0);
+    #[cfg(unix)]
+    let ino = std::os::unix::fs::MetadataExt::ino(&m);
+    #[cfg(not(unix))]
+    let ino = 0;
+    Some((m.len(), mtime, ino))
+}

@@ -1,0 +1,385 @@
+//! From tailed lines to rows: the pure, synchronous heart of ingestion.
+//!
+//! [`extract`] turns one [`tailer::Batch`](crate::tailer::Batch) into a [`PreparedBatch`]: a
+//! message row per user / assistant / system / summary record, a diagnostic per unusable line,
+//! tallies of record kinds and unknown fields, and the session facts the batch reveals. It does
+//! no IO, so every rule here is unit-tested on literal lines.
+
+use std::collections::HashMap;
+
+use crate::discovery::{FileInfo, FileKind};
+use crate::model::{DiagnosticRow, KindCount, MessageRow, PreparedBatch, SessionUpdate};
+use crate::parse::{parse_line, Kind, LineError, Record};
+use crate::prompt;
+use crate::tailer::{Batch, TailDiagnostic};
+
+/// Longest title kept, in characters.
+const TITLE_CHARS: usize = 200;
+
+/// What extraction needs to know about the file being read. Lives as long as the file is tracked.
+#[derive(Debug, Clone)]
+pub struct FileContext {
+    /// File row id.
+    pub file_id: i64,
+    /// Machine id written on session rows.
+    pub machine: String,
+    /// Path-derived facts.
+    pub info: FileInfo,
+    /// The session the file belongs to, once decided (from the path, the database, or the
+    /// first line that carries a `sessionId`).
+    pub session_id: Option<String>,
+}
+
+impl FileContext {
+    /// Context for a file whose session id may already be known.
+    pub fn new(file_id: i64, machine: String, info: FileInfo, session_id: Option<String>) -> Self {
+        let session_id = session_id.or_else(|| info.session_id.clone());
+        FileContext {
+            file_id,
+            machine,
+            info,
+            session_id,
+        }
+    }
+}
+
+/// Build the transaction content for one tailer batch.
+///
+/// `expected` is the `(generation, offset)` the database holds for this file; `size` is the file
+/// size observed while reading.
+pub fn extract(
+    ctx: &mut FileContext,
+    batch: &Batch,
+    expected: (i64, u64),
+    size: u64,
+) -> PreparedBatch {
+    let mut out = PreparedBatch {
+        file_id: ctx.file_id,
+        expected,
+        checkpoint: batch.checkpoint.clone(),
+        size,
+        bytes: batch.checkpoint.offset.saturating_sub(batch.start_offset),
+        ..PreparedBatch::default()
+    };
+    let mut kinds: HashMap<(&'static str, String), i64> = HashMap::new();
+    let mut parsed = Vec::with_capacity(batch.lines.len());
+
+    for d in &batch.diagnostics {
+        match d {
+            TailDiagnostic::TooLong {
+                line_no,
+                offset,
+                len,
+            } => out.diagnostics.push(DiagnosticRow {
+                line_no: *line_no,
+                byte_start: *offset,
+                byte_len: *len,
+                kind: "too_long",
+                detail: Some(format!("line of {len} bytes exceeds tail.max_line_bytes")),
+            }),
+        }
+    }
+
+    for line in &batch.lines {
+        let p = parse_line(batch.line_bytes(line));
+        if let Some(err) = &p.error {
+            out.diagnostics.push(DiagnosticRow {
+                line_no: line.line_no,
+                byte_start: line.offset,
+                byte_len: line.len,
+                kind: match err {
+                    LineError::InvalidUtf8 { .. } => "invalid_utf8",
+                    LineError::MalformedJson { .. } => "malformed_json",
+                    LineError::NotAnObject => "not_an_object",
+                },
+                detail: Some(err.to_string()),
+            });
+        }
+        parsed.push((line, p));
+    }
+
+    // Decide the session before building rows: the first `sessionId` of a main file whose name
+    // is not a UUID, or of a flat agent file, names the session of every row of the file.
+    if ctx.session_id.is_none() {
+        ctx.session_id = parsed
+            .iter()
+            .flat_map(|(_, p)| p.records.iter())
+            .find_map(|r| r.session_id.as_deref().map(str::to_string))
+            .or_else(|| (!parsed.is_empty()).then(|| ctx.info.stem.clone()));
+        out.file_session_id = ctx.session_id.clone();
+    }
+    let Some(session_id) = ctx.session_id.clone() else {
+        return out;
+    };
+    out.file_session_id
+        .get_or_insert_with(|| session_id.clone());
+
+    let mut session = SessionUpdate {
+        session_id: session_id.clone(),
+        machine: ctx.machine.clone(),
+        project: ctx.info.project.clone(),
+        ..SessionUpdate::default()
+    };
+    let mut saw_record = false;
+
+    for (line, p) in &parsed {
+        for (seq, rec) in p.records.iter().enumerate() {
+            saw_record = true;
+            tally(&mut kinds, rec);
+            merge_session(&mut session, rec, ctx.info.kind);
+            if let Some(row) = message_row(rec, &session_id, ctx) {
+                out.messages.push(MessageRow {
+                    line_no: line.line_no,
+                    seq: seq as u32,
+                    byte_start: line.offset,
+                    byte_end: line.offset + line.len,
+                    ..row
+                });
+            }
+        }
+    }
+    if saw_record {
+        out.session = Some(session);
+    }
+    let mut kinds: Vec<KindCount> = kinds
+        .into_iter()
+        .map(|((category, name), count)| KindCount {
+            category,
+            name,
+            count,
+        })
+        .collect();
+    kinds.sort_by(|a, b| (a.category, &a.name).cmp(&(b.category, &b.name)));
+    out.kinds = kinds;
+    out
+}
+
+fn tally(kinds: &mut HashMap<(&'static str, String), i64>, rec: &Record<'_>) {
+    let (category, name) = match (&rec.kind, &rec.subtype) {
+        (Kind::Other(t), _) => ("unknown_type", t.to_string()),
+        (Kind::System, Some(sub)) => ("type", format!("system/{sub}")),
+        _ => ("type", rec.type_name.to_string()),
+    };
+    *kinds.entry((category, name)).or_default() += 1;
+    for f in &rec.unknown_fields {
+        *kinds.entry(("unknown_field", f.to_string())).or_default() += 1;
+    }
+}
+
+fn merge_session(s: &mut SessionUpdate, rec: &Record<'_>, kind: FileKind) {
+    if let Some(ts) = rec.timestamp.as_deref() {
+        if s.started_at.as_deref().is_none_or(|cur| ts < cur) {
+            s.started_at = Some(ts.to_string());
+        }
+        if s.last_activity_at.as_deref().is_none_or(|cur| ts > cur) {
+            s.last_activity_at = Some(ts.to_string());
+        }
+    }
+    if s.cwd.is_none() {
+        s.cwd = rec.cwd.as_deref().map(str::to_string);
+    }
+    if let Some(b) = rec.git_branch.as_deref().filter(|b| !b.is_empty()) {
+        s.git_branch = Some(b.to_string());
+    }
+    if let Some(v) = rec.version.as_deref() {
+        s.version = Some(v.to_string());
+    }
+    if s.title.is_none() && kind == FileKind::Main && !rec.is_sidechain {
+        s.title = title_of(rec);
+    }
+}
+
+/// The title a record gives its session: the first line of a real user prompt.
+fn title_of(rec: &Record<'_>) -> Option<String> {
+    if rec.kind != Kind::User || rec.is_meta || rec.is_compact_summary {
+        return None;
+    }
+    if rec.source_tool_use_id.is_some() {
+        return None;
+    }
+    let text = prompt::human_text(rec)?;
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    Some(first.chars().take(TITLE_CHARS).collect())
+}
+
+fn message_row(rec: &Record<'_>, session_id: &str, ctx: &FileContext) -> Option<MessageRow> {
+    let is_conversation = matches!(rec.kind, Kind::User | Kind::Assistant);
+    if !is_conversation && !matches!(rec.kind, Kind::System | Kind::Summary) {
+        return None;
+    }
+    let tools = rec.tool_names();
+    Some(MessageRow {
+        session_id: session_id.to_string(),
+        uuid: rec.uuid.as_deref().map(str::to_string),
+        parent_uuid: rec.parent_uuid.as_deref().map(str::to_string),
+        kind: rec.type_name.to_string(),
+        subtype: rec.subtype.as_deref().map(str::to_string),
+        ts: rec.timestamp.as_deref().map(str::to_string),
+        is_sidechain: rec.is_sidechain,
+        agent_id: rec
+            .agent_id
+            .as_deref()
+            .map(str::to_string)
+            .or_else(|| ctx.info.agent_id.clone()),
+        model: rec
+            .message
+            .as_ref()
+            .and_then(|m| m.model.as_deref())
+            .map(str::to_string),
+        tool_names: (!tools.is_empty()).then(|| tools.join(",")),
+        is_error: rec.has_tool_error() || rec.is_api_error_message,
+        text: if is_conversation { rec.text() } else { None },
+        ..MessageRow::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::discovery::classify;
+    use crate::tailer::{Tailer, TailerConfig};
+    use std::io::Write;
+    use std::path::Path;
+
+    const SID: &str = "11111111-2222-4333-8444-555555555555";
+
+    fn run(name: &str, content: &str) -> (FileContext, Vec<PreparedBatch>) {
+        let dir = tempfile::tempdir().unwrap();
+        let proj = dir.path().join("-home-u-proj");
+        std::fs::create_dir_all(&proj).unwrap();
+        let path = proj.join(name);
+        std::fs::File::create(&path)
+            .unwrap()
+            .write_all(content.as_bytes())
+            .unwrap();
+        let info = classify(dir.path(), &path);
+        let mut ctx = FileContext::new(1, "m".into(), info, None);
+        let cfg = TailerConfig {
+            max_line_bytes: 1 << 20,
+            read_chunk: 1 << 16,
+        };
+        let (mut t, _) = Tailer::open(&path, None, cfg).unwrap();
+        let mut out = Vec::new();
+        let mut expected = (1, 0);
+        while let Some(b) = t.read_batch(1 << 20, 10_000).unwrap() {
+            let pb = extract(&mut ctx, &b, expected, 0);
+            expected = (pb.checkpoint.generation, pb.checkpoint.offset);
+            out.push(pb);
+        }
+        (ctx, out)
+    }
+
+    fn user(text: &str, extra: &str) -> String {
+        format!(
+            r#"{{"type":"user","uuid":"u1","parentUuid":null,"sessionId":"{SID}","timestamp":"2025-01-01T00:00:01.000Z","cwd":"/home/u/proj","version":"2.0.1","gitBranch":"main"{extra},"message":{{"role":"user","content":{}}}}}"#,
+            serde_json::to_string(text).unwrap()
+        )
+    }
+
+    #[test]
+    fn rows_per_kind_and_title() {
+        let lines = [
+            r#"{"type":"summary","summary":"Old title","leafUuid":"x"}"#.to_string(),
+            r#"{"type":"file-history-snapshot","messageId":"m","snapshot":{},"isSnapshotUpdate":false}"#.to_string(),
+            user("<command-name>/clear</command-name>", ""),
+            user("Fix the flaky test\nin ci", ""),
+            r#"{"type":"assistant","uuid":"a1","parentUuid":"u1","sessionId":"S","timestamp":"2025-01-01T00:00:03.000Z","message":{"id":"msg_1","role":"assistant","model":"claude-x","content":[{"type":"thinking","thinking":"hmm","signature":"s"},{"type":"text","text":"On it."},{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}"#.to_string(),
+            r#"{"type":"user","uuid":"u2","parentUuid":"a1","sessionId":"S","timestamp":"2025-01-01T00:00:02.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","is_error":true,"content":"boom"}]}}"#.to_string(),
+            r#"{"type":"system","subtype":"turn_duration","uuid":"s1","durationMs":5,"timestamp":"2025-01-01T00:00:04.000Z"}"#.to_string(),
+            r#"{"type":"brand-new","weird":1}"#.to_string(),
+            "{not json".to_string(),
+        ];
+        let content = lines.join("\n") + "\n";
+        let (ctx, batches) = run(&format!("{SID}.jsonl"), &content);
+        assert_eq!(ctx.session_id.as_deref(), Some(SID));
+        assert_eq!(batches.len(), 1);
+        let b = &batches[0];
+        let kinds: Vec<&str> = b.messages.iter().map(|m| m.kind.as_str()).collect();
+        assert_eq!(
+            kinds,
+            ["summary", "user", "user", "assistant", "user", "system"]
+        );
+        assert_eq!(b.messages[0].line_no, 1);
+        assert_eq!(b.messages[3].line_no, 5);
+        assert_eq!(b.messages[3].text.as_deref(), Some("On it."));
+        assert_eq!(b.messages[3].tool_names.as_deref(), Some("Bash"));
+        assert_eq!(b.messages[3].model.as_deref(), Some("claude-x"));
+        assert!(b.messages[4].is_error);
+        assert_eq!(b.messages[4].text, None);
+        assert_eq!(b.messages[5].subtype.as_deref(), Some("turn_duration"));
+        assert!(b.messages.iter().all(|m| m.session_id == SID));
+        let s = b.session.as_ref().unwrap();
+        assert_eq!(s.title.as_deref(), Some("Fix the flaky test"));
+        assert_eq!(s.started_at.as_deref(), Some("2025-01-01T00:00:01.000Z"));
+        assert_eq!(
+            s.last_activity_at.as_deref(),
+            Some("2025-01-01T00:00:04.000Z")
+        );
+        assert_eq!(s.cwd.as_deref(), Some("/home/u/proj"));
+        assert_eq!(s.git_branch.as_deref(), Some("main"));
+        assert_eq!(s.project, "-home-u-proj");
+        assert_eq!(b.diagnostics.len(), 1);
+        assert_eq!(b.diagnostics[0].kind, "malformed_json");
+        assert_eq!(b.diagnostics[0].line_no, 9);
+        assert!(b
+            .kinds
+            .iter()
+            .any(|k| k.category == "unknown_type" && k.name == "brand-new"));
+        assert!(b
+            .kinds
+            .iter()
+            .any(|k| k.category == "unknown_field" && k.name == "weird"));
+        assert!(b.kinds.iter().any(|k| k.name == "system/turn_duration"));
+        assert_eq!(b.bytes, content.len() as u64);
+    }
+
+    #[test]
+    fn session_from_first_line_when_name_is_not_uuid() {
+        let content = format!(
+            "{}\n{}\n",
+            r#"{"type":"summary","summary":"t","leafUuid":"x"}"#,
+            user("hello there", "")
+        );
+        let (ctx, batches) = run("notes.jsonl", &content);
+        assert_eq!(ctx.session_id.as_deref(), Some(SID));
+        assert_eq!(batches[0].file_session_id.as_deref(), Some(SID));
+        assert!(batches[0].messages.iter().all(|m| m.session_id == SID));
+    }
+
+    #[test]
+    fn agent_files_have_no_title_and_carry_agent_id() {
+        let content = format!("{}\n", user("Explore the repo", r#","isSidechain":true"#));
+        let (ctx, batches) = run("agent-abc123.jsonl", &content);
+        assert_eq!(ctx.session_id.as_deref(), Some(SID));
+        let b = &batches[0];
+        assert_eq!(b.session.as_ref().unwrap().title, None);
+        assert_eq!(b.messages[0].agent_id.as_deref(), Some("abc123"));
+        assert!(b.messages[0].is_sidechain);
+    }
+
+    #[test]
+    fn glued_objects_become_two_rows() {
+        let content = format!("{}{}\n", user("first prompt", ""), user("second", ""));
+        let (_, batches) = run(&format!("{SID}.jsonl"), &content);
+        let m = &batches[0].messages;
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].line_no, m[0].seq), (1, 0));
+        assert_eq!((m[1].line_no, m[1].seq), (1, 1));
+    }
+
+    #[test]
+    fn sidechain_and_meta_do_not_title() {
+        let content = format!(
+            "{}\n{}\n{}\n",
+            user("sub prompt", r#","isSidechain":true"#),
+            user(
+                "Caveat: The messages below were generated by the user",
+                r#","isMeta":true"#
+            ),
+            user("[Request interrupted by user]", "")
+        );
+        let (_, batches) = run(&format!("{SID}.jsonl"), &content);
+        assert_eq!(batches[0].session.as_ref().unwrap().title, None);
+        let _ = Path::new("");
+    }
+}

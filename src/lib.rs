@@ -1,0 +1,35 @@
+//! Gleaner keeps what matters from Claude Code sessions.
+//!
+//! It tails the JSONL transcripts Claude Code writes under `~/.claude/projects`, extracts rows
+//! and commits them, together with each file's new offset, to SQLite or PostgreSQL.
+//!
+//! # Layout
+//! Pure, synchronous core (no IO beyond reading a file):
+//! - [`discovery`]: find `*.jsonl` files and classify them (main / sub-agent, session, agent).
+//! - [`tailer`]: per-file offset, identity and partial-line state; yields complete lines.
+//! - [`parse`]: one line to typed records; never fails, unknown input is data.
+//! - [`prompt`]: what a human typed versus what Claude Code injected.
+//! - [`extract`]: records to rows ([`model`]).
+//!
+//! Async shell:
+//! - [`store`]: the database, sink and checkpoint; both backends.
+//! - [`pipeline`]: pump one file from its checkpoint to its last line, batch by batch.
+//! - [`engine`]: decide which file to pump; shared by the daemon and `ingest`.
+//! - [`daemon`]: watcher, signals, lock, shutdown.
+//! - [`ingest`]: one pass, then exit.
+//! - [`cli`], [`telemetry`], [`config`]: the edges.
+
+pub mod cli;
+pub mod config;
+pub mod daemon;
+pub mod discovery;
+pub mod engine;
+pub mod extract;
+pub mod ingest;
+pub mod model;
+pub mod parse;
+pub mod pipeline;
+pub mod prompt;
+pub mod store;
+pub mod tailer;
+pub mod telemetry;

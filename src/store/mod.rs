@@ -1,0 +1,438 @@
+//! The database: sink of extracted rows and checkpoint of every file's progress.
+//!
+//! [`Store`] is an enum over the two sqlx pools. Every query is written once, with `$n`
+//! placeholders (which SQLite accepts too) and portable SQL (`ON CONFLICT`, `CASE` instead of
+//! `min`/`LEAST`), and the [`with_pool!`] macro expands it for each backend, so the two cannot
+//! drift apart; the conformance tests in `tests/it` run the same stories on both.
+//!
+//! Exactly-once rests on [`Store::commit`]: rows and the file's new checkpoint are written in one
+//! transaction, guarded by an optimistic check that the file's stored `(generation, offset)` is
+//! still the one the batch was read from, and every row has a natural unique key with
+//! `ON CONFLICT DO NOTHING`.
+
+mod query;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{PgPool, QueryBuilder, SqlitePool};
+
+use crate::config::{redact_url, Backend, DatabaseConfig};
+use crate::discovery::FileInfo;
+use crate::model::{now_iso, PreparedBatch};
+use crate::tailer::Checkpoint;
+
+pub use query::{FileListing, SessionListing, TableCounts};
+
+/// Rows per multi-row `INSERT`: amortises the per-statement round trip (sqlx runs SQLite on a
+/// worker thread, so a statement per row would cost more than the row). 19 columns × 500 stays
+/// under SQLite's and PostgreSQL's bind-parameter limits.
+const ROWS_PER_INSERT: usize = 500;
+
+/// Errors of the storage layer.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The database could not be reached or opened at startup. The URL is shown without password.
+    #[error("cannot open database {url}: {message}")]
+    Connect {
+        /// Redacted URL.
+        url: String,
+        /// Driver message.
+        message: String,
+    },
+    /// Applying the schema migrations failed.
+    #[error("database migration failed: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+    /// The file's stored checkpoint is not the one this batch was read from (another writer or a
+    /// crash moved it). Nothing was written; the caller re-reads from the stored checkpoint.
+    #[error(
+        "checkpoint of file {file_id} moved (expected generation {generation}, offset {offset})"
+    )]
+    CheckpointMoved {
+        /// File row id.
+        file_id: i64,
+        /// Expected generation.
+        generation: i64,
+        /// Expected offset.
+        offset: u64,
+    },
+    /// Any other database error.
+    #[error("database error: {0}")]
+    Sqlx(#[from] sqlx::Error),
+}
+
+/// A connection pool to one of the two backends.
+#[derive(Debug, Clone)]
+pub enum Store {
+    /// Embedded SQLite (WAL mode).
+    Sqlite(SqlitePool),
+    /// PostgreSQL server.
+    Postgres(PgPool),
+}
+
+/// Run the same body against whichever pool the store holds.
+macro_rules! with_pool {
+    ($store:expr, $pool:ident => $body:expr) => {
+        match $store {
+            Store::Sqlite($pool) => $body,
+            Store::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use with_pool;
+
+/// A file row as the pipeline needs it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FileRecord {
+    /// Row id.
+    pub id: i64,
+    /// Absolute path.
+    pub path: String,
+    /// `main` or `agent`.
+    pub kind: String,
+    /// Project folder.
+    pub project: String,
+    /// Session id, once known.
+    pub session_id: Option<String>,
+    /// Sub-agent id.
+    pub agent_id: Option<String>,
+    /// Device id.
+    pub dev: i64,
+    /// Inode.
+    pub inode: i64,
+    /// Generation.
+    pub generation: i64,
+    /// Committed offset.
+    pub byte_offset: i64,
+    /// Committed line count.
+    pub lines: i64,
+    /// Size at last commit.
+    pub size: i64,
+    /// Head fingerprint length.
+    pub head_len: i64,
+    /// Head fingerprint.
+    pub head_hash: i64,
+    /// Tail check length.
+    pub tail_len: i64,
+    /// Tail check hash.
+    pub tail_hash: i64,
+    /// `active` or `gone`.
+    pub state: String,
+}
+
+impl FileRecord {
+    /// The stored checkpoint, or `None` when nothing was ever committed for this file (so the
+    /// tailer treats it as new instead of as a replaced file).
+    pub fn checkpoint(&self) -> Option<Checkpoint> {
+        if self.inode == 0 && self.byte_offset == 0 && self.head_len == 0 {
+            return None;
+        }
+        Some(Checkpoint {
+            dev: self.dev as u64,
+            inode: self.inode as u64,
+            generation: self.generation,
+            offset: self.byte_offset as u64,
+            lines: self.lines as u64,
+            head_len: self.head_len as u32,
+            head_hash: self.head_hash as u64,
+            tail_len: self.tail_len as u32,
+            tail_hash: self.tail_hash as u64,
+        })
+    }
+}
+
+/// What a commit wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CommitStats {
+    /// Message rows actually inserted (duplicates are skipped).
+    pub messages: u64,
+    /// Diagnostic rows actually inserted.
+    pub diagnostics: u64,
+}
+
+const FILE_COLUMNS: &str =
+    "id, path, kind, project, session_id, agent_id, dev, inode, generation, \
+     byte_offset, lines, size, head_len, head_hash, tail_len, tail_hash, state";
+
+impl Store {
+    /// Open (creating the SQLite file and its folder if needed) and migrate the database.
+    pub async fn connect(cfg: &DatabaseConfig) -> Result<Store, StoreError> {
+        let url = redact_url(&cfg.url);
+        let connect_err = |e: sqlx::Error| StoreError::Connect {
+            url: url.clone(),
+            message: one_line(&e.to_string()),
+        };
+        let store = match cfg.backend() {
+            Backend::Sqlite => {
+                let opts = SqliteConnectOptions::from_str(&cfg.url)
+                    .map_err(connect_err)?
+                    .create_if_missing(true)
+                    .journal_mode(SqliteJournalMode::Wal)
+                    .synchronous(SqliteSynchronous::Normal)
+                    .busy_timeout(Duration::from_secs(10))
+                    .foreign_keys(true)
+                    .pragma("cache_size", "-16000");
+                if let Some(parent) = opts.get_filename().parent() {
+                    if !parent.as_os_str().is_empty() {
+                        std::fs::create_dir_all(parent).map_err(|e| StoreError::Connect {
+                            url: url.clone(),
+                            message: format!("cannot create {}: {e}", parent.display()),
+                        })?;
+                    }
+                }
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(cfg.max_connections)
+                    .acquire_timeout(cfg.connect_timeout)
+                    .connect_with(opts)
+                    .await
+                    .map_err(connect_err)?;
+                sqlx::migrate!("migrations/sqlite").run(&pool).await?;
+                Store::Sqlite(pool)
+            }
+            Backend::Postgres => {
+                let opts = PgConnectOptions::from_str(&cfg.url).map_err(connect_err)?;
+                let pool = PgPoolOptions::new()
+                    .max_connections(cfg.max_connections)
+                    .acquire_timeout(cfg.connect_timeout)
+                    .connect_with(opts)
+                    .await
+                    .map_err(connect_err)?;
+                sqlx::migrate!("migrations/postgres").run(&pool).await?;
+                Store::Postgres(pool)
+            }
+        };
+        Ok(store)
+    }
+
+    /// Which backend this is.
+    pub fn backend(&self) -> Backend {
+        match self {
+            Store::Sqlite(_) => Backend::Sqlite,
+            Store::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Close the pool, waiting for connections to finish (SQLite checkpoints its WAL).
+    pub async fn close(&self) {
+        with_pool!(self, pool => pool.close().await)
+    }
+
+    /// All file rows of one machine.
+    pub async fn files_of(&self, machine: &str) -> Result<Vec<FileRecord>, StoreError> {
+        let sql = format!("SELECT {FILE_COLUMNS} FROM files WHERE machine = $1");
+        Ok(
+            with_pool!(self, pool => sqlx::query_as::<_, FileRecord>(&sql)
+            .bind(machine)
+            .fetch_all(pool)
+            .await?),
+        )
+    }
+
+    /// The file row for `info`, created if it does not exist yet. A `gone` file that reappears
+    /// becomes `active` again.
+    pub async fn register_file(
+        &self,
+        machine: &str,
+        info: &FileInfo,
+    ) -> Result<FileRecord, StoreError> {
+        let now = now_iso();
+        let path = info.path.to_string_lossy();
+        let insert = "INSERT INTO files (machine, path, project, kind, session_id, agent_id, \
+                      first_seen_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
+                      ON CONFLICT (machine, path) DO UPDATE SET state = 'active' \
+                      WHERE files.state <> 'active'";
+        let select = format!("SELECT {FILE_COLUMNS} FROM files WHERE machine = $1 AND path = $2");
+        Ok(with_pool!(self, pool => {
+            sqlx::query(insert)
+                .bind(machine)
+                .bind(path.as_ref())
+                .bind(&info.project)
+                .bind(info.kind.as_str())
+                .bind(info.session_id.as_deref())
+                .bind(info.agent_id.as_deref())
+                .bind(&now)
+                .execute(pool)
+                .await?;
+            sqlx::query_as::<_, FileRecord>(&select)
+                .bind(machine)
+                .bind(path.as_ref())
+                .fetch_one(pool)
+                .await?
+        }))
+    }
+
+    /// Mark a file whose path no longer exists. Its rows are kept.
+    pub async fn mark_gone(&self, file_id: i64) -> Result<(), StoreError> {
+        let sql = "UPDATE files SET state = 'gone', updated_at = $1 WHERE id = $2";
+        let now = now_iso();
+        with_pool!(self, pool => {
+            sqlx::query(sql).bind(&now).bind(file_id).execute(pool).await?;
+        });
+        Ok(())
+    }
+
+    /// Write a batch: rows, tallies, session facts and the new checkpoint, in ONE transaction.
+    pub async fn commit(&self, b: &PreparedBatch) -> Result<CommitStats, StoreError> {
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let now = now_iso();
+            let cp = &b.checkpoint;
+            // The optimistic guard doubles as the checkpoint write: zero rows updated means the
+            // stored checkpoint is not the one the batch was read from.
+            let moved = sqlx::query(
+                "UPDATE files SET generation = $1, byte_offset = $2, lines = $3, size = $4, \
+                 dev = $5, inode = $6, head_len = $7, head_hash = $8, tail_len = $9, \
+                 tail_hash = $10, state = 'active', updated_at = $11, \
+                 session_id = COALESCE(session_id, $12) \
+                 WHERE id = $13 AND generation = $14 AND byte_offset = $15",
+            )
+            .bind(cp.generation)
+            .bind(cp.offset as i64)
+            .bind(cp.lines as i64)
+            .bind(b.size as i64)
+            .bind(cp.dev as i64)
+            .bind(cp.inode as i64)
+            .bind(i64::from(cp.head_len))
+            .bind(cp.head_hash as i64)
+            .bind(i64::from(cp.tail_len))
+            .bind(cp.tail_hash as i64)
+            .bind(&now)
+            .bind(b.file_session_id.as_deref())
+            .bind(b.file_id)
+            .bind(b.expected.0)
+            .bind(b.expected.1 as i64)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if moved != 1 {
+                tx.rollback().await?;
+                return Err(StoreError::CheckpointMoved {
+                    file_id: b.file_id,
+                    generation: b.expected.0,
+                    offset: b.expected.1,
+                });
+            }
+
+            let mut stats = CommitStats::default();
+            for chunk in b.messages.chunks(ROWS_PER_INSERT) {
+                let mut qb = QueryBuilder::new(
+                    "INSERT INTO messages (file_id, generation, line_no, seq, byte_start, byte_end, \
+                     session_id, uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
+                     model, tool_names, is_error, text) ",
+                );
+                qb.push_values(chunk, |mut row, m| {
+                    row.push_bind(b.file_id)
+                        .push_bind(cp.generation)
+                        .push_bind(m.line_no as i64)
+                        .push_bind(i64::from(m.seq))
+                        .push_bind(m.byte_start as i64)
+                        .push_bind(m.byte_end as i64)
+                        .push_bind(m.session_id.as_str())
+                        .push_bind(m.uuid.as_deref())
+                        .push_bind(m.parent_uuid.as_deref())
+                        .push_bind(m.kind.as_str())
+                        .push_bind(m.subtype.as_deref())
+                        .push_bind(m.ts.as_deref())
+                        .push_bind(m.is_sidechain)
+                        .push_bind(m.agent_id.as_deref())
+                        .push_bind(m.model.as_deref())
+                        .push_bind(m.tool_names.as_deref())
+                        .push_bind(m.is_error)
+                        .push_bind(m.text.as_deref());
+                });
+                qb.push(" ON CONFLICT (file_id, generation, line_no, seq) DO NOTHING");
+                stats.messages += qb.build().execute(&mut *tx).await?.rows_affected();
+            }
+
+            for chunk in b.diagnostics.chunks(ROWS_PER_INSERT) {
+                let mut qb = QueryBuilder::new(
+                    "INSERT INTO diagnostics (file_id, generation, line_no, byte_start, byte_len, \
+                     kind, detail, created_at) ",
+                );
+                qb.push_values(chunk, |mut row, d| {
+                    row.push_bind(b.file_id)
+                        .push_bind(cp.generation)
+                        .push_bind(d.line_no as i64)
+                        .push_bind(d.byte_start as i64)
+                        .push_bind(d.byte_len as i64)
+                        .push_bind(d.kind)
+                        .push_bind(d.detail.as_deref())
+                        .push_bind(now.as_str());
+                });
+                qb.push(" ON CONFLICT (file_id, generation, line_no, kind) DO NOTHING");
+                stats.diagnostics += qb.build().execute(&mut *tx).await?.rows_affected();
+            }
+            if stats.diagnostics > 0 {
+                sqlx::query("UPDATE files SET diagnostics = diagnostics + $1 WHERE id = $2")
+                    .bind(stats.diagnostics as i64)
+                    .bind(b.file_id)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+
+            for chunk in b.kinds.chunks(ROWS_PER_INSERT) {
+                let mut qb = QueryBuilder::new(
+                    "INSERT INTO record_kinds (file_id, generation, category, name, count) ",
+                );
+                qb.push_values(chunk, |mut row, k| {
+                    row.push_bind(b.file_id)
+                        .push_bind(cp.generation)
+                        .push_bind(k.category)
+                        .push_bind(k.name.as_str())
+                        .push_bind(k.count);
+                });
+                // Exact despite being additive: the checkpoint guard above makes a batch apply
+                // at most once.
+                qb.push(
+                    " ON CONFLICT (file_id, generation, category, name) \
+                     DO UPDATE SET count = record_kinds.count + excluded.count",
+                );
+                qb.build().execute(&mut *tx).await?;
+            }
+
+            if let Some(s) = &b.session {
+                sqlx::query(
+                    "INSERT INTO sessions (session_id, machine, project, cwd, git_branch, version, \
+                     title, started_at, last_activity_at, message_count, created_at, updated_at) \
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) \
+                     ON CONFLICT (session_id) DO UPDATE SET \
+                     cwd = COALESCE(sessions.cwd, excluded.cwd), \
+                     git_branch = COALESCE(excluded.git_branch, sessions.git_branch), \
+                     version = COALESCE(excluded.version, sessions.version), \
+                     title = COALESCE(sessions.title, excluded.title), \
+                     started_at = CASE WHEN sessions.started_at IS NULL \
+                        OR excluded.started_at < sessions.started_at \
+                        THEN COALESCE(excluded.started_at, sessions.started_at) \
+                        ELSE sessions.started_at END, \
+                     last_activity_at = CASE WHEN sessions.last_activity_at IS NULL \
+                        OR excluded.last_activity_at > sessions.last_activity_at \
+                        THEN COALESCE(excluded.last_activity_at, sessions.last_activity_at) \
+                        ELSE sessions.last_activity_at END, \
+                     message_count = sessions.message_count + excluded.message_count, \
+                     updated_at = excluded.updated_at",
+                )
+                .bind(&s.session_id)
+                .bind(&s.machine)
+                .bind(&s.project)
+                .bind(s.cwd.as_deref())
+                .bind(s.git_branch.as_deref())
+                .bind(s.version.as_deref())
+                .bind(s.title.as_deref())
+                .bind(s.started_at.as_deref())
+                .bind(s.last_activity_at.as_deref())
+                .bind(stats.messages as i64)
+                .bind(&now)
+                .execute(&mut *tx)
+                .await?;
+            }
+            tx.commit().await?;
+            Ok(stats)
+        })
+    }
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
