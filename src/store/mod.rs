@@ -174,6 +174,7 @@ impl Store {
                     .busy_timeout(Duration::from_secs(10))
                     .foreign_keys(true)
                     .pragma("cache_size", "-16000");
+                let db_file = opts.get_filename().to_path_buf();
                 if let Some(parent) = opts.get_filename().parent() {
                     if !parent.as_os_str().is_empty() {
                         std::fs::create_dir_all(parent).map_err(|e| StoreError::Connect {
@@ -188,6 +189,19 @@ impl Store {
                     .connect_with(opts)
                     .await
                     .map_err(connect_err)?;
+                // sqlx takes no migration lock on SQLite: two processes opening a new database
+                // at once (a daemon starting while `gleaner sessions` runs) would both try to
+                // create the tables. An advisory lock next to the file serialises them.
+                let _migrate_lock =
+                    lock_for_migration(&db_file)
+                        .await
+                        .map_err(|e| StoreError::Connect {
+                            url: url.clone(),
+                            message: format!(
+                                "cannot lock {} for migration: {e}",
+                                db_file.display()
+                            ),
+                        })?;
                 sqlx::migrate!("migrations/sqlite").run(&pool).await?;
                 Store::Sqlite(pool)
             }
@@ -431,6 +445,26 @@ impl Store {
             Ok(stats)
         })
     }
+}
+
+/// Hold an exclusive advisory lock on `<db>-migrate.lock` (none for in-memory databases).
+async fn lock_for_migration(db: &std::path::Path) -> std::io::Result<Option<std::fs::File>> {
+    let name = db.as_os_str().to_string_lossy();
+    if name.is_empty() || name == ":memory:" {
+        return Ok(None);
+    }
+    let path = std::path::PathBuf::from(format!("{name}-migrate.lock"));
+    tokio::task::spawn_blocking(move || {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        f.lock()?;
+        Ok(Some(f))
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }
 
 fn one_line(s: &str) -> String {

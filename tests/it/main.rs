@@ -1,1 +1,15 @@
-//! Integration tests (filled in next).
+//! Integration tests: one binary (ripgrep style). Storage stories run on SQLite and on
+//! PostgreSQL (`both_backends!`); PostgreSQL is real, one fresh database per test.
+//!
+//! - `corpus`: ingest all of `../shared/corpus/real`, check every file's checkpoint, idempotence.
+//! - `daemon`: live tailing through the real binary: growth, partial lines, nested dirs,
+//!   truncation, rename-over, identical rewrite, deletion, restart, lock, SIGTERM.
+//! - `crash`: `kill -9` at random moments while lines are appended; no gap, no duplicate.
+//! - `cli`: exit codes and one-line errors, JSON shapes, global flags.
+
+mod common;
+
+mod cli;
+mod corpus;
+mod crash;
+mod daemon;

@@ -1,0 +1,196 @@
+//! Exit codes, one-line errors, JSON shapes and flag placement.
+
+use crate::both_backends;
+use crate::common::*;
+
+const SID: &str = "dddddddd-0000-4000-8000-000000000001";
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[tokio::test]
+async fn config_default_prints_the_embedded_file() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let out = env
+        .cmd()
+        .args(["config", "--default"])
+        .output()
+        .expect("run");
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text, gleaner::config::DEFAULT_CONFIG_TOML);
+    assert!(text.contains("max_line_bytes = 67108864"));
+}
+
+#[tokio::test]
+async fn bad_config_is_one_line_naming_the_key_and_exit_2() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let cfg = env.dir.path().join("bad.toml");
+    std::fs::write(&cfg, "[daemon]\nrescan_interval_secs = \"soon\"\n").expect("write");
+    let out = env
+        .cmd()
+        .arg("--config")
+        .arg(&cfg)
+        .arg("files")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("rescan_interval_secs"), "{err}");
+
+    std::fs::write(&cfg, "[daemon]\nrescan_intervall_secs = 5\n").expect("write");
+    let out = env
+        .cmd()
+        .arg("--config")
+        .arg(&cfg)
+        .arg("files")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(err.contains("daemon.rescan_intervall_secs"), "{err}");
+
+    let out = env
+        .cmd()
+        .env("GLEANER_LOG__FORMAT", "xml")
+        .arg("files")
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr_of(&out).contains("log.format"));
+}
+
+#[tokio::test]
+async fn unreachable_database_is_one_line_without_password_and_exit_2() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let out = env
+        .cmd()
+        .env("GLEANER_DATABASE__CONNECT_TIMEOUT_SECS", "2")
+        .args([
+            "files",
+            "--database-url",
+            "postgres://bob:hunter2@127.0.0.1:1/nope",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("postgres://bob:***@127.0.0.1:1/nope"), "{err}");
+    assert!(!err.contains("hunter2"), "{err}");
+
+    let out = env
+        .cmd()
+        .args(["files", "--database-url", "sqlite:///proc/no/such/dir/x.db"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("/proc/no/such/dir"),
+        "{}",
+        stderr_of(&out)
+    );
+}
+
+async fn json_shapes(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let p = env.path(&format!("-home-u-p/{SID}.jsonl"));
+    append(
+        &p,
+        user_line(SID, "u1", "Make the build green\nplease").as_bytes(),
+    );
+    append(&p, b"{\"type\":\"mystery\"}\n{\"half\":");
+    let summary = env.ingest();
+    for k in [
+        "files",
+        "bytes",
+        "lines",
+        "rows",
+        "diagnostics",
+        "seconds",
+        "mb_per_s",
+    ] {
+        assert!(summary.get(k).is_some(), "summary lacks {k}: {summary}");
+    }
+    assert_eq!(summary["rows"], 1);
+
+    // Global flags after the subcommand work as well as before it.
+    let out = std::process::Command::new(bin())
+        .env("HOME", env.dir.path())
+        .env("XDG_DATA_HOME", env.dir.path().join("data"))
+        .args([
+            "files",
+            "--json",
+            "--machine-id",
+            "test",
+            "--database-url",
+            &env.url,
+        ])
+        .arg("--projects-dir")
+        .arg(&env.projects)
+        .output()
+        .expect("run");
+    assert_ok(&out);
+    let files: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let f = &files[0];
+    for k in [
+        "path",
+        "session_id",
+        "agent_id",
+        "size",
+        "offset",
+        "lines",
+        "diagnostics",
+        "generation",
+        "state",
+    ] {
+        assert!(f.get(k).is_some(), "files entry lacks {k}: {f}");
+    }
+    let bytes = std::fs::read(&p).expect("read");
+    let (offset, lines) = expected_checkpoint(&bytes);
+    assert_eq!(f["offset"].as_u64(), Some(offset));
+    assert_eq!(f["lines"].as_u64(), Some(lines));
+    assert_eq!(f["size"].as_u64(), Some(bytes.len() as u64));
+    assert_eq!(f["session_id"], SID);
+
+    let out = env
+        .cmd()
+        .args(["sessions", "--json"])
+        .output()
+        .expect("run");
+    assert_ok(&out);
+    let sessions: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let s = &sessions[0];
+    for k in [
+        "session_id",
+        "project",
+        "cwd",
+        "git_branch",
+        "version",
+        "title",
+        "started_at",
+        "last_activity_at",
+        "files",
+        "lines",
+        "messages",
+    ] {
+        assert!(s.get(k).is_some(), "sessions entry lacks {k}: {s}");
+    }
+    assert_eq!(s["title"], "Make the build green");
+    assert_eq!(s["project"], "-home-u-p");
+    assert_eq!(s["messages"], 1);
+    assert_eq!(s["files"], 1);
+
+    let out = env.cmd().arg("sessions").output().expect("run");
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("[dddddddd]") && text.contains("Make the build green"),
+        "{text}"
+    );
+    env.cleanup().await;
+}
+
+both_backends!(json_output_shapes, json_shapes);

@@ -1,0 +1,290 @@
+//! Test harness: an isolated HOME with a projects folder, a database per test on the chosen
+//! backend (a fresh PostgreSQL database per test, dropped afterwards), and helpers to run the
+//! real `gleaner` binary and poll the database.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use gleaner::config::DatabaseConfig;
+use gleaner::store::{FileListing, Store, TableCounts};
+
+/// The two backends every storage test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Expand one async test body into a SQLite test and a PostgreSQL test.
+#[macro_export]
+macro_rules! both_backends {
+    ($name:ident, $body:path) => {
+        mod $name {
+            use super::*;
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                $body($crate::common::Backend::Sqlite).await;
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                $body($crate::common::Backend::Postgres).await;
+            }
+        }
+    };
+}
+
+/// Admin URL used to create per-test databases. `.ci/run` exports it after making sure a
+/// server runs; the default matches the local trust-auth server of the dev machines.
+pub fn pg_admin_url() -> String {
+    std::env::var("GLEANER_TEST_PG_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".into())
+}
+
+fn pg_base(admin: &str) -> &str {
+    admin.rsplit_once('/').map(|(b, _)| b).unwrap_or(admin)
+}
+
+static COUNTER: AtomicU32 = AtomicU32::new(0);
+
+/// The real transcripts corpus shared by the project.
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real")
+}
+
+/// Path of the compiled binary.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_gleaner")
+}
+
+/// One test's world.
+pub struct TestEnv {
+    pub dir: tempfile::TempDir,
+    pub url: String,
+    pub projects: PathBuf,
+    pg_db: Option<String>,
+}
+
+impl TestEnv {
+    pub async fn new(backend: Backend) -> TestEnv {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let projects = dir.path().join("projects");
+        std::fs::create_dir_all(&projects).expect("projects dir");
+        let (url, pg_db) = match backend {
+            Backend::Sqlite => (
+                format!("sqlite://{}", dir.path().join("data/test.db").display()),
+                None,
+            ),
+            Backend::Postgres => {
+                let name = format!(
+                    "gleaner_t_{}_{}_{}",
+                    std::process::id(),
+                    COUNTER.fetch_add(1, Ordering::Relaxed),
+                    std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.subsec_nanos())
+                        .unwrap_or(0)
+                );
+                let admin = pg_admin_url();
+                let pool = sqlx::PgPool::connect(&admin)
+                    .await
+                    .unwrap_or_else(|e| panic!("PostgreSQL at {admin} is required: {e}"));
+                sqlx::query(&format!("CREATE DATABASE {name}"))
+                    .execute(&pool)
+                    .await
+                    .expect("create test database");
+                pool.close().await;
+                (format!("{}/{name}", pg_base(&admin)), Some(name))
+            }
+        };
+        TestEnv {
+            dir,
+            url,
+            projects,
+            pg_db,
+        }
+    }
+
+    /// Drop the PostgreSQL database (call at the end of a test; a failed test leaves it for
+    /// inspection).
+    pub async fn cleanup(self) {
+        if let Some(name) = &self.pg_db {
+            if let Ok(pool) = sqlx::PgPool::connect(&pg_admin_url()).await {
+                let _ = sqlx::query(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                    .execute(&pool)
+                    .await;
+                pool.close().await;
+            }
+        }
+    }
+
+    pub async fn store(&self) -> Store {
+        Store::connect(&DatabaseConfig {
+            url: self.url.clone(),
+            max_connections: 2,
+            connect_timeout: Duration::from_secs(10),
+        })
+        .await
+        .expect("connect test store")
+    }
+
+    /// A `gleaner` command with HOME, XDG dirs, projects folder and database set.
+    pub fn cmd(&self) -> Command {
+        self.cmd_for(&self.projects)
+    }
+
+    pub fn cmd_for(&self, projects: &Path) -> Command {
+        let mut c = Command::new(bin());
+        let home = self.dir.path().join("home");
+        c.env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("XDG_DATA_HOME", self.dir.path().join("data"))
+            .env("XDG_CONFIG_HOME", self.dir.path().join("config"))
+            .env("GLEANER_LOG__LEVEL", "warn")
+            .arg("--projects-dir")
+            .arg(projects)
+            .arg("--database-url")
+            .arg(&self.url)
+            .arg("--machine-id")
+            .arg("test");
+        c
+    }
+
+    /// Run `gleaner ingest --json` to completion and return its summary.
+    pub fn ingest(&self) -> serde_json::Value {
+        self.ingest_dir(&self.projects)
+    }
+
+    pub fn ingest_dir(&self, projects: &Path) -> serde_json::Value {
+        let out = self
+            .cmd_for(projects)
+            .args(["ingest", "--json"])
+            .output()
+            .expect("run");
+        assert_ok(&out);
+        serde_json::from_slice(&out.stdout).expect("ingest JSON")
+    }
+
+    /// Start `gleaner daemon` with extra environment.
+    pub fn spawn_daemon(&self, env: &[(&str, &str)]) -> Child {
+        let mut c = self.cmd();
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        c.arg("daemon")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn daemon")
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.projects.join(rel)
+    }
+}
+
+pub fn assert_ok(out: &Output) {
+    assert!(
+        out.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Files of machine `test`, by path.
+pub async fn files(store: &Store) -> Vec<FileListing> {
+    store.list_files("test").await.expect("list files")
+}
+
+pub async fn file(store: &Store, path: &Path) -> Option<FileListing> {
+    let p = path.to_string_lossy();
+    files(store).await.into_iter().find(|f| f.path == p)
+}
+
+pub async fn counts(store: &Store) -> TableCounts {
+    store.counts().await.expect("counts")
+}
+
+/// Poll `check` every 10 ms until it returns true or `timeout` passes.
+pub async fn wait_for<F, Fut>(timeout: Duration, what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while start.elapsed() < timeout {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out after {timeout:?} waiting for {what}");
+}
+
+/// Wait until the stored offset of `path` equals `offset`.
+pub async fn wait_offset(store: &Store, path: &Path, offset: u64) {
+    wait_for(
+        Duration::from_secs(20),
+        &format!("{} at {offset}", path.display()),
+        || async {
+            file(store, path)
+                .await
+                .is_some_and(|f| f.offset as u64 == offset)
+        },
+    )
+    .await;
+}
+
+/// Send SIGTERM and wait for the exit status.
+pub fn terminate(child: &mut Child) -> (std::process::ExitStatus, Duration) {
+    let start = Instant::now();
+    let pid = child.id().to_string();
+    let _ = Command::new("kill").args(["-TERM", &pid]).status();
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return (st, start.elapsed());
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            panic!("daemon did not exit within 20 s of SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Offset just past the last `\n` and the number of `\n` before it.
+pub fn expected_checkpoint(bytes: &[u8]) -> (u64, u64) {
+    match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(i) => (
+            (i + 1) as u64,
+            bytes[..=i].iter().filter(|&&b| b == b'\n').count() as u64,
+        ),
+        None => (0, 0),
+    }
+}
+
+/// A realistic user line for session `sid`.
+pub fn user_line(sid: &str, uuid: &str, text: &str) -> String {
+    format!(
+        r#"{{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/home/u/p","sessionId":"{sid}","version":"2.1.12","gitBranch":"main","type":"user","message":{{"role":"user","content":{}}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:00.000Z"}}"#,
+        serde_json::to_string(text).expect("json")
+    ) + "\n"
+}
+
+/// Append bytes to a file (creating it).
+pub fn append(path: &Path, bytes: &[u8]) {
+    use std::io::Write;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).expect("mkdir");
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .expect("open for append");
+    f.write_all(bytes).expect("append");
+}

@@ -1,0 +1,133 @@
+//! The whole real corpus, on both backends.
+
+use std::collections::HashMap;
+
+use crate::both_backends;
+use crate::common::*;
+use gleaner::discovery;
+
+/// Independent oracle: JSON objects of the message kinds on complete lines.
+fn expected_messages(bytes: &[u8]) -> u64 {
+    let (end, _) = expected_checkpoint(bytes);
+    let mut n = 0;
+    for line in bytes[..end as usize].split(|&b| b == b'\n') {
+        let mut line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.starts_with(b"\xEF\xBB\xBF") {
+            line = &line[3..];
+        }
+        for v in serde_json::Deserializer::from_slice(line).into_iter::<serde_json::Value>() {
+            let Ok(v) = v else { break };
+            if matches!(
+                v.get("type").and_then(|t| t.as_str()),
+                Some("user" | "assistant" | "system" | "summary")
+            ) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+async fn whole_corpus(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let corpus = corpus_dir().canonicalize().expect("corpus present");
+    let first = env.ingest_dir(&corpus);
+    assert_eq!(first["errors"], 0, "{first}");
+
+    let store = env.store().await;
+    let on_disk = discovery::scan(&corpus);
+    assert!(on_disk.len() >= 250, "corpus has {} files", on_disk.len());
+    let stored: HashMap<String, _> = files(&store)
+        .await
+        .into_iter()
+        .map(|f| (f.path.clone(), f))
+        .collect();
+    assert_eq!(stored.len(), on_disk.len());
+    let mut messages = 0;
+    for p in &on_disk {
+        let bytes = std::fs::read(p).expect("read corpus file");
+        let (offset, lines) = expected_checkpoint(&bytes);
+        let f = &stored[&p.to_string_lossy().to_string()];
+        assert_eq!(
+            (f.offset as u64, f.lines as u64),
+            (offset, lines),
+            "{}",
+            p.display()
+        );
+        assert_eq!(f.size as u64, bytes.len() as u64, "{}", p.display());
+        assert_eq!((f.generation, f.state.as_str()), (1, "active"));
+        let info = discovery::classify(&corpus, p);
+        // Sub-agent files below <session>/subagents/ belong to the parent session.
+        if let Some(sid) = &info.session_id {
+            assert_eq!(
+                f.session_id.as_deref(),
+                Some(sid.as_str()),
+                "{}",
+                p.display()
+            );
+        }
+        if offset > 0 {
+            assert!(f.session_id.is_some(), "{} has no session", p.display());
+        }
+        messages += expected_messages(&bytes);
+    }
+    let after_first = counts(&store).await;
+    assert_eq!(after_first.messages as u64, messages);
+    assert_eq!(first["rows"].as_u64(), Some(messages));
+    assert_eq!(
+        after_first.diagnostics, 0,
+        "the corpus has no malformed lines"
+    );
+
+    // Flat 2.0.x agent files take the parent's sessionId from their lines.
+    let flat = on_disk
+        .iter()
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("agent-"))
+                && !p.components().any(|c| c.as_os_str() == "subagents")
+        })
+        .expect("a flat agent file");
+    let text = std::fs::read_to_string(flat).expect("read");
+    let first_sid = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find_map(|v| {
+            v.get("sessionId")
+                .and_then(|s| s.as_str())
+                .map(String::from)
+        });
+    assert_eq!(
+        stored[&flat.to_string_lossy().to_string()].session_id,
+        first_sid
+    );
+
+    // Sessions: every session has its files, and titles come from real prompts.
+    let sessions = store.list_sessions().await.expect("sessions");
+    assert!(sessions.len() > 50);
+    let titled = sessions.iter().filter(|s| s.title.is_some()).count();
+    assert!(
+        titled > sessions.len() / 2,
+        "{titled} of {} titled",
+        sessions.len()
+    );
+    for s in &sessions {
+        assert!(s.files >= 1, "{} has no files", s.session_id);
+        if let Some(t) = &s.title {
+            assert!(
+                !t.starts_with('<') && !t.starts_with("[Request interrupted"),
+                "{t}"
+            );
+        }
+    }
+
+    // A second pass reads nothing and inserts nothing.
+    let second = env.ingest_dir(&corpus);
+    assert_eq!(second["rows"], 0);
+    assert_eq!(second["bytes"], 0);
+    assert_eq!(counts(&store).await, after_first);
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(whole_corpus_is_ingested_exactly_once, whole_corpus);

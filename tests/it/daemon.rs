@@ -1,0 +1,192 @@
+//! The daemon, driven through the real binary, on both backends.
+
+use std::time::Duration;
+
+use crate::both_backends;
+use crate::common::*;
+
+const SID: &str = "aaaaaaaa-bbbb-4ccc-8ddd-000000000001";
+const SID2: &str = "aaaaaaaa-bbbb-4ccc-8ddd-000000000002";
+
+async fn live_file_lifecycle(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    // A long rescan interval: everything below must arrive through file-system events.
+    let mut daemon = env.spawn_daemon(&[("GLEANER_DAEMON__RESCAN_INTERVAL_SECS", "600")]);
+    let store = env.store().await;
+    let main = env.path(&format!("-home-u-p/{SID}.jsonl"));
+
+    // Growth, in a project folder created after the daemon started.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let l1 = user_line(SID, "u1", "first prompt");
+    append(&main, l1.as_bytes());
+    wait_offset(&store, &main, l1.len() as u64).await;
+
+    // A partial line grows across writes; it is committed once, when its newline arrives.
+    let l2 = user_line(SID, "u2", "second prompt, written in pieces");
+    let (a, b) = l2.as_bytes().split_at(40);
+    let (b, c) = b.split_at(60);
+    append(&main, a);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    append(&main, b);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    assert_eq!(
+        file(&store, &main).await.map(|f| f.offset),
+        Some(l1.len() as i64)
+    );
+    append(&main, c);
+    let end = (l1.len() + l2.len()) as u64;
+    wait_offset(&store, &main, end).await;
+    assert_eq!(counts(&store).await.messages, 2);
+    let f = file(&store, &main).await.expect("row");
+    assert_eq!((f.lines, f.generation), (2, 1));
+    assert_eq!(f.session_id.as_deref(), Some(SID));
+
+    // A freshly created nested sub-agent folder (notify misses its first events: catch-up scan).
+    let agent = env.path(&format!("-home-u-p/{SID}/subagents/agent-a1b2c3.jsonl"));
+    let la = user_line(SID, "a1", "explore");
+    append(&agent, la.as_bytes());
+    wait_offset(&store, &agent, la.len() as u64).await;
+    let fa = file(&store, &agent).await.expect("agent row");
+    assert_eq!(fa.session_id.as_deref(), Some(SID));
+    assert_eq!(fa.agent_id.as_deref(), Some("a1b2c3"));
+
+    // Blank lines, CRLF, a BOM-free malformed line: recorded, skipped, the rest flows.
+    let tail = format!(
+        "\n{}{{broken json\n",
+        user_line(SID, "u3", "third").replace('\n', "\r\n")
+    );
+    append(&main, tail.as_bytes());
+    let end = end + tail.len() as u64;
+    wait_offset(&store, &main, end).await;
+    let f = file(&store, &main).await.expect("row");
+    assert_eq!((f.lines, f.diagnostics), (5, 1));
+    assert_eq!(counts(&store).await.messages, 4);
+
+    // Truncation and rewrite: a new generation from byte 0.
+    let r1 = user_line(SID, "r1", "rewritten");
+    std::fs::write(&main, r1.as_bytes()).expect("rewrite");
+    wait_for(Duration::from_secs(20), "generation 2", || async {
+        file(&store, &main)
+            .await
+            .is_some_and(|f| f.generation == 2 && f.offset as usize == r1.len())
+    })
+    .await;
+    assert_eq!(counts(&store).await.messages, 5, "old rows kept, one new");
+
+    // Byte-identical replacement under the same name: nothing new.
+    let tmp = env.dir.path().join("same.jsonl");
+    std::fs::write(&tmp, r1.as_bytes()).expect("write tmp");
+    std::fs::rename(&tmp, &main).expect("rename over");
+    let r2 = user_line(SID, "r2", "after identical rename");
+    append(&main, r2.as_bytes());
+    wait_offset(&store, &main, (r1.len() + r2.len()) as u64).await;
+    let f = file(&store, &main).await.expect("row");
+    assert_eq!(f.generation, 2, "identical content keeps the generation");
+    assert_eq!(counts(&store).await.messages, 6);
+
+    // Replacement with different content: a new generation.
+    let n1 = user_line(SID, "n1", "a different file now");
+    std::fs::write(&tmp, n1.as_bytes()).expect("write tmp");
+    std::fs::rename(&tmp, &main).expect("rename over");
+    wait_for(Duration::from_secs(20), "generation 3", || async {
+        file(&store, &main)
+            .await
+            .is_some_and(|f| f.generation == 3 && f.offset as usize == n1.len())
+    })
+    .await;
+    assert_eq!(counts(&store).await.messages, 7);
+
+    // Deletion: rows kept, file marked gone.
+    std::fs::remove_file(&agent).expect("delete");
+    wait_for(Duration::from_secs(20), "agent file gone", || async {
+        file(&store, &agent)
+            .await
+            .is_some_and(|f| f.state == "gone")
+    })
+    .await;
+    assert_eq!(counts(&store).await.messages, 7);
+
+    let (status, took) = terminate(&mut daemon);
+    assert!(status.success(), "daemon exit {status:?}");
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(live_file_lifecycle_through_events, live_file_lifecycle);
+
+async fn changes_while_stopped(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let a = env.path(&format!("p/{SID}.jsonl"));
+    let b = env.path(&format!("p/{SID2}.jsonl"));
+    let la = user_line(SID, "a1", "alpha");
+    let lb = user_line(SID2, "b1", "beta");
+    append(&a, la.as_bytes());
+    append(&b, lb.as_bytes());
+    append(&b, lb.replace("b1", "b2").as_bytes());
+    env.ingest();
+
+    // While nothing runs: a grows, b is truncated and rewritten shorter, c appears.
+    let la2 = user_line(SID, "a2", "alpha two");
+    append(&a, la2.as_bytes());
+    let lb3 = user_line(SID2, "b3", "b");
+    std::fs::write(&b, lb3.as_bytes()).expect("rewrite b");
+    let c = env.path(&format!("q/{SID}/subagents/agent-x.jsonl"));
+    append(&c, user_line(SID, "c1", "gamma").as_bytes());
+
+    let mut daemon = env.spawn_daemon(&[]);
+    let store = env.store().await;
+    wait_offset(&store, &a, (la.len() + la2.len()) as u64).await;
+    wait_offset(&store, &b, lb3.len() as u64).await;
+    wait_offset(&store, &c, std::fs::metadata(&c).expect("c").len()).await;
+    let fb = file(&store, &b).await.expect("b");
+    assert_eq!((fb.generation, fb.lines), (2, 1));
+    assert_eq!(counts(&store).await.messages, 6);
+
+    // A second instance refuses to start and names the lock.
+    let out = env.cmd().arg("daemon").output().expect("second daemon");
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("gleaner.lock"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success());
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(
+    restart_catches_up_on_changes_made_while_stopped,
+    changes_while_stopped
+);
+
+async fn over_long_line(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let p = env.path(&format!("p/{SID}.jsonl"));
+    let big = user_line(SID, "big", &"x".repeat(5000));
+    let after = user_line(SID, "after", "still here");
+    append(&p, big.as_bytes());
+    append(&p, after.as_bytes());
+    let out = env
+        .cmd()
+        .env("GLEANER_TAIL__MAX_LINE_BYTES", "2048")
+        .args(["ingest", "--json"])
+        .output()
+        .expect("ingest");
+    assert_ok(&out);
+    let store = env.store().await;
+    let f = file(&store, &p).await.expect("row");
+    assert_eq!(
+        (f.offset as usize, f.lines, f.diagnostics),
+        (big.len() + after.len(), 2, 1)
+    );
+    assert_eq!(counts(&store).await.messages, 1);
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(
+    over_long_line_is_a_diagnostic_and_the_rest_flows,
+    over_long_line
+);
