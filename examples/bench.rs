@@ -1,0 +1,840 @@
+//! End-to-end benchmark of the release `gleaner` binary: bulk ingest throughput into SQLite and
+//! PostgreSQL, append-to-commit latency of a running daemon, its idle CPU and its shutdown.
+//!
+//! ```text
+//! cargo run --release --example bench -- [--size-mb 1024] [--work DIR] [--corpus DIR]
+//!     [--skip-postgres] [--latency-samples 200]
+//! ```
+//! PostgreSQL admin URL: `GLEANER_BENCH_PG_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
+//! Sizes are in MB of 10^6 bytes, like gleaner's own `mb_per_s`.
+#![allow(unsafe_code)]
+
+use std::collections::HashSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::path::{Component, Path, PathBuf};
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::str::FromStr;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+use clap::Parser;
+use regex::bytes::{Captures, Regex};
+use sqlx::{ConnectOptions, Connection};
+
+const DEFAULT_CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/real");
+const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+const MACHINE: &str = "bench";
+const UUID_RE: &str =
+    r"(?-u)[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
+
+/// Benchmark the release gleaner binary.
+#[derive(Parser)]
+struct Opts {
+    /// Size of the generated transcript tree, in MB (at least this much is written).
+    #[arg(long, default_value_t = 1024)]
+    size_mb: u64,
+    /// Work folder (kept). Default: a fresh temporary folder, removed at the end.
+    #[arg(long)]
+    work: Option<PathBuf>,
+    /// Real transcripts copied to build the tree.
+    #[arg(long, default_value = DEFAULT_CORPUS)]
+    corpus: PathBuf,
+    /// Do not benchmark PostgreSQL.
+    #[arg(long)]
+    skip_postgres: bool,
+    /// Lines appended one by one to measure the daemon's latency.
+    #[arg(long, default_value_t = 200)]
+    latency_samples: usize,
+}
+
+/// The JSON printed by `gleaner ingest --json`.
+#[derive(serde::Deserialize)]
+struct Summary {
+    files: u64,
+    bytes: u64,
+    lines: u64,
+    rows: u64,
+    diagnostics: u64,
+    batches: u64,
+    errors: u64,
+    seconds: f64,
+    mb_per_s: f64,
+    peak_rss_bytes: Option<u64>,
+}
+
+/// One `gleaner ingest` run: its summary and what `wait4` says (wall s, CPU s, peak RSS bytes).
+struct Ingest(Summary, f64, f64, u64);
+
+/// Daemon figures: latencies (ms), idle CPU seconds over 10 s, RSS bytes.
+struct Live(Vec<f64>, f64, u64);
+
+/// Shared state: the binary, the work folder, a runtime for sqlx, and failed checks.
+struct Bench {
+    bin: PathBuf,
+    work: PathBuf,
+    rt: tokio::runtime::Runtime,
+    problems: Vec<String>,
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(n) => {
+            eprintln!("bench: {n} check(s) failed (see above)");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("bench: error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Result<usize> {
+    let opts = Opts::parse();
+    let bin = find_binary()?;
+    let _tmp; // removes the temporary work folder when dropped
+    let work = match &opts.work {
+        Some(w) => {
+            fs::create_dir_all(w).with_context(|| format!("cannot create {}", w.display()))?;
+            w.canonicalize()?
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("gleaner-bench-")
+                .tempdir_in("/tmp")?;
+            _tmp = t;
+            _tmp.path().to_path_buf()
+        }
+    };
+    println!("work folder: {}", work.display());
+    fs::create_dir_all(work.join("home"))?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut b = Bench {
+        bin,
+        work: work.clone(),
+        rt,
+        problems: Vec::new(),
+    };
+
+    // 1. The transcript tree (kept and reused with --work).
+    let corpus = Corpus::scan(&opts.corpus)?;
+    let projects = work.join("projects");
+    let target = opts.size_mb * 1_000_000;
+    let marker = work.join("tree.done");
+    if fs::read_to_string(&marker).ok() == Some(format!("{target}\n")) {
+        println!(
+            "reusing {} (delete {} to regenerate)",
+            projects.display(),
+            marker.display()
+        );
+    } else {
+        let _ = fs::remove_dir_all(&projects);
+        let t0 = Instant::now();
+        let (bytes, files) = corpus.generate(&projects, target)?;
+        let (mb, secs) = (bytes as f64 / 1e6, t0.elapsed().as_secs_f64());
+        let n = corpus.files.len();
+        println!("generated {mb:.1} MB in {files} files in {secs:.1} s from {n} corpus files");
+        fs::write(&marker, format!("{target}\n"))?;
+    }
+    let lines = corpus.live_lines(20 + opts.latency_samples)?;
+    let (mut table, mut lives) = (Vec::new(), Vec::new());
+
+    // 2. SQLite.
+    for f in [
+        "bench.db",
+        "bench.db-wal",
+        "bench.db-shm",
+        "live.db",
+        "live.db-wal",
+        "live.db-shm",
+    ] {
+        let _ = fs::remove_file(work.join(f));
+    }
+    let url = format!("sqlite://{}", work.join("bench.db").display());
+    table.push(("sqlite", b.bulk("sqlite", &projects, &url)?));
+    let url = format!("sqlite://{}", work.join("live.db").display());
+    lives.push(("sqlite", b.latency("sqlite", &url, &lines)?));
+
+    // 3. PostgreSQL, in fresh databases dropped at the end.
+    if !opts.skip_postgres {
+        let admin = std::env::var("GLEANER_BENCH_PG_URL").unwrap_or_else(|_| DEFAULT_PG.into());
+        match b.rt.block_on(pg_connect(&admin)) {
+            Err(e) => println!("postgres: unreachable at {admin} ({e:#}); skipped"),
+            Ok(conn) => {
+                b.rt.block_on(conn.close()).ok();
+                let secs = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+                let db = format!("gleaner_bench_{}_{secs}", std::process::id());
+                let live_db = format!("{db}_live");
+                let mut result = (|| -> Result<()> {
+                    b.rt.block_on(pg_exec(&admin, &format!("CREATE DATABASE \"{db}\"")))?;
+                    table.push((
+                        "postgres",
+                        b.bulk("postgres", &projects, &pg_url(&admin, &db))?,
+                    ));
+                    b.rt.block_on(pg_exec(&admin, &format!("CREATE DATABASE \"{live_db}\"")))?;
+                    lives.push((
+                        "postgres",
+                        b.latency("postgres", &pg_url(&admin, &live_db), &lines)?,
+                    ));
+                    Ok(())
+                })();
+                for d in [&db, &live_db] {
+                    let sql = format!("DROP DATABASE IF EXISTS \"{d}\" WITH (FORCE)");
+                    if let Err(e) = b.rt.block_on(pg_exec(&admin, &sql)) {
+                        result = result.and(Err(e.context(format!("cannot drop database {d}"))));
+                    }
+                }
+                result?;
+            }
+        }
+    }
+
+    // 4. Summary.
+    println!(
+        "\n{:<9} {:>8} {:>7} {:>7} {:>7} {:>9} {:>6} {:>11}",
+        "backend", "MB", "secs", "MB/s", "CPU s", "rows", "files", "peak RSS MB"
+    );
+    for (name, Ingest(s, _, cpu, rss)) in &table {
+        let (mb, rss) = (s.bytes as f64 / 1e6, *rss as f64 / 1e6);
+        println!(
+            "{name:<9} {mb:>8.1} {:>7.2} {:>7.1} {cpu:>7.2} {:>9} {:>6} {rss:>11.1}",
+            s.seconds, s.mb_per_s, s.rows, s.files
+        );
+    }
+    for (name, Live(lat, _, _)) in &lives {
+        let p = |q| percentile(lat, q);
+        let (p50, p90, p99, max, n) = (p(0.5), p(0.9), p(0.99), p(1.0), lat.len());
+        println!("latency {name:<8} p50 {p50:.1} ms  p90 {p90:.1} ms  p99 {p99:.1} ms  max {max:.1} ms  ({n} samples)");
+    }
+    for (name, Live(_, cpu, rss)) in &lives {
+        let (pct, rss) = (cpu * 10.0, *rss as f64 / 1e6);
+        println!("idle CPU {name:<8} {cpu:.2} s over 10 s ({pct:.1}% of a core)  RSS {rss:.1} MB");
+    }
+    for p in &b.problems {
+        println!("CHECK FAILED: {p}");
+    }
+    Ok(b.problems.len())
+}
+
+/// `target/release/gleaner`, next to this example's folder; built when missing.
+fn find_binary() -> Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("cannot locate the target folder")?;
+    let bin = dir.join("gleaner");
+    if !bin.is_file() {
+        println!(
+            "{} is missing: running cargo build --release --bin gleaner",
+            bin.display()
+        );
+        let st = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["build", "--release", "--bin", "gleaner"])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .context("cannot run cargo")?;
+        if !st.success() || !bin.is_file() {
+            bail!("cargo build --release --bin gleaner failed ({st})");
+        }
+    }
+    let built = fs::metadata(&bin)?.modified()?;
+    if newest_mtime(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src"))) > Some(built) {
+        println!(
+            "warning: {} is older than src/ (cargo build --release to refresh)",
+            bin.display()
+        );
+    }
+    println!("binary: {}", bin.display());
+    Ok(bin)
+}
+
+fn newest_mtime(dir: &Path) -> Option<SystemTime> {
+    let mut newest = None;
+    for e in fs::read_dir(dir).ok()?.flatten() {
+        let p = e.path();
+        newest = newest.max(if p.is_dir() {
+            newest_mtime(&p)
+        } else {
+            e.metadata().ok()?.modified().ok()
+        });
+    }
+    newest
+}
+
+/// The real transcripts (relative paths and sizes), and every session id they use.
+struct Corpus {
+    root: PathBuf,
+    files: Vec<(PathBuf, u64)>,
+    ids: HashSet<Vec<u8>>,
+}
+
+fn is_uuid(b: &[u8]) -> bool {
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// Deterministic fresh UUID (version 4 layout) standing for `old` in copy `k`.
+fn map_uuid(k: u64, old: &[u8]) -> String {
+    let mut b = xxhash_rust::xxh3::xxh3_128_with_seed(old, k + 1).to_be_bytes();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+impl Corpus {
+    fn scan(root: &Path) -> Result<Corpus> {
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("corpus {} not found (use --corpus DIR)", root.display()))?;
+        let (mut files, mut stack) = (Vec::new(), vec![root.clone()]);
+        while let Some(dir) = stack.pop() {
+            for e in fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))? {
+                let p = e?.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "jsonl") {
+                    let len = fs::metadata(&p)?.len();
+                    files.push((p.strip_prefix(&root)?.to_path_buf(), len));
+                }
+            }
+        }
+        files.sort();
+        if files.iter().all(|f| f.1 == 0) {
+            bail!("no non-empty *.jsonl file in corpus {}", root.display());
+        }
+        // Session ids: UUID path components and every "sessionId" value.
+        let re = Regex::new(&format!(r#""sessionId"\s*:\s*"({UUID_RE})""#))?;
+        let (mut ids, mut buf) = (HashSet::new(), Vec::new());
+        for (rel, _) in &files {
+            for c in rel.components() {
+                let s = c.as_os_str().to_string_lossy();
+                let s = s.strip_suffix(".jsonl").unwrap_or(&s);
+                if is_uuid(s.as_bytes()) {
+                    ids.insert(s.as_bytes().to_vec());
+                }
+            }
+            let mut r = BufReader::new(File::open(root.join(rel))?);
+            while {
+                buf.clear();
+                r.read_until(b'\n', &mut buf)? > 0
+            } {
+                ids.extend(re.captures_iter(&buf).map(|c| c[1].to_vec()));
+            }
+        }
+        Ok(Corpus { root, files, ids })
+    }
+
+    /// Copy the corpus as `copy-<k>/...` with fresh session ids, line by line, until `target`
+    /// bytes are written. Returns (bytes, files).
+    fn generate(&self, dest: &Path, target: u64) -> Result<(u64, u64)> {
+        let re = Regex::new(UUID_RE)?;
+        let (mut bytes, mut files, mut buf) = (0u64, 0u64, Vec::new());
+        for k in 0u64.. {
+            for (rel, _) in &self.files {
+                let mut out = dest.join(format!("copy-{k}"));
+                for c in rel.components() {
+                    let Component::Normal(name) = c else { continue };
+                    let name = name.to_string_lossy();
+                    let (stem, ext) = name
+                        .strip_suffix(".jsonl")
+                        .map_or((&*name, ""), |s| (s, ".jsonl"));
+                    match self.ids.contains(stem.as_bytes()) {
+                        true => out.push(format!("{}{ext}", map_uuid(k, stem.as_bytes()))),
+                        false => out.push(&*name),
+                    }
+                }
+                let ctx = || format!("cannot write {}", out.display());
+                fs::create_dir_all(out.parent().unwrap_or(dest)).with_context(ctx)?;
+                let mut r = BufReader::with_capacity(1 << 20, File::open(self.root.join(rel))?);
+                let mut w =
+                    BufWriter::with_capacity(1 << 20, File::create(&out).with_context(ctx)?);
+                while {
+                    buf.clear();
+                    r.read_until(b'\n', &mut buf)? > 0
+                } {
+                    let line =
+                        re.replace_all(&buf, |c: &Captures| match self.ids.contains(&c[0]) {
+                            true => map_uuid(k, &c[0]).into_bytes(),
+                            false => c[0].to_vec(),
+                        });
+                    w.write_all(&line).with_context(ctx)?;
+                    bytes += line.len() as u64;
+                }
+                w.flush().with_context(ctx)?;
+                files += 1;
+                if bytes >= target {
+                    return Ok((bytes, files));
+                }
+            }
+        }
+        unreachable!("the copy loop only ends at the target size")
+    }
+
+    /// `n` complete user/assistant lines under 4 KB, largest files first; cycled when short.
+    fn live_lines(&self, n: usize) -> Result<Vec<Vec<u8>>> {
+        let mut by_size: Vec<_> = self.files.iter().collect();
+        by_size.sort_by_key(|f| std::cmp::Reverse(f.1));
+        let mut out = Vec::new();
+        'files: for (rel, _) in by_size {
+            for line in BufReader::new(File::open(self.root.join(rel))?).split(b'\n') {
+                let mut line = line?;
+                let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
+                    continue;
+                };
+                if line.len() < 4095 && matches!(v["type"].as_str(), Some("user" | "assistant")) {
+                    line.push(b'\n');
+                    out.push(line);
+                    if out.len() >= n {
+                        break 'files;
+                    }
+                }
+            }
+        }
+        let have = out.len();
+        if have < 21 {
+            bail!("the corpus has only {have} user/assistant lines under 4 KB");
+        }
+        out.extend(
+            (have..n)
+                .map(|i| out[20 + (i - 20) % (have - 20)].clone())
+                .collect::<Vec<_>>(),
+        );
+        Ok(out)
+    }
+}
+
+impl Bench {
+    /// gleaner with the global flags, and HOME/XDG folders inside the work folder.
+    fn cmd(&self, projects: &Path, url: &str) -> Command {
+        let mut c = Command::new(&self.bin);
+        for (k, _) in
+            std::env::vars_os().filter(|(k, _)| k.to_string_lossy().starts_with("GLEANER_"))
+        {
+            c.env_remove(k);
+        }
+        let home = self.work.join("home");
+        c.env("HOME", &home)
+            .env("XDG_DATA_HOME", home.join(".local/share"))
+            .env("XDG_CONFIG_HOME", home.join(".config"))
+            .env_remove("CLAUDE_CONFIG_DIR");
+        c.arg("--projects-dir").arg(projects).args([
+            "--database-url",
+            url,
+            "--machine-id",
+            MACHINE,
+        ]);
+        c
+    }
+
+    fn ingest(&self, projects: &Path, url: &str, log: &Path) -> Result<Ingest> {
+        let t0 = Instant::now();
+        let mut child = (self.cmd(projects, url).args(["ingest", "--json"]))
+            .stdout(Stdio::piped())
+            .stderr(File::create(log)?)
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.bin.display()))?;
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .context("no stdout pipe")?
+            .read_to_string(&mut out)?;
+        let (code, cpu, rss) = wait_pid(child.id() as i32, true)?.context("child vanished")?;
+        let wall = t0.elapsed().as_secs_f64();
+        let s: Summary = serde_json::from_str(&out).map_err(|e| {
+            anyhow!(
+                "gleaner ingest exited with {code} and no JSON summary ({e}); {}",
+                log_tail(log)
+            )
+        })?;
+        if code != 0 {
+            println!(
+                "  warning: gleaner ingest exited with {code}; {}",
+                log_tail(log)
+            );
+        }
+        Ok(Ingest(s, wall, cpu, rss))
+    }
+
+    /// Two ingest passes (the second must add nothing), then a row count check.
+    fn bulk(&mut self, name: &str, projects: &Path, url: &str) -> Result<Ingest> {
+        println!(
+            "{name}: ingest into {}",
+            url.rsplit('/').next().unwrap_or(url)
+        );
+        let first = self.ingest(
+            projects,
+            url,
+            &self.work.join(format!("ingest-{name}-1.log")),
+        )?;
+        let Ingest(s, wall, cpu, rss) = &first;
+        let (mb, rss, self_rss) = (
+            s.bytes as f64 / 1e6,
+            *rss as f64 / 1e6,
+            s.peak_rss_bytes.unwrap_or(0) as f64 / 1e6,
+        );
+        println!(
+            "  {mb:.1} MB in {:.2} s (wall {wall:.2} s, CPU {cpu:.2} s) = {:.1} MB/s",
+            s.seconds, s.mb_per_s
+        );
+        println!(
+            "  {} files, {} lines, {} rows, {} diagnostics, {} batches, {} errors",
+            s.files, s.lines, s.rows, s.diagnostics, s.batches, s.errors
+        );
+        println!("  peak RSS {rss:.1} MB (wait4), {self_rss:.1} MB (self-reported)");
+        if s.errors > 0 {
+            self.problems
+                .push(format!("{name}: first ingest reported {} errors", s.errors));
+        }
+        let Ingest(again, wall, ..) = self.ingest(
+            projects,
+            url,
+            &self.work.join(format!("ingest-{name}-2.log")),
+        )?;
+        println!(
+            "  second pass: {} rows, {} bytes added in {:.2} s (wall {wall:.2} s)",
+            again.rows, again.bytes, again.seconds
+        );
+        if again.rows != 0 || again.bytes != 0 {
+            self.problems.push(format!(
+                "{name}: second ingest added {} rows, {} bytes",
+                again.rows, again.bytes
+            ));
+        }
+        let (msgs, files) = self.rt.block_on(async {
+            let mut db = Reader::connect(url).await?;
+            let m = db.count("SELECT COUNT(*) FROM messages").await?;
+            anyhow::Ok((m, db.count("SELECT COUNT(*) FROM files").await?))
+        })?;
+        println!("  database: {msgs} messages, {files} files");
+        if msgs as u64 != s.rows || files as u64 != s.files {
+            self.problems.push(format!(
+                "{name}: database has {msgs} messages, {files} files; summary said {}, {}",
+                s.rows, s.files
+            ));
+        }
+        Ok(first)
+    }
+
+    /// Start a daemon on a one-file tree, time appends until committed, idle it, stop it.
+    fn latency(&mut self, name: &str, url: &str, lines: &[Vec<u8>]) -> Result<Live> {
+        let root = self.work.join("live").join(name);
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir_all(root.join("proj"))?;
+        let file = root
+            .join("proj")
+            .join(format!("{}.jsonl", map_uuid(7, name.as_bytes())));
+        fs::write(&file, lines[..20].concat())?;
+        let mut size = fs::metadata(&file)?.len();
+        let log = self.work.join(format!("daemon-{name}.log"));
+        let child = (self.cmd(&root, url).args(["--log-level", "warn", "daemon"]))
+            .stdout(Stdio::null())
+            .stderr(File::create(&log)?)
+            .spawn()
+            .with_context(|| format!("cannot start {}", self.bin.display()))?;
+        let pid = child.id() as i32;
+        let mut daemon = Daemon(child, false);
+        println!("{name}: daemon pid {pid} on {}", root.display());
+
+        // Wait for the first 20 lines; the database may not even exist yet.
+        let (t0, path) = (Instant::now(), file.to_string_lossy().into_owned());
+        let (mut db, mut last_err): (Option<Reader>, String);
+        db = None;
+        loop {
+            if let Some((code, ..)) = wait_pid(pid, false)? {
+                daemon.1 = true;
+                bail!(
+                    "{name} daemon exited with {code} at startup; {}",
+                    log_tail(&log)
+                );
+            }
+            let res = self.rt.block_on(async {
+                if db.is_none() {
+                    db = Some(Reader::connect(url).await?);
+                }
+                db.as_mut().context("no connection")?.offset(&path).await
+            });
+            match res {
+                Ok(Some(off)) if off as u64 == size => break,
+                Ok(off) => last_err = format!("byte_offset {off:?}, want {size}"),
+                Err(e) => (db, last_err) = (None, format!("{e:#}")),
+            }
+            if t0.elapsed() > Duration::from_secs(30) {
+                bail!(
+                    "{name} daemon did not ingest {path} within 30 s ({last_err}); {}",
+                    log_tail(&log)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        println!(
+            "  initial {size} bytes committed {:.0} ms after start",
+            t0.elapsed().as_secs_f64() * 1e3
+        );
+        let mut db = db.context("no connection")?;
+
+        let mut out = OpenOptions::new().append(true).open(&file)?;
+        let mut lat = Vec::new();
+        for line in &lines[20..] {
+            out.write_all(line)?;
+            out.flush()?;
+            let t = Instant::now();
+            size += line.len() as u64;
+            loop {
+                let off = self.rt.block_on(db.offset(&path))?.unwrap_or(0) as u64;
+                if off > size {
+                    self.problems
+                        .push(format!("{name}: byte_offset {off} beyond file size {size}"));
+                }
+                if off >= size {
+                    break;
+                }
+                if t.elapsed() > Duration::from_secs(10) {
+                    bail!("{name} daemon did not commit an appended line within 10 s (offset {off}, size {size}); {}", log_tail(&log));
+                }
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            lat.push(t.elapsed().as_secs_f64() * 1e3);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let p = |q| percentile(&lat, q);
+        let (p50, p90, p99, max, n) = (p(0.5), p(0.9), p(0.99), p(1.0), lat.len());
+        println!("  latency over {n} appends: p50 {p50:.1} ms, p90 {p90:.1} ms, p99 {p99:.1} ms, max {max:.1} ms");
+        self.rt.block_on(db.close());
+
+        let before = cpu_secs(pid)?;
+        std::thread::sleep(Duration::from_secs(10));
+        let cpu = cpu_secs(pid)? - before;
+        let rss = proc_status_kb(pid, "VmRSS:")? * 1024;
+        println!(
+            "  idle 10 s: {cpu:.2} s CPU ({:.1}% of a core), RSS {:.1} MB",
+            cpu * 10.0,
+            rss as f64 / 1e6
+        );
+
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+        let t = Instant::now();
+        let code = loop {
+            if let Some((code, ..)) = wait_pid(pid, false)? {
+                daemon.1 = true;
+                break code;
+            }
+            if t.elapsed() > Duration::from_secs(30) {
+                bail!(
+                    "{name} daemon still running 30 s after SIGTERM (killed); {}",
+                    log_tail(&log)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        };
+        println!(
+            "  SIGTERM: exit code {code} after {:.0} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        if code != 0 {
+            self.problems.push(format!(
+                "{name}: daemon exited with {code} on SIGTERM; {}",
+                log_tail(&log)
+            ));
+        }
+        if fs::metadata(&log).map(|m| m.len()).unwrap_or(0) > 0 {
+            println!("  daemon warnings: {}", log_tail(&log));
+        }
+        Ok(Live(lat, cpu, rss))
+    }
+}
+
+/// A running daemon, killed if the bench bails out before stopping it.
+struct Daemon(Child, bool);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if !self.1 {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// `wait4`: (exit code, CPU seconds, peak RSS bytes) once the child ended; `None` if running.
+fn wait_pid(pid: i32, block: bool) -> Result<Option<(i32, f64, u64)>> {
+    let mut status = 0;
+    // SAFETY: rusage is plain old data.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let flags = if block { 0 } else { libc::WNOHANG };
+    loop {
+        // SAFETY: valid pointers to locals.
+        match unsafe { libc::wait4(pid, &mut status, flags, &mut ru) } {
+            0 => return Ok(None),
+            r if r < 0 => {
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(e).context("wait4");
+                }
+            }
+            _ => break,
+        }
+    }
+    let code = match libc::WIFEXITED(status) {
+        true => libc::WEXITSTATUS(status),
+        false => 128 + libc::WTERMSIG(status),
+    };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok(Some((
+        code,
+        tv(ru.ru_utime) + tv(ru.ru_stime),
+        ru.ru_maxrss as u64 * 1024,
+    )))
+}
+
+fn log_tail(log: &Path) -> String {
+    let text = fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    format!(
+        "log {}: {}",
+        log.display(),
+        if tail.is_empty() { "(empty)" } else { &tail }
+    )
+}
+
+/// Read-only connection polling gleaner's tables.
+enum Reader {
+    Lite(sqlx::SqliteConnection),
+    Pg(sqlx::PgConnection),
+}
+
+impl Reader {
+    async fn connect(url: &str) -> Result<Reader> {
+        if !url.starts_with("sqlite:") {
+            return Ok(Reader::Pg(pg_connect(url).await?));
+        }
+        let o = sqlx::sqlite::SqliteConnectOptions::from_str(url)?;
+        Ok(Reader::Lite(
+            o.read_only(true)
+                .busy_timeout(Duration::from_secs(5))
+                .connect()
+                .await?,
+        ))
+    }
+
+    async fn count(&mut self, sql: &str) -> Result<i64> {
+        Ok(match self {
+            Reader::Lite(c) => sqlx::query_scalar(sql).fetch_one(c).await?,
+            Reader::Pg(c) => sqlx::query_scalar(sql).fetch_one(c).await?,
+        })
+    }
+
+    async fn offset(&mut self, path: &str) -> Result<Option<i64>> {
+        const Q: &str = "SELECT byte_offset FROM files WHERE machine = $1 AND path = $2";
+        Ok(match self {
+            Reader::Lite(c) => {
+                sqlx::query_scalar(Q)
+                    .bind(MACHINE)
+                    .bind(path)
+                    .fetch_optional(c)
+                    .await?
+            }
+            Reader::Pg(c) => {
+                sqlx::query_scalar(Q)
+                    .bind(MACHINE)
+                    .bind(path)
+                    .fetch_optional(c)
+                    .await?
+            }
+        })
+    }
+
+    async fn close(self) {
+        let _ = match self {
+            Reader::Lite(c) => c.close().await,
+            Reader::Pg(c) => c.close().await,
+        };
+    }
+}
+
+async fn pg_connect(url: &str) -> Result<sqlx::PgConnection> {
+    let conn = tokio::time::timeout(Duration::from_secs(5), sqlx::PgConnection::connect(url));
+    Ok(conn.await.context("timed out after 5 s")??)
+}
+
+async fn pg_exec(admin: &str, sql: &str) -> Result<()> {
+    let mut c = pg_connect(admin).await?;
+    sqlx::query(sql)
+        .execute(&mut c)
+        .await
+        .with_context(|| sql.to_string())?;
+    c.close().await.ok();
+    Ok(())
+}
+
+/// The admin URL with its database name replaced (query string kept).
+fn pg_url(admin: &str, db: &str) -> String {
+    let (base, query) = admin
+        .split_once('?')
+        .map_or((admin, None), |(b, q)| (b, Some(q)));
+    let host_end = base
+        .find("://")
+        .map(|i| i + 3)
+        .and_then(|s| base[s..].find('/').map(|j| s + j));
+    let base = &base[..host_end.unwrap_or(base.len())];
+    query.map_or(format!("{base}/{db}"), |q| format!("{base}/{db}?{q}"))
+}
+
+fn percentile(v: &[f64], q: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s.get(((s.len() as f64 * q).ceil() as usize).clamp(1, s.len().max(1)) - 1)
+        .copied()
+        .unwrap_or(f64::NAN)
+}
+
+/// utime + stime of a process, in seconds.
+fn cpu_secs(pid: i32) -> Result<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let f: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("bad /proc stat")?
+        .1
+        .split_whitespace()
+        .collect();
+    let field = |i: usize| {
+        f.get(i)
+            .context("short /proc stat")?
+            .parse::<u64>()
+            .context("bad /proc stat")
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    Ok((field(11)? + field(12)?) as f64 / hz as f64)
+}
+
+fn proc_status_kb(pid: i32, key: &str) -> Result<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(key))
+        .context("no VmRSS in /proc status")?;
+    Ok(line
+        .split_whitespace()
+        .nth(1)
+        .context("bad status line")?
+        .parse()?)
+}
