@@ -214,6 +214,11 @@ async fn watch(cfg: Arc<Config>, hints: mpsc::Sender<Hint>, cancel: Cancellation
         let mut next = Some(first);
         loop {
             match next.take() {
+                // Our own reads show up as Access (open/close-nowrite) events: reacting to
+                // them would make every read trigger another read.
+                Some(Raw::Event(ev)) if matches!(ev.kind, EventKind::Access(_)) => {
+                    rescan |= ev.need_rescan();
+                }
                 Some(Raw::Event(ev)) => {
                     if ev.need_rescan() {
                         rescan = true;

@@ -53,10 +53,12 @@ pub struct Engine {
     slots: HashMap<PathBuf, Slot>,
     queue: VecDeque<PathBuf>,
     queued: HashSet<PathBuf>,
+    /// Paths seen for the first time, registered in bulk before they are pumped.
+    unregistered: HashSet<PathBuf>,
     retry: Vec<(Instant, PathBuf)>,
 }
 
-type TaskResult = (PathBuf, Option<Box<Tracked>>, PumpEnd);
+type TaskResult = (PathBuf, Box<Tracked>, PumpEnd);
 
 /// Delay before a file whose pump failed (database down, read error) is tried again.
 const RETRY_DELAY: Duration = Duration::from_secs(2);
@@ -78,6 +80,7 @@ impl Engine {
             slots,
             queue: VecDeque::new(),
             queued: HashSet::new(),
+            unregistered: HashSet::new(),
             retry: Vec::new(),
         })
     }
@@ -104,10 +107,46 @@ impl Engine {
     fn mark(&mut self, p: PathBuf) {
         match self.slots.get_mut(&p) {
             Some(Slot::Busy { dirty_again }) => *dirty_again = true,
-            _ => {
+            Some(Slot::Idle(_)) => {
                 if self.queued.insert(p.clone()) {
                     self.queue.push_back(p);
                 }
+            }
+            None => {
+                if discovery::is_transcript(&p) && p.is_file() {
+                    self.unregistered.insert(p);
+                }
+            }
+        }
+    }
+
+    /// Create database rows for newly seen paths, all in one transaction, and queue them.
+    async fn register_new(&mut self) {
+        let cfg = self.pipeline.cfg.clone();
+        let mut paths: Vec<PathBuf> = self.unregistered.drain().collect();
+        paths.sort();
+        let infos: Vec<_> = paths
+            .iter()
+            .map(|p| discovery::classify(&cfg.projects_dir, p))
+            .collect();
+        match self
+            .pipeline
+            .store
+            .register_files(&cfg.machine_id, &infos)
+            .await
+        {
+            Ok(records) => {
+                for r in records {
+                    let t = Tracked::from_record(&cfg.projects_dir, &cfg.machine_id, &r);
+                    let p = PathBuf::from(&r.path);
+                    self.slots.insert(p.clone(), Slot::Idle(Box::new(t)));
+                    self.mark(p);
+                }
+            }
+            Err(e) => {
+                tracing::error!(files = paths.len(), error = %e, "cannot register files; will retry");
+                let at = Instant::now() + RETRY_DELAY;
+                self.retry.extend(paths.into_iter().map(|p| (at, p)));
             }
         }
     }
@@ -191,18 +230,17 @@ impl Engine {
                 break;
             };
             self.queued.remove(&path);
-            let prev = self
-                .slots
-                .insert(path.clone(), Slot::Busy { dirty_again: false });
-            let tracked = match prev {
-                Some(Slot::Idle(t)) => Some(t),
-                Some(Slot::Busy { .. }) => {
-                    // Cannot happen: busy paths are never queued. Keep the state consistent.
-                    self.slots
-                        .insert(path.clone(), Slot::Busy { dirty_again: true });
+            let busy = Slot::Busy { dirty_again: false };
+            let mut t = match self.slots.insert(path.clone(), busy) {
+                Some(Slot::Idle(t)) => t,
+                other => {
+                    // Cannot happen: only registered, idle paths are queued. Restore and skip.
+                    match other {
+                        Some(slot) => self.slots.insert(path.clone(), slot),
+                        None => self.slots.remove(&path),
+                    };
                     continue;
                 }
-                None => None,
             };
             let pipeline = self.pipeline.clone();
             let cancel = cancel.clone();
@@ -210,39 +248,22 @@ impl Engine {
                 // Stat before reading: growth during the pump then shows up as a change on the
                 // next rescan instead of being hidden by a stat taken afterwards.
                 let seen = stat_key(&path);
-                let mut t = match tracked {
-                    Some(t) => t,
-                    None => match pipeline.track(path.clone()).await {
-                        Ok(t) => Box::new(t),
-                        Err(e) => {
-                            tracing::error!(path = %path.display(), error = %e, "cannot register file");
-                            return (path, None, PumpEnd::Failed);
-                        }
-                    },
-                };
                 let end = pipeline.pump(&mut t, &cancel).await;
                 t.seen = seen;
-                (path, Some(t), end)
+                (path, t, end)
             });
         }
     }
 
-    fn finish(&mut self, (path, tracked, end): TaskResult) {
+    fn finish(&mut self, (path, mut t, end): TaskResult) {
         let dirty_again = matches!(
             self.slots.get(&path),
             Some(Slot::Busy { dirty_again: true })
         );
-        match tracked {
-            Some(mut t) => {
-                if end == PumpEnd::Failed {
-                    t.seen = None;
-                }
-                self.slots.insert(path.clone(), Slot::Idle(t));
-            }
-            None => {
-                self.slots.remove(&path);
-            }
+        if end == PumpEnd::Failed {
+            t.seen = None;
         }
+        self.slots.insert(path.clone(), Slot::Idle(t));
         match end {
             PumpEnd::Failed => self.retry.push((Instant::now() + RETRY_DELAY, path)),
             PumpEnd::Cancelled => {}
@@ -279,6 +300,9 @@ impl Engine {
         let mut hints_open = true;
 
         loop {
+            if !self.unregistered.is_empty() && !cancel.is_cancelled() {
+                self.register_new().await;
+            }
             if !cancel.is_cancelled() {
                 self.spawn_ready(&mut tasks, &cancel);
             }

@@ -14,6 +14,7 @@
 //! Async shell:
 //! - [`store`]: the database, sink and checkpoint; both backends.
 //! - [`pipeline`]: pump one file from its checkpoint to its last line, batch by batch.
+//! - [`writer`]: the single writer task; group commit of batches from many files.
 //! - [`engine`]: decide which file to pump; shared by the daemon and `ingest`.
 //! - [`daemon`]: watcher, signals, lock, shutdown.
 //! - [`ingest`]: one pass, then exit.
@@ -33,3 +34,4 @@ pub mod prompt;
 pub mod store;
 pub mod tailer;
 pub mod telemetry;
+pub mod writer;

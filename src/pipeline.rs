@@ -11,15 +11,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::sync::Mutex;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::{Backend, Config};
+use crate::config::Config;
 use crate::discovery::{classify, FileInfo};
 use crate::extract::{extract, FileContext};
 use crate::model::PreparedBatch;
 use crate::store::{CommitStats, FileRecord, Store, StoreError};
 use crate::tailer::{Checkpoint, TailError, Tailer, TailerConfig};
+use crate::writer::Writer;
 
 /// Counters shared by all file tasks; read by the progress bar, the summary and the status.
 #[derive(Debug, Default)]
@@ -38,16 +39,6 @@ pub struct Stats {
     pub files: AtomicU64,
     /// Commit or read failures (retried later).
     pub errors: AtomicU64,
-}
-
-impl Stats {
-    fn add(&self, b: &PreparedBatch, s: CommitStats) {
-        self.bytes.fetch_add(b.bytes, Ordering::Relaxed);
-        self.lines.fetch_add(b.lines, Ordering::Relaxed);
-        self.messages.fetch_add(s.messages, Ordering::Relaxed);
-        self.diagnostics.fetch_add(s.diagnostics, Ordering::Relaxed);
-        self.batches.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 /// In-memory state of one tracked file between pumps. Holds no file handle; the tailer (and its
@@ -115,23 +106,52 @@ pub enum PumpEnd {
 pub struct Pipeline {
     /// Configuration.
     pub cfg: Arc<Config>,
-    /// Database.
+    /// Database (reads, registration, marking files gone).
     pub store: Store,
     /// Counters.
     pub stats: Arc<Stats>,
-    /// SQLite allows one writer at a time; serialising commits here avoids busy-waiting inside
-    /// the database. PostgreSQL commits run concurrently.
-    write_lock: Mutex<()>,
+    /// The single writer every batch goes through.
+    writer: Writer,
+    /// Bytes of transcript that may be in flight (read but not yet committed), in KiB permits.
+    /// Bounds memory whatever the number of pumps and the size of the files: a pump asks for
+    /// what it may read next (the file's unread size, at most one batch) before reading.
+    budget: Arc<Semaphore>,
+    budget_kib: u32,
+}
+
+/// Transcript bytes allowed in flight, as a multiple of `batch.max_bytes`.
+const BUDGET_BATCHES: usize = 4;
+
+/// What one blocking read step produced.
+struct ReadStep {
+    tailer: Tailer,
+    ctx: FileContext,
+    result: Result<Option<PreparedBatch>, TailError>,
+    /// The batch ends at the file's current size: no need to ask again.
+    at_eof: bool,
+}
+
+/// Checkpoint and counters of a batch handed to the writer.
+struct Sent {
+    checkpoint: Checkpoint,
+    bytes: u64,
+    lines: u64,
 }
 
 impl Pipeline {
-    /// New pipeline over a connected store.
+    /// New pipeline over a connected store; starts the writer task.
     pub fn new(cfg: Arc<Config>, store: Store) -> Pipeline {
+        let (writer, _task) = Writer::spawn(store.clone());
+        let budget_kib = u32::try_from(cfg.batch.max_bytes * BUDGET_BATCHES / 1024)
+            .unwrap_or(u32::MAX)
+            .max(1);
         Pipeline {
             cfg,
             store,
             stats: Arc::new(Stats::default()),
-            write_lock: Mutex::new(()),
+            writer,
+            budget: Arc::new(Semaphore::new(budget_kib as usize)),
+            budget_kib,
         }
     }
 
@@ -142,131 +162,173 @@ impl Pipeline {
         }
     }
 
-    /// Register a newly seen path and build its tracked state.
-    pub async fn track(&self, path: PathBuf) -> Result<Tracked, StoreError> {
-        let info = classify(&self.cfg.projects_dir, &path);
-        let rec = self
-            .store
-            .register_file(&self.cfg.machine_id, &info)
-            .await?;
-        Ok(Tracked::from_record(
-            &self.cfg.projects_dir,
-            &self.cfg.machine_id,
-            &rec,
-        ))
+    /// Reserve budget for the next read of `t`: its unread bytes, at most one batch. `None`
+    /// when cancelled while waiting.
+    async fn reserve(&self, t: &Tracked, offset: u64) -> Option<OwnedSemaphorePermit> {
+        let unread = std::fs::metadata(t.path())
+            .map(|m| m.len().saturating_sub(offset))
+            .unwrap_or(0);
+        let want = unread.min(self.cfg.batch.max_bytes as u64) / 1024 + 1;
+        let want = u32::try_from(want).unwrap_or(u32::MAX).min(self.budget_kib);
+        self.budget.clone().acquire_many_owned(want).await.ok()
     }
 
-    async fn commit(&self, b: &PreparedBatch) -> Result<CommitStats, StoreError> {
-        let _guard = match self.store.backend() {
-            Backend::Sqlite => Some(self.write_lock.lock().await),
-            Backend::Postgres => None,
-        };
-        self.store.commit(b).await
+    /// One blocking step: open the tailer if needed, read the next batch, extract it.
+    fn read_step(
+        &self,
+        tailer: Option<Tailer>,
+        path: PathBuf,
+        stored: Option<Checkpoint>,
+        mut ctx: FileContext,
+        expected: (i64, u64),
+    ) -> impl FnOnce() -> Result<ReadStep, TailError> + Send + 'static {
+        let cfg = self.tailer_config();
+        let (max_bytes, max_lines) = (self.cfg.batch.max_bytes, self.cfg.batch.max_lines);
+        move || {
+            let mut tailer = match tailer {
+                Some(t) => t,
+                None => {
+                    let (t, resume) = Tailer::open(&path, stored, cfg)?;
+                    tracing::debug!(path = %path.display(), ?resume, "opened");
+                    t
+                }
+            };
+            let before = tailer.checkpoint().clone();
+            let mut at_eof = false;
+            let result = tailer.read_batch(max_bytes, max_lines).map(|opt| {
+                opt.map(|batch| {
+                    let size = std::fs::metadata(tailer.path())
+                        .map(|m| m.len())
+                        .unwrap_or(batch.checkpoint.offset)
+                        .max(batch.checkpoint.offset);
+                    at_eof = size == batch.checkpoint.offset;
+                    let mut prepared = extract(&mut ctx, &batch, expected, size);
+                    prepared.lines = if batch.checkpoint.generation == before.generation {
+                        batch.checkpoint.lines.saturating_sub(before.lines)
+                    } else {
+                        batch.checkpoint.lines
+                    };
+                    prepared
+                })
+            });
+            Ok(ReadStep {
+                tailer,
+                ctx,
+                result,
+                at_eof,
+            })
+        }
     }
 
     /// Read `t` from its checkpoint to its last complete line, committing bounded batches.
     pub async fn pump(&self, t: &mut Tracked, cancel: &CancellationToken) -> PumpEnd {
-        let max_bytes = self.cfg.batch.max_bytes;
-        let max_lines = self.cfg.batch.max_lines;
-        let mut inflight: Option<PreparedBatch> = None;
+        let mut inflight: Option<(PreparedBatch, bool, OwnedSemaphorePermit)> = None;
         loop {
-            let tailer = match t.tailer.take() {
-                Some(tl) => tl,
-                None => {
-                    let path = t.path().to_path_buf();
-                    let stored = t.stored.clone();
-                    let cfg = self.tailer_config();
-                    let opened =
-                        tokio::task::spawn_blocking(move || Tailer::open(&path, stored, cfg)).await;
-                    match opened {
-                        Ok(Ok((tl, resume))) => {
-                            tracing::debug!(path = %t.path().display(), ?resume, "opened");
-                            tl
-                        }
-                        Ok(Err(e)) => return self.read_failed(t, e).await,
-                        Err(join) => {
-                            tracing::error!(path = %t.path().display(), error = %join, "tailer task failed");
-                            return PumpEnd::Failed;
-                        }
-                    }
-                }
-            };
-
             // Read the next batch on a blocking thread while the previous one commits.
-            let mut ctx = t.ctx.clone();
             let expected = match &inflight {
-                Some(b) => (b.checkpoint.generation, b.checkpoint.offset),
+                Some((b, _, _)) => (b.checkpoint.generation, b.checkpoint.offset),
                 None => t.expected,
             };
-            let read = tokio::task::spawn_blocking(move || {
-                let mut tailer = tailer;
-                let before = tailer.checkpoint().clone();
-                let res = tailer.read_batch(max_bytes, max_lines).map(|opt| {
-                    opt.map(|batch| {
-                        let size = std::fs::metadata(tailer.path())
-                            .map(|m| m.len())
-                            .unwrap_or(batch.checkpoint.offset)
-                            .max(batch.checkpoint.offset);
-                        let mut prepared = extract(&mut ctx, &batch, expected, size);
-                        prepared.lines = if batch.checkpoint.generation == before.generation {
-                            batch.checkpoint.lines.saturating_sub(before.lines)
-                        } else {
-                            batch.checkpoint.lines
-                        };
-                        prepared
-                    })
+            // Hand the previous batch to the writer first: it must never wait behind this
+            // pump's budget reservation (that could deadlock when the budget is exhausted).
+            let commit = inflight.take().map(|(b, eof, permit)| {
+                let sent = Sent {
+                    checkpoint: b.checkpoint.clone(),
+                    bytes: b.bytes,
+                    lines: b.lines,
+                };
+                let writer = self.writer.clone();
+                let handle = tokio::spawn(async move {
+                    let r = writer.commit(b).await;
+                    drop(permit);
+                    r
                 });
-                (tailer, ctx, res)
+                (sent, eof, handle)
             });
-            let (read, committed) = match inflight.take() {
-                Some(b) => {
-                    let (r, c) = tokio::join!(read, self.commit(&b));
-                    (r, Some((b, c)))
-                }
-                None => (read.await, None),
+            let read = if commit.as_ref().is_some_and(|(_, eof, _)| *eof) {
+                None
+            } else {
+                let Some(permit) = self.reserve(t, expected.1).await else {
+                    return PumpEnd::Cancelled;
+                };
+                let step = self.read_step(
+                    t.tailer.take(),
+                    t.path().to_path_buf(),
+                    t.stored.clone(),
+                    t.ctx.clone(),
+                    expected,
+                );
+                // The permit travels with the batch until it is committed (or dropped).
+                Some(tokio::task::spawn_blocking(move || step().map(|st| (st, permit))).await)
             };
-            if let Some((b, c)) = committed {
+            let committed = match commit {
+                Some((sent, _, handle)) => Some((
+                    sent,
+                    handle.await.unwrap_or_else(|e| {
+                        Err(StoreError::Sqlx(sqlx::Error::Protocol(e.to_string())))
+                    }),
+                )),
+                None => None,
+            };
+            if let Some((sent, c)) = committed {
                 match c {
-                    Ok(s) => self.committed(t, &b, s),
+                    Ok(s) => self.committed(t, &sent, s),
                     Err(e) => return self.commit_failed(t, e).await,
                 }
             }
-            let (tailer, ctx, res) = match read {
-                Ok(v) => v,
+            let Some(read) = read else {
+                // The last batch ended at the file's end and is committed.
+                self.stats.files.fetch_add(1, Ordering::Relaxed);
+                t.tailer = None;
+                return PumpEnd::Caught;
+            };
+            let (step, permit) = match read {
+                Ok(Ok(step)) => step,
+                Ok(Err(e)) => return self.read_failed(t, e).await,
                 Err(join) => {
                     tracing::error!(path = %t.path().display(), error = %join, "tailer task failed");
                     return PumpEnd::Failed;
                 }
             };
-            match res {
+            t.ctx = step.ctx;
+            let tailer = step.tailer;
+            match step.result {
                 Ok(Some(batch)) => {
-                    t.ctx = ctx;
-                    t.tailer = Some(tailer);
                     t.last_growth = Instant::now();
                     if cancel.is_cancelled() {
                         // Drop the unsent batch: the database still holds the previous
                         // checkpoint, and the next run re-reads from there.
-                        t.tailer = None;
                         return PumpEnd::Cancelled;
                     }
-                    inflight = Some(batch);
+                    // Keep the tailer only while it holds a partial line (so that line is
+                    // never re-read from disk); reopening otherwise costs two small reads.
+                    if !step.at_eof || tailer.buffered_bytes() > 0 {
+                        t.tailer = Some(tailer);
+                    }
+                    inflight = Some((batch, step.at_eof && t.tailer.is_none(), permit));
                 }
                 Ok(None) => {
-                    t.ctx = ctx;
                     // Blank lines, an over-long line, a new inode with the same content or a
                     // truncation can move the checkpoint without producing a batch.
                     let cp = tailer.checkpoint().clone();
-                    t.tailer = Some(tailer);
+                    if tailer.buffered_bytes() > 0 {
+                        t.tailer = Some(tailer);
+                    }
                     if t.stored.as_ref() != Some(&cp) && (cp.offset > 0 || t.stored.is_some()) {
                         let b = PreparedBatch {
                             file_id: t.ctx.file_id,
                             expected: t.expected,
                             size: cp.offset,
-                            checkpoint: cp,
+                            checkpoint: cp.clone(),
                             ..PreparedBatch::default()
                         };
-                        match self.commit(&b).await {
-                            Ok(s) => self.committed(t, &b, s),
+                        let sent = Sent {
+                            checkpoint: cp,
+                            bytes: 0,
+                            lines: 0,
+                        };
+                        match self.writer.commit(b).await {
+                            Ok(s) => self.committed(t, &sent, s),
                             Err(e) => return self.commit_failed(t, e).await,
                         }
                     }
@@ -278,11 +340,17 @@ impl Pipeline {
         }
     }
 
-    fn committed(&self, t: &mut Tracked, b: &PreparedBatch, s: CommitStats) {
+    fn committed(&self, t: &mut Tracked, b: &Sent, s: CommitStats) {
         t.expected = (b.checkpoint.generation, b.checkpoint.offset);
         t.stored = Some(b.checkpoint.clone());
         t.gone = false;
-        self.stats.add(b, s);
+        self.stats.bytes.fetch_add(b.bytes, Ordering::Relaxed);
+        self.stats.lines.fetch_add(b.lines, Ordering::Relaxed);
+        self.stats.messages.fetch_add(s.messages, Ordering::Relaxed);
+        self.stats
+            .diagnostics
+            .fetch_add(s.diagnostics, Ordering::Relaxed);
+        self.stats.batches.fetch_add(1, Ordering::Relaxed);
         tracing::trace!(
             path = %t.path().display(),
             offset = b.checkpoint.offset,

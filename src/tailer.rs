@@ -589,8 +589,12 @@ impl Tailer {
         drop(file);
         self.compact();
         self.refresh_fingerprints();
+        // Give memory back between calls: an idle file must not pin a read chunk, and a
+        // tree of thousands of files would otherwise keep one each.
         let cap = self.buf.capacity();
-        if cap > 2 * self.buf.len() + 64 * 1024 {
+        if self.buf.is_empty() {
+            self.buf = Vec::new();
+        } else if cap > 2 * self.buf.len() + 64 * 1024 {
             self.buf.shrink_to(self.buf.len() * 2);
         }
         if out.raw == 0 && self.pending_resume.is_none() {
@@ -633,7 +637,7 @@ impl Tailer {
             if out.lines.len() >= max_lines {
                 return true;
             }
-            let Some(i) = self.buf[self.scanned..].iter().position(|&b| b == b'\n') else {
+            let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
                 self.scanned = self.buf.len();
                 if self.skipping {
                     self.discard_all();

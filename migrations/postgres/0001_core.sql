@@ -43,8 +43,9 @@ CREATE TABLE sessions (
     updated_at       TEXT    NOT NULL
 );
 
+-- Keyed by its natural key; a session's messages are found through files.session_id and this
+-- key's file_id prefix, so no separate session index is needed.
 CREATE TABLE messages (
-    id           BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
     file_id      BIGINT  NOT NULL REFERENCES files (id),
     generation   BIGINT  NOT NULL,
     line_no      BIGINT  NOT NULL,
@@ -63,9 +64,8 @@ CREATE TABLE messages (
     tool_names   TEXT,
     is_error     BOOLEAN NOT NULL,
     text         TEXT,
-    UNIQUE (file_id, generation, line_no, seq)
+    PRIMARY KEY (file_id, generation, line_no, seq)
 );
-CREATE INDEX messages_session ON messages (session_id, ts);
 
 CREATE TABLE diagnostics (
     id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

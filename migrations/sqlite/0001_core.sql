@@ -42,8 +42,10 @@ CREATE TABLE sessions (
     updated_at       TEXT    NOT NULL
 );
 
+-- Keyed by its natural key (WITHOUT ROWID): one B-tree insert per row instead of a rowid table
+-- plus a unique index. Rows of a file are contiguous, so a session's messages are found through
+-- files.session_id and this key's file_id prefix; no separate session index is needed.
 CREATE TABLE messages (
-    id           INTEGER PRIMARY KEY,
     file_id      INTEGER NOT NULL REFERENCES files (id),
     generation   INTEGER NOT NULL,
     line_no      INTEGER NOT NULL,
@@ -62,9 +64,8 @@ CREATE TABLE messages (
     tool_names   TEXT,
     is_error     INTEGER NOT NULL,
     text         TEXT,
-    UNIQUE (file_id, generation, line_no, seq)
-);
-CREATE INDEX messages_session ON messages (session_id, ts);
+    PRIMARY KEY (file_id, generation, line_no, seq)
+) WITHOUT ROWID;
 
 CREATE TABLE diagnostics (
     id         INTEGER PRIMARY KEY,

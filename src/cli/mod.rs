@@ -109,7 +109,10 @@ impl Cli {
         }
         let cfg = Arc::new(config::load(&self.overrides())?);
         crate::telemetry::init(&cfg.log);
+        // Blocking threads only read and parse files, one per pump; capping them also caps
+        // the number of malloc arenas (and so retained memory).
         let runtime = tokio::runtime::Builder::new_multi_thread()
+            .max_blocking_threads(cfg.daemon.workers + 2)
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;

@@ -21,7 +21,9 @@ use sqlx::{PgPool, QueryBuilder, SqlitePool};
 
 use crate::config::{redact_url, Backend, DatabaseConfig};
 use crate::discovery::FileInfo;
-use crate::model::{now_iso, PreparedBatch};
+use std::collections::HashMap;
+
+use crate::model::{now_iso, DiagnosticRow, KindCount, MessageRow, PreparedBatch};
 use crate::tailer::Checkpoint;
 
 pub use query::{FileListing, SessionListing, TableCounts};
@@ -183,8 +185,11 @@ impl Store {
                         })?;
                     }
                 }
+                // No liveness ping before each acquire: an embedded file connection does not go
+                // stale, and the ping was a round trip per transaction.
                 let pool = SqlitePoolOptions::new()
                     .max_connections(cfg.max_connections)
+                    .test_before_acquire(false)
                     .acquire_timeout(cfg.connect_timeout)
                     .connect_with(opts)
                     .await
@@ -244,37 +249,47 @@ impl Store {
         )
     }
 
-    /// The file row for `info`, created if it does not exist yet. A `gone` file that reappears
-    /// becomes `active` again.
-    pub async fn register_file(
+    /// The file rows for `infos`, created where they do not exist yet, in one transaction
+    /// (a backfill registers thousands of files; one round trip each would dominate).
+    pub async fn register_files(
         &self,
         machine: &str,
-        info: &FileInfo,
-    ) -> Result<FileRecord, StoreError> {
+        infos: &[FileInfo],
+    ) -> Result<Vec<FileRecord>, StoreError> {
         let now = now_iso();
-        let path = info.path.to_string_lossy();
-        let insert = "INSERT INTO files (machine, path, project, kind, session_id, agent_id, \
-                      first_seen_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7) \
-                      ON CONFLICT (machine, path) DO UPDATE SET state = 'active' \
-                      WHERE files.state <> 'active'";
-        let select = format!("SELECT {FILE_COLUMNS} FROM files WHERE machine = $1 AND path = $2");
-        Ok(with_pool!(self, pool => {
-            sqlx::query(insert)
-                .bind(machine)
-                .bind(path.as_ref())
-                .bind(&info.project)
-                .bind(info.kind.as_str())
-                .bind(info.session_id.as_deref())
-                .bind(info.agent_id.as_deref())
-                .bind(&now)
-                .execute(pool)
-                .await?;
-            sqlx::query_as::<_, FileRecord>(&select)
-                .bind(machine)
-                .bind(path.as_ref())
-                .fetch_one(pool)
-                .await?
-        }))
+        let paths: Vec<String> = infos
+            .iter()
+            .map(|i| i.path.to_string_lossy().into_owned())
+            .collect();
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let mut out = Vec::with_capacity(infos.len());
+            let rows: Vec<(&FileInfo, &String)> = infos.iter().zip(paths.iter()).collect();
+            for chunk in ladder_chunks(&rows) {
+                let mut qb = QueryBuilder::new(
+                    "INSERT INTO files (machine, path, project, kind, session_id, agent_id, \
+                     first_seen_at, updated_at) ",
+                );
+                qb.push_values(chunk, |mut row, (info, path)| {
+                    row.push_bind(machine)
+                        .push_bind(path.as_str())
+                        .push_bind(info.project.as_str())
+                        .push_bind(info.kind.as_str())
+                        .push_bind(info.session_id.as_deref())
+                        .push_bind(info.agent_id.as_deref())
+                        .push_bind(now.as_str())
+                        .push_bind(now.as_str());
+                });
+                // A no-op update so RETURNING also yields rows that already existed.
+                qb.push(" ON CONFLICT (machine, path) DO UPDATE SET machine = excluded.machine RETURNING ");
+                qb.push(FILE_COLUMNS);
+                let mut recs: Vec<FileRecord> =
+                    qb.build_query_as::<FileRecord>().fetch_all(&mut *tx).await?;
+                out.append(&mut recs);
+            }
+            tx.commit().await?;
+            Ok(out)
+        })
     }
 
     /// Mark a file whose path no longer exists. Its rows are kept.
@@ -287,58 +302,96 @@ impl Store {
         Ok(())
     }
 
-    /// Write a batch: rows, tallies, session facts and the new checkpoint, in ONE transaction.
+    /// Write one batch: rows, tallies, session facts and the new checkpoint, in ONE transaction.
     pub async fn commit(&self, b: &PreparedBatch) -> Result<CommitStats, StoreError> {
+        let mut results = self.commit_group(std::slice::from_ref(b)).await?;
+        results.pop().unwrap_or(Ok(CommitStats::default()))
+    }
+
+    /// Write several batches (of distinct files) in ONE transaction.
+    ///
+    /// Each batch is applied only if its checkpoint guard holds; a batch whose guard fails gets
+    /// `Err(CheckpointMoved)` in its slot and writes nothing, while the others commit. The outer
+    /// `Err` means the whole transaction failed and nothing was written. Grouping amortises the
+    /// per-statement and per-commit cost over many small files, which dominates a backfill.
+    pub async fn commit_group(
+        &self,
+        batches: &[PreparedBatch],
+    ) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
+        let now = now_iso();
         with_pool!(self, pool => {
             let mut tx = pool.begin().await?;
-            let now = now_iso();
-            let cp = &b.checkpoint;
-            // The optimistic guard doubles as the checkpoint write: zero rows updated means the
-            // stored checkpoint is not the one the batch was read from.
-            let moved = sqlx::query(
-                "UPDATE files SET generation = $1, byte_offset = $2, lines = $3, size = $4, \
-                 dev = $5, inode = $6, head_len = $7, head_hash = $8, tail_len = $9, \
-                 tail_hash = $10, state = 'active', updated_at = $11, \
-                 session_id = COALESCE(session_id, $12) \
-                 WHERE id = $13 AND generation = $14 AND byte_offset = $15",
-            )
-            .bind(cp.generation)
-            .bind(cp.offset as i64)
-            .bind(cp.lines as i64)
-            .bind(b.size as i64)
-            .bind(cp.dev as i64)
-            .bind(cp.inode as i64)
-            .bind(i64::from(cp.head_len))
-            .bind(cp.head_hash as i64)
-            .bind(i64::from(cp.tail_len))
-            .bind(cp.tail_hash as i64)
-            .bind(&now)
-            .bind(b.file_session_id.as_deref())
-            .bind(b.file_id)
-            .bind(b.expected.0)
-            .bind(b.expected.1 as i64)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if moved != 1 {
-                tx.rollback().await?;
-                return Err(StoreError::CheckpointMoved {
-                    file_id: b.file_id,
-                    generation: b.expected.0,
-                    offset: b.expected.1,
-                });
+            let mut results: Vec<Result<CommitStats, StoreError>> = Vec::with_capacity(batches.len());
+            let mut accepted: Vec<&PreparedBatch> = Vec::with_capacity(batches.len());
+            for b in batches {
+                let cp = &b.checkpoint;
+                // The optimistic guard doubles as the checkpoint write: zero rows updated means
+                // the stored checkpoint is not the one the batch was read from.
+                let moved = sqlx::query(
+                    "UPDATE files SET generation = $1, byte_offset = $2, lines = $3, size = $4, \
+                     dev = $5, inode = $6, head_len = $7, head_hash = $8, tail_len = $9, \
+                     tail_hash = $10, state = 'active', updated_at = $11, \
+                     session_id = COALESCE(session_id, $12) \
+                     WHERE id = $13 AND generation = $14 AND byte_offset = $15",
+                )
+                .bind(cp.generation)
+                .bind(cp.offset as i64)
+                .bind(cp.lines as i64)
+                .bind(b.size as i64)
+                .bind(cp.dev as i64)
+                .bind(cp.inode as i64)
+                .bind(i64::from(cp.head_len))
+                .bind(cp.head_hash as i64)
+                .bind(i64::from(cp.tail_len))
+                .bind(cp.tail_hash as i64)
+                .bind(&now)
+                .bind(b.file_session_id.as_deref())
+                .bind(b.file_id)
+                .bind(b.expected.0)
+                .bind(b.expected.1 as i64)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if moved == 1 {
+                    accepted.push(b);
+                    results.push(Ok(CommitStats::default()));
+                } else {
+                    results.push(Err(StoreError::CheckpointMoved {
+                        file_id: b.file_id,
+                        generation: b.expected.0,
+                        offset: b.expected.1,
+                    }));
+                }
             }
 
-            let mut stats = CommitStats::default();
-            for chunk in b.messages.chunks(ROWS_PER_INSERT) {
+            // The guard above means these lines were never committed in this generation, so
+            // every row is new and per-file counts are the batch sizes. The unique keys are the
+            // belt and braces: if a conflict ever skipped rows, the totals disagree and the
+            // affected counters are recomputed from the table below.
+            let mut inserted: HashMap<i64, CommitStats> = accepted
+                .iter()
+                .map(|b| {
+                    let st = CommitStats {
+                        messages: b.messages.len() as u64,
+                        diagnostics: b.diagnostics.len() as u64,
+                    };
+                    (b.file_id, st)
+                })
+                .collect();
+            let messages: Vec<(&PreparedBatch, &MessageRow)> = accepted
+                .iter()
+                .flat_map(|b| b.messages.iter().map(move |m| (*b, m)))
+                .collect();
+            let mut message_rows = 0;
+            for chunk in ladder_chunks(&messages) {
                 let mut qb = QueryBuilder::new(
                     "INSERT INTO messages (file_id, generation, line_no, seq, byte_start, byte_end, \
                      session_id, uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
                      model, tool_names, is_error, text) ",
                 );
-                qb.push_values(chunk, |mut row, m| {
+                qb.push_values(chunk, |mut row, (b, m)| {
                     row.push_bind(b.file_id)
-                        .push_bind(cp.generation)
+                        .push_bind(b.checkpoint.generation)
                         .push_bind(m.line_no as i64)
                         .push_bind(i64::from(m.seq))
                         .push_bind(m.byte_start as i64)
@@ -357,17 +410,43 @@ impl Store {
                         .push_bind(m.text.as_deref());
                 });
                 qb.push(" ON CONFLICT (file_id, generation, line_no, seq) DO NOTHING");
-                stats.messages += qb.build().execute(&mut *tx).await?.rows_affected();
+                message_rows += qb.build().execute(&mut *tx).await?.rows_affected();
+            }
+            let recount = message_rows != messages.len() as u64;
+            if recount {
+                tracing::error!(
+                    expected = messages.len(),
+                    inserted = message_rows,
+                    "duplicate message rows skipped despite the checkpoint guard; recounting"
+                );
+                for b in &accepted {
+                    let n: i64 = sqlx::query_scalar(
+                        "SELECT COUNT(*) FROM messages WHERE file_id = $1 AND generation = $2 \
+                         AND byte_start >= $3",
+                    )
+                    .bind(b.file_id)
+                    .bind(b.checkpoint.generation)
+                    .bind(b.expected.1 as i64)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    if let Some(st) = inserted.get_mut(&b.file_id) {
+                        st.messages = n as u64;
+                    }
+                }
             }
 
-            for chunk in b.diagnostics.chunks(ROWS_PER_INSERT) {
+            let diags: Vec<(&PreparedBatch, &DiagnosticRow)> = accepted
+                .iter()
+                .flat_map(|b| b.diagnostics.iter().map(move |d| (*b, d)))
+                .collect();
+            for chunk in ladder_chunks(&diags) {
                 let mut qb = QueryBuilder::new(
                     "INSERT INTO diagnostics (file_id, generation, line_no, byte_start, byte_len, \
                      kind, detail, created_at) ",
                 );
-                qb.push_values(chunk, |mut row, d| {
+                qb.push_values(chunk, |mut row, (b, d)| {
                     row.push_bind(b.file_id)
-                        .push_bind(cp.generation)
+                        .push_bind(b.checkpoint.generation)
                         .push_bind(d.line_no as i64)
                         .push_bind(d.byte_start as i64)
                         .push_bind(d.byte_len as i64)
@@ -376,29 +455,38 @@ impl Store {
                         .push_bind(now.as_str());
                 });
                 qb.push(" ON CONFLICT (file_id, generation, line_no, kind) DO NOTHING");
-                stats.diagnostics += qb.build().execute(&mut *tx).await?.rows_affected();
+                qb.build().execute(&mut *tx).await?;
             }
-            if stats.diagnostics > 0 {
-                sqlx::query("UPDATE files SET diagnostics = diagnostics + $1 WHERE id = $2")
-                    .bind(stats.diagnostics as i64)
+            for b in &accepted {
+                if !b.diagnostics.is_empty() {
+                    // Recomputed rather than added: exact even if a duplicate was skipped.
+                    sqlx::query(
+                        "UPDATE files SET diagnostics = \
+                         (SELECT COUNT(*) FROM diagnostics WHERE file_id = $1) WHERE id = $1",
+                    )
                     .bind(b.file_id)
                     .execute(&mut *tx)
                     .await?;
+                }
             }
 
-            for chunk in b.kinds.chunks(ROWS_PER_INSERT) {
+            let kinds: Vec<(&PreparedBatch, &KindCount)> = accepted
+                .iter()
+                .flat_map(|b| b.kinds.iter().map(move |k| (*b, k)))
+                .collect();
+            for chunk in ladder_chunks(&kinds) {
                 let mut qb = QueryBuilder::new(
                     "INSERT INTO record_kinds (file_id, generation, category, name, count) ",
                 );
-                qb.push_values(chunk, |mut row, k| {
+                qb.push_values(chunk, |mut row, (b, k)| {
                     row.push_bind(b.file_id)
-                        .push_bind(cp.generation)
+                        .push_bind(b.checkpoint.generation)
                         .push_bind(k.category)
                         .push_bind(k.name.as_str())
                         .push_bind(k.count);
                 });
-                // Exact despite being additive: the checkpoint guard above makes a batch apply
-                // at most once.
+                // Exact despite being additive: the checkpoint guard makes a batch apply at
+                // most once.
                 qb.push(
                     " ON CONFLICT (file_id, generation, category, name) \
                      DO UPDATE SET count = record_kinds.count + excluded.count",
@@ -406,45 +494,71 @@ impl Store {
                 qb.build().execute(&mut *tx).await?;
             }
 
-            if let Some(s) = &b.session {
-                sqlx::query(
-                    "INSERT INTO sessions (session_id, machine, project, cwd, git_branch, version, \
-                     title, started_at, last_activity_at, message_count, created_at, updated_at) \
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) \
-                     ON CONFLICT (session_id) DO UPDATE SET \
-                     cwd = COALESCE(sessions.cwd, excluded.cwd), \
-                     git_branch = COALESCE(excluded.git_branch, sessions.git_branch), \
-                     version = COALESCE(excluded.version, sessions.version), \
-                     title = COALESCE(sessions.title, excluded.title), \
-                     started_at = CASE WHEN sessions.started_at IS NULL \
-                        OR excluded.started_at < sessions.started_at \
-                        THEN COALESCE(excluded.started_at, sessions.started_at) \
-                        ELSE sessions.started_at END, \
-                     last_activity_at = CASE WHEN sessions.last_activity_at IS NULL \
-                        OR excluded.last_activity_at > sessions.last_activity_at \
-                        THEN COALESCE(excluded.last_activity_at, sessions.last_activity_at) \
-                        ELSE sessions.last_activity_at END, \
-                     message_count = sessions.message_count + excluded.message_count, \
-                     updated_at = excluded.updated_at",
-                )
-                .bind(&s.session_id)
-                .bind(&s.machine)
-                .bind(&s.project)
-                .bind(s.cwd.as_deref())
-                .bind(s.git_branch.as_deref())
-                .bind(s.version.as_deref())
-                .bind(s.title.as_deref())
-                .bind(s.started_at.as_deref())
-                .bind(s.last_activity_at.as_deref())
-                .bind(stats.messages as i64)
-                .bind(&now)
-                .execute(&mut *tx)
-                .await?;
+            for b in &accepted {
+                let Some(s) = &b.session else { continue };
+                let added = inserted.get(&b.file_id).map_or(0, |st| st.messages);
+                sqlx::query(UPSERT_SESSION)
+                    .bind(&s.session_id)
+                    .bind(&s.machine)
+                    .bind(&s.project)
+                    .bind(s.cwd.as_deref())
+                    .bind(s.git_branch.as_deref())
+                    .bind(s.version.as_deref())
+                    .bind(s.title.as_deref())
+                    .bind(s.started_at.as_deref())
+                    .bind(s.last_activity_at.as_deref())
+                    .bind(added as i64)
+                    .bind(&now)
+                    .execute(&mut *tx)
+                    .await?;
             }
             tx.commit().await?;
-            Ok(stats)
+            for (b, r) in batches.iter().zip(results.iter_mut()) {
+                if let Ok(st) = r {
+                    *st = inserted.get(&b.file_id).copied().unwrap_or_default();
+                }
+            }
+            Ok(results)
         })
     }
+}
+
+/// Merge a batch's session facts: first cwd and title win, latest branch and version win,
+/// timestamps widen, the message counter adds what was actually inserted.
+const UPSERT_SESSION: &str =
+    "INSERT INTO sessions (session_id, machine, project, cwd, git_branch, \
+     version, title, started_at, last_activity_at, message_count, created_at, updated_at) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) \
+     ON CONFLICT (session_id) DO UPDATE SET \
+     cwd = COALESCE(sessions.cwd, excluded.cwd), \
+     git_branch = COALESCE(excluded.git_branch, sessions.git_branch), \
+     version = COALESCE(excluded.version, sessions.version), \
+     title = COALESCE(sessions.title, excluded.title), \
+     started_at = CASE WHEN sessions.started_at IS NULL \
+        OR excluded.started_at < sessions.started_at \
+        THEN COALESCE(excluded.started_at, sessions.started_at) \
+        ELSE sessions.started_at END, \
+     last_activity_at = CASE WHEN sessions.last_activity_at IS NULL \
+        OR excluded.last_activity_at > sessions.last_activity_at \
+        THEN COALESCE(excluded.last_activity_at, sessions.last_activity_at) \
+        ELSE sessions.last_activity_at END, \
+     message_count = sessions.message_count + excluded.message_count, \
+     updated_at = excluded.updated_at";
+
+/// Split `rows` into chunks whose sizes come from a fixed ladder (500, 100, 20, 5, 1).
+///
+/// Every distinct row count is a distinct SQL text that SQLite must parse (a 500-row insert has
+/// 9,000 parameters); with a fixed ladder only five texts per table exist and all of them stay in
+/// sqlx's prepared-statement cache.
+fn ladder_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+    const LADDER: [usize; 5] = [ROWS_PER_INSERT, 100, 20, 5, 1];
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        let n = LADDER.iter().copied().find(|&n| n <= rest.len())?;
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        Some(chunk)
+    })
 }
 
 /// Hold an exclusive advisory lock on `<db>-migrate.lock` (none for in-memory databases).
@@ -469,4 +583,22 @@ async fn lock_for_migration(db: &std::path::Path) -> std::io::Result<Option<std:
 
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ladder_covers_every_row_once_with_few_sizes() {
+        for n in [0usize, 1, 4, 5, 19, 45, 499, 500, 501, 1234] {
+            let rows: Vec<usize> = (0..n).collect();
+            let chunks: Vec<&[usize]> = ladder_chunks(&rows).collect();
+            let flat: Vec<usize> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+            assert_eq!(flat, rows);
+            assert!(chunks
+                .iter()
+                .all(|c| [500, 100, 20, 5, 1].contains(&c.len())));
+        }
+    }
 }

@@ -1,0 +1,94 @@
+//! The single writer: group commit of prepared batches.
+//!
+//! File pumps send [`PreparedBatch`]es here and wait for the outcome. The writer takes whatever
+//! has queued up while the previous transaction ran (up to [`GROUP_ROWS`] rows or
+//! [`GROUP_BATCHES`] batches) and commits it as one transaction through
+//! [`Store::commit_group`]. A lone line appended to an idle file is committed alone and at once;
+//! a backfill of thousands of small files shares transactions. One writer also means SQLite never
+//! sees two writers contending for its lock.
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::model::PreparedBatch;
+use crate::store::{CommitStats, Store, StoreError};
+
+/// Most message rows in one group transaction.
+pub const GROUP_ROWS: usize = 20_000;
+/// Most batches (files) in one group transaction.
+pub const GROUP_BATCHES: usize = 64;
+
+struct Job {
+    batch: PreparedBatch,
+    ack: oneshot::Sender<Result<CommitStats, StoreError>>,
+}
+
+/// Handle to send batches to the writer task. Cloneable; the task ends when every handle is
+/// dropped and the queue is drained.
+#[derive(Debug, Clone)]
+pub struct Writer {
+    tx: mpsc::Sender<Job>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("file_id", &self.batch.file_id)
+            .finish()
+    }
+}
+
+/// Returned when the writer task is gone (shutdown): the batch was not written.
+fn writer_gone() -> StoreError {
+    StoreError::Sqlx(sqlx::Error::PoolClosed)
+}
+
+impl Writer {
+    /// Start the writer task on the current runtime.
+    pub fn spawn(store: Store) -> (Writer, tokio::task::JoinHandle<()>) {
+        let (tx, rx) = mpsc::channel(GROUP_BATCHES);
+        let task = tokio::spawn(run(store, rx));
+        (Writer { tx }, task)
+    }
+
+    /// Commit `batch` (possibly together with other files' batches) and return what it wrote.
+    pub async fn commit(&self, batch: PreparedBatch) -> Result<CommitStats, StoreError> {
+        let (ack, rx) = oneshot::channel();
+        self.tx
+            .send(Job { batch, ack })
+            .await
+            .map_err(|_| writer_gone())?;
+        rx.await.unwrap_or_else(|_| Err(writer_gone()))
+    }
+}
+
+async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
+    while let Some(first) = rx.recv().await {
+        let mut rows = first.batch.messages.len();
+        let mut jobs = vec![first];
+        while rows < GROUP_ROWS && jobs.len() < GROUP_BATCHES {
+            match rx.try_recv() {
+                Ok(j) => {
+                    rows += j.batch.messages.len();
+                    jobs.push(j);
+                }
+                Err(_) => break,
+            }
+        }
+        let (batches, acks): (Vec<PreparedBatch>, Vec<_>) =
+            jobs.into_iter().map(|j| (j.batch, j.ack)).unzip();
+        match store.commit_group(&batches).await {
+            Ok(results) => {
+                for (ack, r) in acks.into_iter().zip(results) {
+                    let _ = ack.send(r);
+                }
+            }
+            Err(e) => {
+                tracing::error!(batches = batches.len(), error = %e, "group commit failed");
+                let msg = e.to_string();
+                for ack in acks {
+                    let _ = ack.send(Err(StoreError::Sqlx(sqlx::Error::Protocol(msg.clone()))));
+                }
+            }
+        }
+    }
+}
