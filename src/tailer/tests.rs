@@ -1,0 +1,846 @@
+//! Tests of `tailer` (kept apart so the module itself stays readable).
+// Tests fail loudly by design; unwrap is the clearest way to say "must not fail".
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use proptest::prelude::*;
+use std::fs::OpenOptions;
+use std::io::Write;
+
+/// One observable event, comparable across runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ev {
+    Line {
+        generation: i64,
+        line_no: u64,
+        offset: u64,
+        len: u64,
+        content: Vec<u8>,
+    },
+    TooLong {
+        generation: i64,
+        line_no: u64,
+        offset: u64,
+        len: u64,
+    },
+}
+
+fn cfg(max_line: usize, chunk: usize) -> TailerConfig {
+    TailerConfig {
+        max_line_bytes: max_line,
+        read_chunk: chunk,
+    }
+}
+
+fn append(p: &Path, b: &[u8]) {
+    let mut f = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)
+        .unwrap();
+    f.write_all(b).unwrap();
+}
+
+fn write(p: &Path, b: &[u8]) {
+    std::fs::write(p, b).unwrap();
+}
+
+/// Writes `b` to a sibling temp file and renames it over `p` (new inode).
+fn rename_over(p: &Path, b: &[u8]) {
+    let tmp = p.with_extension("tmp");
+    std::fs::write(&tmp, b).unwrap();
+    std::fs::rename(&tmp, p).unwrap();
+}
+
+fn batch_events(b: &Batch, out: &mut Vec<Ev>) {
+    // Lines and diagnostics are each in file order; merge by offset.
+    let mut evs: Vec<Ev> = b
+        .lines
+        .iter()
+        .map(|l| Ev::Line {
+            generation: b.generation,
+            line_no: l.line_no,
+            offset: l.offset,
+            len: l.len,
+            content: b.line_bytes(l).to_vec(),
+        })
+        .collect();
+    for d in &b.diagnostics {
+        let TailDiagnostic::TooLong {
+            line_no,
+            offset,
+            len,
+        } = *d;
+        evs.push(Ev::TooLong {
+            generation: b.generation,
+            line_no,
+            offset,
+            len,
+        });
+    }
+    evs.sort_by_key(|e| match e {
+        Ev::Line { offset, .. } | Ev::TooLong { offset, .. } => *offset,
+    });
+    out.extend(evs);
+}
+
+/// Reads until caught up; returns events and the resumes seen.
+fn drain_with(t: &mut Tailer, max_bytes: usize, max_lines: usize) -> (Vec<Ev>, Vec<Resume>) {
+    let mut evs = Vec::new();
+    let mut resumes = Vec::new();
+    let mut guard = 0;
+    while let Some(b) = t.read_batch(max_bytes, max_lines).unwrap() {
+        assert_eq!(b.generation, b.checkpoint.generation);
+        assert!(b.lines.len() <= max_lines.max(1));
+        if let Some(r) = b.resume {
+            resumes.push(r);
+            assert_eq!(b.start_offset, 0);
+        }
+        assert_eq!(&b.checkpoint, t.checkpoint());
+        batch_events(&b, &mut evs);
+        guard += 1;
+        assert!(guard < 1_000_000);
+    }
+    (evs, resumes)
+}
+
+fn drain(t: &mut Tailer) -> Vec<Ev> {
+    drain_with(t, usize::MAX, usize::MAX).0
+}
+
+/// Reference splitter: what reading `content` whole must produce.
+fn reference(content: &[u8], max_line: usize, generation: i64) -> Vec<Ev> {
+    let mut evs = Vec::new();
+    let mut off = 0usize;
+    let mut line_no = 0u64;
+    while let Some(i) = content[off..].iter().position(|&b| b == b'\n') {
+        line_no += 1;
+        let raw = &content[off..off + i];
+        if raw.len() > max_line {
+            evs.push(Ev::TooLong {
+                generation,
+                line_no,
+                offset: off as u64,
+                len: i as u64 + 1,
+            });
+        } else {
+            let mut c = raw.strip_suffix(b"\r").unwrap_or(raw);
+            if off == 0 {
+                c = c.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(c);
+            }
+            if !c.is_empty() {
+                evs.push(Ev::Line {
+                    generation,
+                    line_no,
+                    offset: off as u64,
+                    len: i as u64 + 1,
+                    content: c.to_vec(),
+                });
+            }
+        }
+        off += i + 1;
+    }
+    evs
+}
+
+fn committed_end(content: &[u8]) -> usize {
+    content
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1)
+}
+
+/// Checkpoint invariants against the file content it describes.
+fn check_cp(cp: &Checkpoint, content: &[u8]) {
+    let off = cp.offset as usize;
+    assert!(off <= content.len());
+    assert!(
+        off == 0 || content[off - 1] == b'\n',
+        "offset not after '\\n'"
+    );
+    let nl = content[..off].iter().filter(|&&b| b == b'\n').count() as u64;
+    assert_eq!(cp.lines, nl);
+    let hl = off.min(HEAD_BYTES as usize);
+    assert_eq!(cp.head_len as usize, hl);
+    assert_eq!(cp.head_hash, fingerprint(&content[..hl]));
+    let tl = off.min(TAIL_BYTES as usize);
+    assert_eq!(cp.tail_len as usize, tl);
+    assert_eq!(cp.tail_hash, fingerprint(&content[off - tl..off]));
+}
+
+fn line(ev: &Ev) -> (u64, u64, &[u8]) {
+    match ev {
+        Ev::Line {
+            line_no,
+            offset,
+            content,
+            ..
+        } => (*line_no, *offset, content),
+        Ev::TooLong { .. } => panic!("not a line: {ev:?}"),
+    }
+}
+
+fn setup() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("t.jsonl");
+    (dir, p)
+}
+
+#[test]
+fn growth_returns_each_line_once_in_order() {
+    let (_d, p) = setup();
+    write(&p, b"{\"a\":1}\n{\"b\":2}\n");
+    let (mut t, r) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    assert_eq!(r, Resume::New);
+    assert_eq!(t.checkpoint().generation, 1);
+    let evs = drain(&mut t);
+    assert_eq!(evs.len(), 2);
+    assert_eq!(line(&evs[0]), (1, 0, &b"{\"a\":1}"[..]));
+    assert_eq!(line(&evs[1]), (2, 8, &b"{\"b\":2}"[..]));
+    assert!(t.read_batch(usize::MAX, usize::MAX).unwrap().is_none());
+    append(&p, b"{\"c\":3}\n");
+    let b = t.read_batch(usize::MAX, usize::MAX).unwrap().unwrap();
+    assert_eq!(b.start_offset, 16);
+    assert_eq!(b.resume, None);
+    assert_eq!(b.lines.len(), 1);
+    assert_eq!(b.lines[0].line_no, 3);
+    assert_eq!(b.lines[0].offset, 16);
+    assert_eq!(b.lines[0].len, 8);
+    assert_eq!(b.line_bytes(&b.lines[0]), b"{\"c\":3}");
+    check_cp(&b.checkpoint, &std::fs::read(&p).unwrap());
+}
+
+#[test]
+fn partial_line_is_buffered_not_reread() {
+    let (_d, p) = setup();
+    write(&p, b"first\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    assert_eq!(drain(&mut t).len(), 1);
+    let n = 1000u64;
+    for i in 0..n {
+        append(&p, &[b'a' + (i % 26) as u8]);
+        assert!(t.read_batch(usize::MAX, usize::MAX).unwrap().is_none());
+        assert_eq!(t.buffered_bytes() as u64, i + 1);
+        assert_eq!(t.checkpoint().offset, 6);
+    }
+    append(&p, b"\n");
+    let evs = drain(&mut t);
+    assert_eq!(evs.len(), 1);
+    let (no, off, c) = line(&evs[0]);
+    assert_eq!((no, off, c.len() as u64), (2, 6, n));
+    assert_eq!(t.buffered_bytes(), 0);
+    // Each call reads its new byte plus a fixed overlap check: O(n), not O(n^2).
+    let bound = 6 + (n + 1) * (1 + VERIFY_BYTES) + 64;
+    assert!(t.bytes_read() <= bound, "read {} > {bound}", t.bytes_read());
+    check_cp(t.checkpoint(), &std::fs::read(&p).unwrap());
+}
+
+#[test]
+fn reopen_rereads_only_the_partial_line() {
+    let (_d, p) = setup();
+    let big = vec![b'x'; 5000];
+    let mut content = big;
+    content.push(b'\n');
+    content.extend_from_slice(b"partial");
+    write(&p, &content);
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    assert_eq!(drain(&mut t).len(), 1);
+    assert_eq!(t.buffered_bytes(), 7);
+    let cp = t.checkpoint().clone();
+    drop(t);
+    let (mut t, r) = Tailer::open(&p, Some(cp), TailerConfig::default()).unwrap();
+    assert_eq!(r, Resume::Continue);
+    let validation = t.bytes_read();
+    assert!(validation <= HEAD_BYTES + TAIL_BYTES);
+    assert!(drain(&mut t).is_empty());
+    assert_eq!(t.bytes_read() - validation, 7);
+    append(&p, b" done\n");
+    let evs = drain(&mut t);
+    assert_eq!(line(&evs[0]), (2, 5001, &b"partial done"[..]));
+}
+
+#[test]
+fn blank_lines_count_but_are_not_returned() {
+    let (_d, p) = setup();
+    write(&p, b"\n\r\na\n\n\nb\n\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    let evs = drain(&mut t);
+    assert_eq!(evs.len(), 2);
+    assert_eq!(line(&evs[0]), (3, 3, &b"a"[..]));
+    assert_eq!(line(&evs[1]), (6, 7, &b"b"[..]));
+    assert_eq!(t.checkpoint().offset, 10);
+    assert_eq!(t.checkpoint().lines, 7);
+    // Only blank lines: still a batch, so the checkpoint can advance.
+    append(&p, b"\n\n");
+    let b = t.read_batch(100, 100).unwrap().unwrap();
+    assert!(b.lines.is_empty());
+    assert_eq!(b.checkpoint.offset, 12);
+    assert_eq!(b.checkpoint.lines, 9);
+    check_cp(&b.checkpoint, &std::fs::read(&p).unwrap());
+}
+
+#[test]
+fn crlf_is_stripped() {
+    let (_d, p) = setup();
+    write(&p, b"one\r\ntwo\r\r\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    let evs = drain(&mut t);
+    assert_eq!(line(&evs[0]), (1, 0, &b"one"[..]));
+    assert_eq!(line(&evs[1]), (2, 5, &b"two\r"[..]));
+    match &evs[0] {
+        Ev::Line { len, .. } => assert_eq!(*len, 5),
+        Ev::TooLong { .. } => unreachable!(),
+    }
+}
+
+#[test]
+fn bom_is_stripped_only_at_file_start() {
+    let (_d, p) = setup();
+    write(&p, b"\xEF\xBB\xBF{}\r\n\xEF\xBB\xBF{}\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    let evs = drain(&mut t);
+    assert_eq!(line(&evs[0]), (1, 0, &b"{}"[..]));
+    assert_eq!(line(&evs[1]), (2, 7, &b"\xEF\xBB\xBF{}"[..]));
+}
+
+#[test]
+fn over_long_line_is_skipped_without_buffering() {
+    let (_d, p) = setup();
+    let c = cfg(64, 16);
+    write(&p, b"ok1\n");
+    let (mut t, _) = Tailer::open(&p, None, c).unwrap();
+    assert_eq!(drain(&mut t).len(), 1);
+    let long = vec![b'L'; 1000];
+    for piece in long.chunks(37) {
+        append(&p, piece);
+        assert!(t.read_batch(usize::MAX, usize::MAX).unwrap().is_none());
+        assert!(
+            t.buffered_bytes() <= 64 + 16,
+            "buffered {}",
+            t.buffered_bytes()
+        );
+    }
+    append(&p, b"\nok2\n");
+    let evs = drain(&mut t);
+    assert_eq!(
+        evs[0],
+        Ev::TooLong {
+            generation: 1,
+            line_no: 2,
+            offset: 4,
+            len: 1001
+        }
+    );
+    assert_eq!(line(&evs[1]), (3, 1005, &b"ok2"[..]));
+    check_cp(t.checkpoint(), &std::fs::read(&p).unwrap());
+    // Exactly max_line_bytes is fine; one more is too long.
+    let mut exact = vec![b'e'; 64];
+    exact.push(b'\n');
+    exact.extend(vec![b'f'; 65]);
+    exact.push(b'\n');
+    append(&p, &exact);
+    let evs = drain(&mut t);
+    assert_eq!(line(&evs[0]).2.len(), 64);
+    assert!(matches!(
+        evs[1],
+        Ev::TooLong {
+            line_no: 5,
+            len: 66,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn restart_mid_skip_rescans_from_committed_offset() {
+    let (_d, p) = setup();
+    let c = cfg(64, 16);
+    write(&p, b"a\n");
+    append(&p, &[b'L'; 200]);
+    let (mut t, _) = Tailer::open(&p, None, c).unwrap();
+    assert_eq!(drain(&mut t).len(), 1);
+    let cp = t.checkpoint().clone();
+    assert_eq!(cp.offset, 2);
+    drop(t);
+    append(&p, b"\nb\n");
+    let (mut t, r) = Tailer::open(&p, Some(cp), c).unwrap();
+    assert_eq!(r, Resume::Continue);
+    let evs = drain(&mut t);
+    assert!(matches!(
+        evs[0],
+        Ev::TooLong {
+            line_no: 2,
+            offset: 2,
+            len: 201,
+            ..
+        }
+    ));
+    assert_eq!(line(&evs[1]), (3, 203, &b"b"[..]));
+}
+
+#[test]
+fn truncation_starts_new_generation() {
+    let (_d, p) = setup();
+    write(&p, b"aaa\nbbb\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    assert_eq!(drain(&mut t).len(), 2);
+    write(&p, b"c\n");
+    let b = t.read_batch(usize::MAX, usize::MAX).unwrap().unwrap();
+    assert_eq!(b.resume, Some(Resume::Truncated));
+    assert_eq!(b.generation, 2);
+    assert_eq!(b.start_offset, 0);
+    assert_eq!(b.lines.len(), 1);
+    assert_eq!((b.lines[0].line_no, b.lines[0].offset), (1, 0));
+    assert_eq!(b.line_bytes(&b.lines[0]), b"c");
+    check_cp(&b.checkpoint, b"c\n");
+    // Emptied with nothing new yet: the reset is still reported.
+    write(&p, b"");
+    let b = t.read_batch(usize::MAX, usize::MAX).unwrap().unwrap();
+    assert_eq!(b.resume, Some(Resume::Truncated));
+    assert_eq!(b.generation, 3);
+    assert!(b.lines.is_empty());
+    assert_eq!(b.checkpoint.offset, 0);
+    assert!(t.read_batch(usize::MAX, usize::MAX).unwrap().is_none());
+}
+
+#[test]
+fn truncation_mid_skip_resets_skip_state() {
+    let (_d, p) = setup();
+    let c = cfg(64, 16);
+    write(&p, b"a\n");
+    append(&p, &[b'L'; 200]);
+    let (mut t, _) = Tailer::open(&p, None, c).unwrap();
+    assert_eq!(drain(&mut t).len(), 1);
+    // Size 2 is not below the committed offset 2, but the head differs.
+    write(&p, b"b\n");
+    let (evs, resumes) = drain_with(&mut t, usize::MAX, usize::MAX);
+    assert_eq!(resumes, vec![Resume::Rewritten]);
+    assert_eq!(evs.len(), 1);
+    assert_eq!(line(&evs[0]), (1, 0, &b"b"[..]));
+}
+
+#[test]
+fn truncation_while_stopped() {
+    let (_d, p) = setup();
+    write(&p, b"aaa\nbbb\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    drain(&mut t);
+    let cp = t.checkpoint().clone();
+    drop(t);
+    write(&p, b"x\n");
+    let (mut t, r) = Tailer::open(&p, Some(cp), TailerConfig::default()).unwrap();
+    assert_eq!(r, Resume::Truncated);
+    assert_eq!(t.checkpoint().generation, 2);
+    let (evs, resumes) = drain_with(&mut t, usize::MAX, usize::MAX);
+    assert_eq!(resumes, vec![Resume::Truncated]);
+    assert_eq!(line(&evs[0]), (1, 0, &b"x"[..]));
+}
+
+#[test]
+fn same_size_rewrite_is_detected() {
+    let (_d, p) = setup();
+    write(&p, b"aaa\nbbb\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    drain(&mut t);
+    let cp = t.checkpoint().clone();
+    drop(t);
+    // Same size, same head byte, different tail.
+    write(&p, b"aaa\nbXb\n");
+    let (mut t, r) = Tailer::open(&p, Some(cp), TailerConfig::default()).unwrap();
+    assert_eq!(r, Resume::Rewritten);
+    let evs = drain(&mut t);
+    assert_eq!(evs.len(), 2);
+    assert_eq!(line(&evs[1]), (2, 4, &b"bXb"[..]));
+    assert!(matches!(evs[0], Ev::Line { generation: 2, .. }));
+}
+
+#[test]
+fn larger_rewrite_while_running_is_detected() {
+    let (_d, p) = setup();
+    write(&p, b"aaa\nbbb\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    drain(&mut t);
+    write(&p, b"zzz\nyyy\nxxx\n");
+    let (evs, resumes) = drain_with(&mut t, usize::MAX, usize::MAX);
+    assert_eq!(resumes, vec![Resume::Rewritten]);
+    assert_eq!(evs.len(), 3);
+    assert_eq!(line(&evs[0]), (1, 0, &b"zzz"[..]));
+}
+
+#[test]
+fn head_rewrite_detected_on_open() {
+    let (_d, p) = setup();
+    let mut content = b"head-one\n".to_vec();
+    content.extend(std::iter::repeat_n(b"0123456789\n", 200).flatten());
+    write(&p, &content);
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    drain(&mut t);
+    let cp = t.checkpoint().clone();
+    drop(t);
+    content[0] = b'H';
+    write(&p, &content);
+    let (_t, r) = Tailer::open(&p, Some(cp), TailerConfig::default()).unwrap();
+    assert_eq!(r, Resume::Rewritten);
+}
+
+#[test]
+fn rename_over_with_identical_content_keeps_offset() {
+    let (_d, p) = setup();
+    write(&p, b"aaa\nbbb\npart");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    assert_eq!(drain(&mut t).len(), 2);
+    let old_inode = t.checkpoint().inode;
+    rename_over(&p, b"aaa\nbbb\npartial\nccc\n");
+    let (evs, resumes) = drain_with(&mut t, usize::MAX, usize::MAX);
+    assert!(resumes.is_empty());
+    assert_eq!(evs.len(), 2);
+    assert_eq!(line(&evs[0]), (3, 8, &b"partial"[..]));
+    assert_eq!(line(&evs[1]), (4, 16, &b"ccc"[..]));
+    assert_eq!(t.checkpoint().generation, 1);
+    #[cfg(unix)]
+    assert_ne!(t.checkpoint().inode, old_inode);
+    let _ = old_inode;
+    // And while stopped.
+    let cp = t.checkpoint().clone();
+    drop(t);
+    let content = std::fs::read(&p).unwrap();
+    rename_over(&p, &content);
+    let (mut t, r) = Tailer::open(&p, Some(cp), TailerConfig::default()).unwrap();
+    #[cfg(unix)]
+    assert_eq!(r, Resume::SameContentNewInode);
+    let _ = r;
+    assert!(drain(&mut t).is_empty());
+    check_cp(t.checkpoint(), &content);
+}
+
+#[test]
+fn rename_over_with_different_content_replaces() {
+    let (_d, p) = setup();
+    write(&p, b"aaa\nbbb\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    drain(&mut t);
+    rename_over(&p, b"other\nfile\nlonger\n");
+    let (evs, resumes) = drain_with(&mut t, usize::MAX, usize::MAX);
+    #[cfg(unix)]
+    assert_eq!(resumes, vec![Resume::Replaced]);
+    let _ = resumes;
+    assert_eq!(evs.len(), 3);
+    assert_eq!(line(&evs[0]), (1, 0, &b"other"[..]));
+    assert_eq!(t.checkpoint().generation, 2);
+    // While stopped.
+    let cp = t.checkpoint().clone();
+    drop(t);
+    rename_over(&p, b"third\n");
+    let (mut t, r) = Tailer::open(&p, Some(cp), TailerConfig::default()).unwrap();
+    assert_eq!(r, Resume::Replaced);
+    assert_eq!(line(&drain(&mut t)[0]), (1, 0, &b"third"[..]));
+}
+
+#[test]
+fn byte_identical_rewrite_in_place_emits_nothing() {
+    let (_d, p) = setup();
+    let content = b"aaa\nbbb\n";
+    write(&p, content);
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    drain(&mut t);
+    write(&p, content);
+    assert!(t.read_batch(usize::MAX, usize::MAX).unwrap().is_none());
+    let cp = t.checkpoint().clone();
+    drop(t);
+    write(&p, content);
+    let (mut t, r) = Tailer::open(&p, Some(cp), TailerConfig::default()).unwrap();
+    assert_eq!(r, Resume::Continue);
+    assert!(t.read_batch(usize::MAX, usize::MAX).unwrap().is_none());
+}
+
+#[test]
+fn deleted_file_is_gone() {
+    let (_d, p) = setup();
+    write(&p, b"a\n");
+    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
+    std::fs::remove_file(&p).unwrap();
+    assert!(matches!(t.read_batch(10, 10), Err(TailError::Gone { .. })));
+    assert!(matches!(
+        Tailer::open(&p, None, TailerConfig::default()),
+        Err(TailError::Gone { .. })
+    ));
+    let dir = p.parent().unwrap();
+    assert!(matches!(
+        Tailer::open(dir, None, TailerConfig::default()),
+        Err(TailError::NotAFile { .. })
+    ));
+}
+
+#[test]
+fn batch_limits() {
+    let (_d, p) = setup();
+    let mut content = Vec::new();
+    for i in 0..100 {
+        content.extend_from_slice(format!("line-{i:03}\n").as_bytes());
+    }
+    write(&p, &content);
+    let (mut t, _) = Tailer::open(&p, None, cfg(1024, 64)).unwrap();
+    let b = t.read_batch(usize::MAX, 7).unwrap().unwrap();
+    assert_eq!(b.lines.len(), 7);
+    assert_eq!(b.checkpoint.offset, 7 * 9);
+    check_cp(&b.checkpoint, &content);
+    // 30 bytes of line data = 3 lines of 9 bytes.
+    let b = t.read_batch(30, usize::MAX).unwrap().unwrap();
+    assert_eq!(b.lines.len(), 3);
+    assert_eq!(b.start_offset, 63);
+    assert_eq!(b.lines[0].line_no, 8);
+    // A single line larger than max_bytes still comes out.
+    let b = t.read_batch(1, usize::MAX).unwrap().unwrap();
+    assert_eq!(b.lines.len(), 1);
+    let (evs, _) = drain_with(&mut t, 50, 4);
+    assert_eq!(evs.len(), 100 - 11);
+    assert_eq!(reference(&content, 1024, 1)[11..], evs[..]);
+    check_cp(t.checkpoint(), &content);
+}
+
+#[test]
+fn head_fingerprint_extends_as_file_grows() {
+    let (_d, p) = setup();
+    let mut content = vec![b'h'; 99];
+    content.push(b'\n');
+    write(&p, &content);
+    let (mut t, _) = Tailer::open(&p, None, cfg(4096, 128)).unwrap();
+    drain(&mut t);
+    assert_eq!(t.checkpoint().head_len, 100);
+    let cp100 = t.checkpoint().clone();
+    let more: Vec<u8> = std::iter::repeat_n(b"x".repeat(49), 40)
+        .flat_map(|mut v| {
+            v.push(b'\n');
+            v
+        })
+        .collect();
+    append(&p, &more);
+    content.extend_from_slice(&more);
+    drain(&mut t);
+    assert_eq!(t.checkpoint().head_len, 1024);
+    check_cp(t.checkpoint(), &content);
+    // An old short-head checkpoint still validates and gets extended.
+    drop(t);
+    let (t, r) = Tailer::open(&p, Some(cp100), cfg(4096, 128)).unwrap();
+    assert_eq!(r, Resume::Continue);
+    assert_eq!(t.checkpoint().head_len, 100);
+    check_cp(t.checkpoint(), &content);
+}
+
+#[test]
+fn default_checkpoint_means_new() {
+    let (_d, p) = setup();
+    write(&p, b"a\n");
+    let (_t, r) = Tailer::open(&p, Some(Checkpoint::default()), TailerConfig::default()).unwrap();
+    assert_eq!(r, Resume::New);
+}
+
+// ---- property tests -------------------------------------------------
+
+const PMAX: usize = 24;
+
+fn arb_line() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'{'), Just(b'}'), Just(b'\r'), Just(b' ')], 0..12),
+        1 => Just(Vec::new()),
+        1 => Just(b"\r".to_vec()),
+        1 => proptest::collection::vec(Just(b'L'), PMAX - 2..PMAX * 3),
+    ]
+    .prop_map(|mut v| {
+        v.push(b'\n');
+        v
+    })
+}
+
+fn arb_content() -> impl Strategy<Value = Vec<u8>> {
+    (
+        any::<bool>(),
+        proptest::collection::vec(arb_line(), 0..25),
+        proptest::collection::vec(b'p'..=b'q', 0..30),
+    )
+        .prop_map(|(bom, lines, tail)| {
+            let mut c = if bom {
+                b"\xEF\xBB\xBF".to_vec()
+            } else {
+                Vec::new()
+            };
+            c.extend(lines.into_iter().flatten());
+            c.extend(tail);
+            c
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Random appends + restarts yield exactly the events of a one-shot read.
+    #[test]
+    fn incremental_equals_whole(
+        content in arb_content(),
+        cuts in proptest::collection::vec((any::<prop::sample::Index>(), any::<bool>()), 0..12),
+        chunk in 1usize..40,
+        max_bytes in 1usize..200,
+        max_lines in 1usize..6,
+    ) {
+        let (_d, p) = setup();
+        let c = cfg(PMAX, chunk);
+        let mut points: Vec<(usize, bool)> =
+            cuts.iter().map(|(i, r)| (i.index(content.len() + 1), *r)).collect();
+        points.sort();
+        points.push((content.len(), false));
+        write(&p, b"");
+        let (mut t, _) = Tailer::open(&p, None, c).unwrap();
+        let mut evs = Vec::new();
+        let mut written = 0;
+        for (cut, restart) in points {
+            append(&p, &content[written..cut]);
+            written = cut;
+            let (e, resumes) = drain_with(&mut t, max_bytes, max_lines);
+            prop_assert!(resumes.is_empty());
+            evs.extend(e);
+            check_cp(t.checkpoint(), &content[..committed_end(&content[..written])]);
+            prop_assert_eq!(t.checkpoint().offset as usize, committed_end(&content[..written]));
+            if restart {
+                let cp = t.checkpoint().clone();
+                drop(t);
+                let (nt, r) = Tailer::open(&p, Some(cp), c).unwrap();
+                prop_assert_eq!(r, Resume::Continue);
+                t = nt;
+            }
+        }
+        prop_assert_eq!(evs, reference(&content, PMAX, 1));
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Action {
+    Append(Vec<u8>),
+    /// Truncate to this fraction (0..=255 of 255) of the current length.
+    Truncate(u8),
+    RenameOverWithNewContent(Vec<u8>),
+    Restart,
+    Read,
+}
+
+fn arb_bytes() -> impl Strategy<Value = Vec<u8>> {
+    proptest::collection::vec(
+        prop_oneof![4 => b'a'..=b'c', 2 => Just(b'\n'), 1 => Just(b'\r')],
+        0..40,
+    )
+}
+
+fn arb_action() -> impl Strategy<Value = Action> {
+    prop_oneof![
+        6 => arb_bytes().prop_map(Action::Append),
+        1 => proptest::collection::vec(Just(b'L'), PMAX / 2..PMAX * 2).prop_map(Action::Append),
+        1 => any::<u8>().prop_map(Action::Truncate),
+        1 => arb_bytes().prop_map(Action::RenameOverWithNewContent),
+        2 => Just(Action::Restart),
+        4 => Just(Action::Read),
+    ]
+}
+
+/// In-memory model of what the tailer must emit.
+struct Model {
+    content: Vec<u8>,
+    generation: i64,
+    /// What the tailer has read (after a Read: everything).
+    read_pos: usize,
+    /// Committed offset: just past the last '\n' the tailer has seen.
+    committed: usize,
+    emitted: Vec<Ev>,
+}
+
+impl Model {
+    /// The tailer noticed the file changed under what it read.
+    fn reset(&mut self) {
+        if self.committed > 0 {
+            self.generation += 1;
+            self.committed = 0;
+        }
+        self.read_pos = self.committed;
+    }
+
+    fn read(&mut self) {
+        let end = committed_end(&self.content);
+        if end > self.committed {
+            let all = reference(&self.content[..end], PMAX, self.generation);
+            let start = self.committed as u64;
+            self.emitted.extend(all.into_iter().filter(|e| match e {
+                Ev::Line { offset, .. } | Ev::TooLong { offset, .. } => *offset >= start,
+            }));
+            self.committed = end;
+        }
+        self.read_pos = self.content.len();
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Model-based test in the style of vector's file-source tests.
+    #[test]
+    fn model_based(actions in proptest::collection::vec(arb_action(), 1..40), chunk in 1usize..32) {
+        let (_d, p) = setup();
+        let c = cfg(PMAX, chunk);
+        write(&p, b"");
+        let (mut t, _) = Tailer::open(&p, None, c).unwrap();
+        let mut m = Model { content: Vec::new(), generation: 1, read_pos: 0, committed: 0, emitted: Vec::new() };
+        let mut got = Vec::new();
+        for a in actions {
+            let mut force_read = false;
+            match a {
+                Action::Append(b) => {
+                    append(&p, &b);
+                    m.content.extend_from_slice(&b);
+                }
+                Action::Truncate(frac) => {
+                    let len = m.content.len() * usize::from(frac) / 255;
+                    OpenOptions::new().write(true).open(&p).unwrap().set_len(len as u64).unwrap();
+                    m.content.truncate(len);
+                    if len < m.read_pos {
+                        if len < m.committed {
+                            m.reset();
+                        } else {
+                            m.read_pos = m.committed;
+                        }
+                    }
+                    force_read = true;
+                }
+                Action::RenameOverWithNewContent(b) => {
+                    // First byte differs from the old first byte, so the head
+                    // fingerprint cannot match by chance.
+                    let marker = if m.content.first() == Some(&b'M') { b'N' } else { b'M' };
+                    let mut new = vec![marker];
+                    new.extend_from_slice(&b);
+                    rename_over(&p, &new);
+                    m.content = new;
+                    m.reset();
+                    force_read = true;
+                }
+                Action::Restart => {
+                    let cp = t.checkpoint().clone();
+                    drop(t);
+                    let (nt, r) = Tailer::open(&p, Some(cp), c).unwrap();
+                    prop_assert_eq!(r, Resume::Continue);
+                    t = nt;
+                    m.read_pos = m.committed;
+                }
+                Action::Read => force_read = true,
+            }
+            if force_read {
+                let (e, _) = drain_with(&mut t, 64, 3);
+                got.extend(e);
+                m.read();
+                prop_assert_eq!(&got, &m.emitted);
+                prop_assert_eq!(t.checkpoint().generation, m.generation);
+                check_cp(t.checkpoint(), &m.content);
+                prop_assert_eq!(t.checkpoint().offset as usize, m.committed);
+            }
+        }
+        let (e, _) = drain_with(&mut t, 64, 3);
+        got.extend(e);
+        m.read();
+        prop_assert_eq!(got, m.emitted);
+    }
+}
