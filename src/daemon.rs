@@ -14,12 +14,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use notify::{EventKind, RecursiveMode, Watcher};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::engine::{Engine, Hint, Mode};
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Pipeline, Stats};
+use crate::status::{self, Request, Response, StatusReport};
 use crate::store::{Store, StoreError};
 
 /// Longest wait for in-flight batches after a stop signal.
@@ -40,6 +41,15 @@ pub enum DaemonError {
     #[error("cannot create lock file {path}: {source}")]
     LockIo {
         /// The lock file.
+        path: PathBuf,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The status socket could not be created.
+    #[error("cannot create socket {path}: {source}")]
+    Socket {
+        /// The socket path.
         path: PathBuf,
         /// The IO error.
         #[source]
@@ -108,9 +118,23 @@ pub async fn run(cfg: Arc<Config>, store: Store) -> Result<(), DaemonError> {
     let cancel = CancellationToken::new();
     let (hint_tx, hint_rx) = mpsc::channel(256);
 
+    let sock = status::socket_path(&cfg.data_dir);
+    let listener = status::bind(&sock).map_err(|source| DaemonError::Socket {
+        path: sock.clone(),
+        source,
+    })?;
+    let started = std::time::Instant::now();
+    let handler = {
+        let (cfg, stats, hints) = (cfg.clone(), pipeline.stats.clone(), hint_tx.clone());
+        move |req: Request| {
+            let (cfg, stats, hints) = (cfg.clone(), stats.clone(), hints.clone());
+            async move { answer(req, &cfg, &stats, &hints, started).await }
+        }
+    };
+    let server = tokio::spawn(status::serve(listener, sock, handler, cancel.clone()));
     let signals = tokio::spawn(signals(cancel.clone()));
     let watcher = tokio::spawn(watch(cfg.clone(), hint_tx, cancel.clone()));
-    let engine_task = tokio::spawn(engine.run(Mode::Follow, hint_rx, cancel.clone()));
+    let engine_task = tokio::spawn(engine.run(Mode::Follow, Hint::Rescan, hint_rx, cancel.clone()));
 
     cancel.cancelled().await;
     tracing::info!("stopping: finishing in-flight batches");
@@ -121,6 +145,7 @@ pub async fn run(cfg: Arc<Config>, store: Store) -> Result<(), DaemonError> {
     }
     watcher.abort();
     signals.abort();
+    let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
     store.close().await;
     let s = &pipeline.stats;
     tracing::info!(
@@ -129,6 +154,62 @@ pub async fn run(cfg: Arc<Config>, store: Store) -> Result<(), DaemonError> {
         "daemon stopped"
     );
     Ok(())
+}
+
+/// Longest time a session-end request waits for the session's files to be ingested.
+const SESSION_END_WAIT: Duration = Duration::from_secs(10);
+
+/// Serve one status-socket request.
+async fn answer(
+    req: Request,
+    cfg: &Config,
+    stats: &Stats,
+    hints: &mpsc::Sender<Hint>,
+    started: std::time::Instant,
+) -> Response {
+    match req {
+        Request::Status => Response::Status(StatusReport {
+            pid: std::process::id(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            uptime_secs: started.elapsed().as_secs(),
+            projects_dir: cfg.projects_dir.display().to_string(),
+            database: crate::config::redact_url(&cfg.database.url),
+            files: stats.tracked.load(Ordering::Relaxed),
+            bytes: stats.bytes.load(Ordering::Relaxed),
+            lines: stats.lines.load(Ordering::Relaxed),
+            messages: stats.messages.load(Ordering::Relaxed),
+            diagnostics: stats.diagnostics.load(Ordering::Relaxed),
+            batches: stats.batches.load(Ordering::Relaxed),
+            errors: stats.errors.load(Ordering::Relaxed),
+        }),
+        Request::SessionEnd {
+            session_id,
+            transcript_path,
+        } => {
+            let (reply, rx) = oneshot::channel();
+            let hint = Hint::SessionEnd {
+                session_id: session_id.clone(),
+                transcript_path,
+                reply,
+            };
+            if hints.send(hint).await.is_err() {
+                return Response::Error {
+                    message: "daemon is shutting down".into(),
+                };
+            }
+            match tokio::time::timeout(SESSION_END_WAIT, rx).await {
+                Ok(Ok(finished)) => Response::SessionEnded {
+                    session_id,
+                    finished,
+                },
+                _ => Response::Error {
+                    message: format!(
+                        "session {session_id} not settled within {SESSION_END_WAIT:?}"
+                    ),
+                },
+            }
+        }
+    }
 }
 
 /// Cancel on SIGTERM or SIGINT.

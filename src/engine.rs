@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -22,7 +22,7 @@ use crate::store::StoreError;
 
 /// Something that suggests files may have changed. Only a hint: correctness comes from reading
 /// from the stored offset to the last newline, whatever the hint said.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum Hint {
     /// These paths may have changed (file events).
     Paths(Vec<PathBuf>),
@@ -31,6 +31,23 @@ pub enum Hint {
     Dir(PathBuf),
     /// Scan everything (periodic safety net, or event overflow).
     Rescan,
+    /// Claude Code ended this session: pump its files now, then mark it finished and answer
+    /// whether it was (`gleaner hook session-end`).
+    SessionEnd {
+        /// Session id.
+        session_id: String,
+        /// Its main transcript, when known.
+        transcript_path: Option<PathBuf>,
+        /// Where the outcome goes.
+        reply: oneshot::Sender<bool>,
+    },
+}
+
+/// A session-end request waiting for its files to be pumped.
+struct PendingEnd {
+    session_id: String,
+    paths: Vec<PathBuf>,
+    reply: oneshot::Sender<bool>,
 }
 
 /// Whether to stop when caught up.
@@ -56,6 +73,7 @@ pub struct Engine {
     /// Paths seen for the first time, registered in bulk before they are pumped.
     unregistered: HashSet<PathBuf>,
     retry: Vec<(Instant, PathBuf)>,
+    pending_ends: Vec<PendingEnd>,
 }
 
 type TaskResult = (PathBuf, Box<Tracked>, PumpEnd);
@@ -82,6 +100,7 @@ impl Engine {
             queued: HashSet::new(),
             unregistered: HashSet::new(),
             retry: Vec::new(),
+            pending_ends: Vec::new(),
         })
     }
 
@@ -204,10 +223,96 @@ impl Engine {
                 }
             }
             Hint::Dir(d) => self.scan(&d),
+            Hint::SessionEnd {
+                session_id,
+                transcript_path,
+                reply,
+            } => self.session_end(session_id, transcript_path, reply),
             Hint::Rescan => {
                 let root = self.pipeline.cfg.projects_dir.clone();
                 self.scan(&root);
             }
+        }
+    }
+
+    /// Queue every file of a session (known ones, the reported transcript and its sub-agent
+    /// folder) and remember to finish the session once they are pumped.
+    fn session_end(
+        &mut self,
+        session_id: String,
+        transcript: Option<PathBuf>,
+        reply: oneshot::Sender<bool>,
+    ) {
+        let mut paths: Vec<PathBuf> = self
+            .slots
+            .iter()
+            .filter(|(_, slot)| match slot {
+                Slot::Idle(t) => t.ctx.session_id.as_deref() == Some(session_id.as_str()),
+                // Unknown session while busy: wait for it too, it is re-pumped anyway.
+                Slot::Busy { .. } => true,
+            })
+            .map(|(p, _)| p.clone())
+            .collect();
+        if let Some(t) = transcript.filter(|t| discovery::is_transcript(t)) {
+            // `<session>.jsonl` has its sub-agents in `<session>/subagents/`.
+            let dir = t.with_extension("");
+            if dir.is_dir() {
+                for p in discovery::scan(&dir) {
+                    paths.push(p);
+                }
+            }
+            paths.push(t);
+        }
+        paths.sort();
+        paths.dedup();
+        for p in &paths {
+            self.mark(p.clone());
+        }
+        self.pending_ends.push(PendingEnd {
+            session_id,
+            paths,
+            reply,
+        });
+    }
+
+    /// Whether `p` still has work queued or running.
+    fn in_flight(&self, p: &Path) -> bool {
+        self.queued.contains(p)
+            || self.unregistered.contains(p)
+            || matches!(self.slots.get(p), Some(Slot::Busy { .. }))
+    }
+
+    /// Finish the sessions whose end was reported and whose files are all pumped.
+    async fn settle_session_ends(&mut self) {
+        let pending = std::mem::take(&mut self.pending_ends);
+        let (ready, waiting): (Vec<PendingEnd>, Vec<PendingEnd>) = pending
+            .into_iter()
+            .partition(|e| !e.paths.iter().any(|p| self.in_flight(p)));
+        self.pending_ends = waiting;
+        for e in ready {
+            let finished = match self
+                .pipeline
+                .store
+                .finish_session(&e.session_id, "hook")
+                .await
+            {
+                Ok(f) => f,
+                Err(err) => {
+                    tracing::error!(session = %e.session_id, error = %err, "cannot finish session");
+                    false
+                }
+            };
+            tracing::info!(session = %e.session_id, finished, "session ended by hook");
+            let _ = e.reply.send(finished);
+        }
+    }
+
+    /// Finish sessions none of whose files grew for `sessions.idle_timeout` (or whose files are
+    /// all gone).
+    async fn sweep_idle(&self) {
+        let cfg = &self.pipeline.cfg;
+        if let Err(e) = sweep_idle_sessions(&self.pipeline.store, cfg).await {
+            tracing::warn!(error = %e, "idle-session sweep failed");
         }
     }
 
@@ -282,11 +387,20 @@ impl Engine {
     pub async fn run(
         mut self,
         mode: Mode,
+        initial: Hint,
         mut hints: mpsc::Receiver<Hint>,
         cancel: CancellationToken,
     ) -> Engine {
         let cfg = self.pipeline.cfg.clone();
-        self.apply(Hint::Rescan);
+        self.apply(initial);
+        if mode == Mode::Follow {
+            self.sweep_idle().await;
+        }
+        let sweep_every =
+            (cfg.sessions.idle_timeout / 4).clamp(Duration::from_secs(1), Duration::from_secs(60));
+        let mut sweep =
+            tokio::time::interval_at(tokio::time::Instant::now() + sweep_every, sweep_every);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut tasks: JoinSet<TaskResult> = JoinSet::new();
         let mut rescan = tokio::time::interval_at(
             tokio::time::Instant::now() + cfg.daemon.rescan_interval,
@@ -306,6 +420,13 @@ impl Engine {
             if !cancel.is_cancelled() {
                 self.spawn_ready(&mut tasks, &cancel);
             }
+            if !self.pending_ends.is_empty() {
+                self.settle_session_ends().await;
+            }
+            self.pipeline.stats.tracked.store(
+                self.slots.len() as u64,
+                std::sync::atomic::Ordering::Relaxed,
+            );
             if mode == Mode::Once && tasks.is_empty() && self.queue.is_empty() {
                 break;
             }
@@ -326,6 +447,9 @@ impl Engine {
                     self.apply(Hint::Rescan);
                 }
                 _ = evict.tick(), if mode == Mode::Follow => self.evict_idle(cfg.tail.idle_evict),
+                _ = sweep.tick(), if mode == Mode::Follow && !cancel.is_cancelled() => {
+                    self.sweep_idle().await;
+                }
                 _ = sleep_until(next_retry), if next_retry.is_some() && !cancel.is_cancelled() => {
                     let now = Instant::now();
                     let (due, later): (Vec<_>, Vec<_>) =
@@ -345,6 +469,28 @@ impl Engine {
         }
         self
     }
+}
+
+/// Finish every active session of this machine whose files have not grown for
+/// `sessions.idle_timeout` (file modification times), or whose files are all gone. Returns how
+/// many were finished.
+pub async fn sweep_idle_sessions(
+    store: &crate::store::Store,
+    cfg: &crate::config::Config,
+) -> Result<usize, StoreError> {
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64);
+    let cutoff = now_ms - cfg.sessions.idle_timeout.as_millis() as i64;
+    let mut n = 0;
+    for s in store.idle_sessions(&cfg.machine_id, cutoff).await? {
+        let reason = if s.live_files == 0 { "deleted" } else { "idle" };
+        if store.finish_session(&s.session_id, reason).await? {
+            tracing::debug!(session = %s.session_id, reason, "session finished");
+            n += 1;
+        }
+    }
+    Ok(n)
 }
 
 async fn sleep_until(at: Option<Instant>) {

@@ -8,8 +8,12 @@
 use std::collections::HashMap;
 
 use crate::discovery::{FileInfo, FileKind};
-use crate::model::{DiagnosticRow, KindCount, MessageRow, PreparedBatch, SessionUpdate};
-use crate::parse::{parse_line, Kind, LineError, Record};
+use crate::feedback;
+use crate::model::{
+    DiagnosticRow, FeedbackRow, KindCount, MessageRow, PreparedBatch, SessionUpdate, SummaryRow,
+    ToolUseRow, UsageRow,
+};
+use crate::parse::{parse_line, Block, Kind, LineError, Record};
 use crate::prompt;
 use crate::tailer::{Batch, TailDiagnostic};
 
@@ -28,6 +32,8 @@ pub struct FileContext {
     /// The session the file belongs to, once decided (from the path, the database, or the
     /// first line that carries a `sessionId`).
     pub session_id: Option<String>,
+    /// The sub-agent's `.meta.json` has been read (it is looked for until found).
+    pub agent_meta_seen: bool,
 }
 
 impl FileContext {
@@ -39,6 +45,7 @@ impl FileContext {
             machine,
             info,
             session_id,
+            agent_meta_seen: false,
         }
     }
 }
@@ -121,12 +128,21 @@ pub fn extract(
         ..SessionUpdate::default()
     };
     let mut saw_record = false;
+    let mut usage: HashMap<String, UsageRow> = HashMap::new();
+    let generation = batch.checkpoint.generation;
 
     for (line, p) in &parsed {
         for (seq, rec) in p.records.iter().enumerate() {
             saw_record = true;
             tally(&mut kinds, rec);
             merge_session(&mut session, rec, ctx.info.kind);
+            let at = LineAt {
+                file_id: ctx.file_id,
+                generation,
+                line_no: line.line_no,
+                seq: seq as u32,
+            };
+            knowledge(&mut out, &mut usage, rec, &session_id, ctx, &at);
             if let Some(row) = message_row(rec, &session_id, ctx) {
                 out.messages.push(MessageRow {
                     line_no: line.line_no,
@@ -141,6 +157,9 @@ pub fn extract(
     if saw_record {
         out.session = Some(session);
     }
+    let mut usage: Vec<UsageRow> = usage.into_values().collect();
+    usage.sort_by(|a, b| a.message_id.cmp(&b.message_id));
+    out.usage = usage;
     let mut kinds: Vec<KindCount> = kinds
         .into_iter()
         .map(|((category, name), count)| KindCount {
@@ -152,6 +171,154 @@ pub fn extract(
     kinds.sort_by(|a, b| (a.category, &a.name).cmp(&(b.category, &b.name)));
     out.kinds = kinds;
     out
+}
+
+/// Where a record sits, for natural keys of records without a uuid.
+struct LineAt {
+    file_id: i64,
+    generation: i64,
+    line_no: u64,
+    seq: u32,
+}
+
+impl LineAt {
+    /// The line uuid, or a key unique to this physical position.
+    fn key(&self, uuid: Option<&str>) -> String {
+        match uuid {
+            Some(u) => u.to_string(),
+            None => format!(
+                "@{}:{}:{}:{}",
+                self.file_id, self.generation, self.line_no, self.seq
+            ),
+        }
+    }
+}
+
+/// Summaries, feedback, tool calls and errors, and token usage of one record.
+fn knowledge(
+    out: &mut PreparedBatch,
+    usage: &mut HashMap<String, UsageRow>,
+    rec: &Record<'_>,
+    session_id: &str,
+    ctx: &FileContext,
+    at: &LineAt,
+) {
+    let owned = |v: &Option<std::borrow::Cow<'_, str>>| v.as_deref().map(str::to_string);
+    let agent_id = owned(&rec.agent_id).or_else(|| ctx.info.agent_id.clone());
+    let ts = owned(&rec.timestamp);
+    let uuid = owned(&rec.uuid);
+
+    let summary = |kind: &'static str, dedup_key: String, text: Option<String>| SummaryRow {
+        kind,
+        dedup_key,
+        text,
+        leaf_uuid: owned(&rec.leaf_uuid),
+        uuid: uuid.clone(),
+        trigger: rec
+            .compact_metadata
+            .as_ref()
+            .and_then(|m| m.trigger.clone()),
+        pre_tokens: rec.compact_metadata.as_ref().and_then(|m| m.pre_tokens),
+        session_id: session_id.to_string(),
+        agent_id: agent_id.clone(),
+        ts: ts.clone(),
+        line_no: at.line_no,
+    };
+    match rec.kind {
+        Kind::Summary => {
+            let text = owned(&rec.summary);
+            let key = format!(
+                "{}\n{}",
+                rec.leaf_uuid.as_deref().unwrap_or(""),
+                text.as_deref().unwrap_or("")
+            );
+            out.summaries.push(summary("summary", key, text));
+        }
+        Kind::System if rec.subtype.as_deref() == Some("compact_boundary") => {
+            let key = at.key(rec.uuid.as_deref());
+            out.summaries
+                .push(summary("compact_boundary", key, owned(&rec.content)));
+        }
+        Kind::User if rec.is_compact_summary => {
+            let key = at.key(rec.uuid.as_deref());
+            out.summaries
+                .push(summary("compact_summary", key, rec.text()));
+        }
+        _ => {}
+    }
+
+    if rec.kind == Kind::User {
+        let in_agent_file = ctx.info.kind == FileKind::Agent;
+        for item in feedback::items(rec, in_agent_file) {
+            let which = match &item.tool_use_id {
+                Some(id) => id.clone(),
+                None => item.block.to_string(),
+            };
+            out.feedback.push(FeedbackRow {
+                dedup_key: format!(
+                    "{}:{}:{which}",
+                    at.key(rec.uuid.as_deref()),
+                    item.feedback_type.as_str()
+                ),
+                ts: ts.clone(),
+                session_id: session_id.to_string(),
+                feedback_type: item.feedback_type.as_str(),
+                content: item.content,
+                reason: item.reason,
+                agent_id: agent_id.clone(),
+                slug: owned(&rec.slug),
+                tool_use_id: item.tool_use_id,
+                uuid: uuid.clone(),
+                line_no: at.line_no,
+            });
+        }
+    }
+
+    for block in rec.blocks() {
+        match block {
+            Block::ToolUse { id, name, target } if rec.kind == Kind::Assistant => {
+                out.tool_uses.push(ToolUseRow {
+                    tool_use_id: id.to_string(),
+                    session_id: session_id.to_string(),
+                    name: Some(name.to_string()),
+                    target: target.as_deref().map(str::to_string),
+                    ts: ts.clone(),
+                    line_no: at.line_no,
+                });
+            }
+            Block::ToolResult {
+                tool_use_id,
+                is_error: true,
+                ..
+            } => out.tool_errors.push(ToolUseRow {
+                tool_use_id: tool_use_id.to_string(),
+                session_id: session_id.to_string(),
+                ts: ts.clone(),
+                line_no: at.line_no,
+                ..ToolUseRow::default()
+            }),
+            _ => {}
+        }
+    }
+
+    if rec.kind == Kind::Assistant {
+        let Some(msg) = &rec.message else { return };
+        let (Some(id), Some(u)) = (msg.id.as_deref(), msg.usage.as_ref()) else {
+            return;
+        };
+        // One reply spans several lines that repeat a growing `usage`: keep the largest.
+        let row = usage.entry(id.to_string()).or_insert_with(|| UsageRow {
+            message_id: id.to_string(),
+            session_id: session_id.to_string(),
+            ..UsageRow::default()
+        });
+        row.input_tokens = row.input_tokens.max(u.input_tokens);
+        row.output_tokens = row.output_tokens.max(u.output_tokens);
+        row.cache_creation_input_tokens = row
+            .cache_creation_input_tokens
+            .max(u.cache_creation_input_tokens);
+        row.cache_read_input_tokens = row.cache_read_input_tokens.max(u.cache_read_input_tokens);
+    }
 }
 
 fn tally(kinds: &mut HashMap<(&'static str, String), i64>, rec: &Record<'_>) {
@@ -183,6 +350,9 @@ fn merge_session(s: &mut SessionUpdate, rec: &Record<'_>, kind: FileKind) {
     }
     if let Some(v) = rec.version.as_deref() {
         s.version = Some(v.to_string());
+    }
+    if let Some(slug) = rec.slug.as_deref() {
+        s.slug = Some(slug.to_string());
     }
     if s.title.is_none() && kind == FileKind::Main && !rec.is_sidechain {
         s.title = title_of(rec);

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::daemon::{acquire_lock, DaemonError};
-use crate::engine::{Engine, Mode};
+use crate::engine::{sweep_idle_sessions, Engine, Hint, Mode};
 use crate::pipeline::{Pipeline, Stats};
 use crate::store::Store;
 
@@ -73,11 +73,40 @@ pub async fn run_once(
             }
         })
     });
-    let engine = engine.run(Mode::Once, hint_rx, cancel).await;
+    let engine = engine.run(Mode::Once, Hint::Rescan, hint_rx, cancel).await;
     if let Some(t) = ticker {
         t.abort();
     }
+    // Old transcripts are finished sessions: apply the idle rule now rather than at the next
+    // daemon start.
+    if let Err(e) = sweep_idle_sessions(&pipeline.store, &pipeline.cfg).await {
+        tracing::warn!(error = %e, "idle-session sweep failed");
+    }
     Ok(summary(&stats, engine.tracked() as u64, start.elapsed()))
+}
+
+/// Ingest one session's files and mark it finished: what `gleaner hook session-end` does when no
+/// daemon runs. Returns whether the session was finished by this call.
+pub async fn end_session(
+    cfg: Arc<Config>,
+    store: Store,
+    session_id: String,
+    transcript_path: Option<std::path::PathBuf>,
+) -> Result<bool, DaemonError> {
+    let _lock = acquire_lock(&cfg.lock_path())?;
+    let pipeline = Arc::new(Pipeline::new(cfg, store));
+    let engine = Engine::new(pipeline).await?;
+    let (_, hint_rx) = mpsc::channel(1);
+    let (reply, rx) = tokio::sync::oneshot::channel();
+    let initial = Hint::SessionEnd {
+        session_id,
+        transcript_path,
+        reply,
+    };
+    engine
+        .run(Mode::Once, initial, hint_rx, CancellationToken::new())
+        .await;
+    Ok(rx.await.unwrap_or(false))
 }
 
 fn summary(s: &Stats, files: u64, elapsed: Duration) -> IngestSummary {

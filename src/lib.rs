@@ -9,6 +9,7 @@
 //! - [`tailer`]: per-file offset, identity and partial-line state; yields complete lines.
 //! - [`parse`]: one line to typed records; never fails, unknown input is data.
 //! - [`prompt`]: what a human typed versus what Claude Code injected.
+//! - [`feedback`]: which user lines are feedback (messages, tool denials, interruptions).
 //! - [`extract`]: records to rows ([`model`]).
 //!
 //! Async shell:
@@ -18,6 +19,7 @@
 //! - [`engine`]: decide which file to pump; shared by the daemon and `ingest`.
 //! - [`daemon`]: watcher, signals, lock, shutdown.
 //! - [`ingest`]: one pass, then exit.
+//! - [`status`]: the daemon's Unix socket (status, session end).
 //! - [`cli`], [`telemetry`], [`config`]: the edges.
 
 pub mod cli;
@@ -26,11 +28,13 @@ pub mod daemon;
 pub mod discovery;
 pub mod engine;
 pub mod extract;
+pub mod feedback;
 pub mod ingest;
 pub mod model;
 pub mod parse;
 pub mod pipeline;
 pub mod prompt;
+pub mod status;
 pub mod store;
 pub mod tailer;
 pub mod telemetry;

@@ -28,6 +28,20 @@ pub struct PreparedBatch {
     pub diagnostics: Vec<DiagnosticRow>,
     /// Record type and unknown-field tallies of this batch.
     pub kinds: Vec<KindCount>,
+    /// Summary, compact-boundary and compact-summary records.
+    pub summaries: Vec<SummaryRow>,
+    /// User feedback items.
+    pub feedback: Vec<FeedbackRow>,
+    /// Tool calls (assistant `tool_use` blocks).
+    pub tool_uses: Vec<ToolUseRow>,
+    /// Tool results with `is_error` (any error, denials included).
+    pub tool_errors: Vec<ToolUseRow>,
+    /// Token usage, one row per API message id (merged within the batch).
+    pub usage: Vec<UsageRow>,
+    /// File modification time (Unix ms) seen when reading; drives the idle-session rule.
+    pub mtime_ms: i64,
+    /// `(agentType, description)` from the sub-agent's `.meta.json`, once found.
+    pub agent_meta: Option<(Option<String>, Option<String>)>,
     /// Transcript bytes this batch covers (for throughput figures).
     pub bytes: u64,
     /// Physical lines this batch covers.
@@ -55,6 +69,8 @@ pub struct SessionUpdate {
     pub started_at: Option<String>,
     /// Latest timestamp.
     pub last_activity_at: Option<String>,
+    /// Latest human-readable session slug.
+    pub slug: Option<String>,
 }
 
 /// One transcript record worth a row.
@@ -92,6 +108,94 @@ pub struct MessageRow {
     pub is_error: bool,
     /// Plain text of user and assistant text blocks only.
     pub text: Option<String>,
+}
+
+/// A `summary` line, a compact boundary, or a compact summary.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SummaryRow {
+    /// `summary`, `compact_boundary` or `compact_summary`.
+    pub kind: &'static str,
+    /// Natural key: `leaf_uuid` + text for summaries, the line uuid for compact kinds.
+    pub dedup_key: String,
+    /// Summary text (the boundary's `content` for boundaries).
+    pub text: Option<String>,
+    /// `leafUuid` of a summary.
+    pub leaf_uuid: Option<String>,
+    /// Uuid of the line.
+    pub uuid: Option<String>,
+    /// `compactMetadata.trigger` (`auto` / `manual`).
+    pub trigger: Option<String>,
+    /// `compactMetadata.preTokens`.
+    pub pre_tokens: Option<i64>,
+    /// The file's session (re-attributed through `leaf_uuid` by the store when known).
+    pub session_id: String,
+    /// Sub-agent id for sub-agent files.
+    pub agent_id: Option<String>,
+    /// Line timestamp.
+    pub ts: Option<String>,
+    /// 1-based line number.
+    pub line_no: u64,
+}
+
+/// One user-feedback item.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FeedbackRow {
+    /// Line uuid + type + block or tool_use_id.
+    pub dedup_key: String,
+    /// Line timestamp.
+    pub ts: Option<String>,
+    /// Session.
+    pub session_id: String,
+    /// `message`, `tool_denial` or `interruption`.
+    pub feedback_type: &'static str,
+    /// The text.
+    pub content: String,
+    /// What the user typed when rejecting a tool use.
+    pub reason: Option<String>,
+    /// Sub-agent id.
+    pub agent_id: Option<String>,
+    /// Session slug.
+    pub slug: Option<String>,
+    /// Denied tool use.
+    pub tool_use_id: Option<String>,
+    /// Line uuid.
+    pub uuid: Option<String>,
+    /// 1-based line number.
+    pub line_no: u64,
+}
+
+/// A tool call or a failed tool result, keyed by the tool use id.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ToolUseRow {
+    /// `toolu_…` id.
+    pub tool_use_id: String,
+    /// Session.
+    pub session_id: String,
+    /// Tool name (calls only).
+    pub name: Option<String>,
+    /// File path, command, URL or pattern the call targets.
+    pub target: Option<String>,
+    /// Line timestamp.
+    pub ts: Option<String>,
+    /// 1-based line number.
+    pub line_no: u64,
+}
+
+/// Token usage of one API message.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageRow {
+    /// `message.id`.
+    pub message_id: String,
+    /// Session.
+    pub session_id: String,
+    /// Input tokens.
+    pub input_tokens: i64,
+    /// Output tokens.
+    pub output_tokens: i64,
+    /// Cache-creation input tokens.
+    pub cache_creation_input_tokens: i64,
+    /// Cache-read input tokens.
+    pub cache_read_input_tokens: i64,
 }
 
 /// Why a line could not be used.
@@ -153,6 +257,40 @@ pub fn iso_from_unix_millis(ms: i64) -> String {
     )
 }
 
+/// Parse `YYYY-MM-DDTHH:MM:SS[.fff]Z` (or a `+00:00` suffix) into Unix milliseconds. `None` for
+/// anything else; only used for durations, so other offsets are not needed.
+pub fn unix_millis_from_iso(s: &str) -> Option<i64> {
+    let b = s.as_bytes();
+    if b.len() < 19 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| -> Option<i64> { s.get(r)?.parse().ok() };
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (hh, mm, ss) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let mut ms = 0;
+    let rest = &s[19..];
+    let rest = if let Some(frac) = rest.strip_prefix('.') {
+        let digits: String = frac.chars().take_while(char::is_ascii_digit).collect();
+        let scaled = format!("{digits:0<3}");
+        ms = scaled.get(..3)?.parse().ok()?;
+        &frac[digits.len()..]
+    } else {
+        rest
+    };
+    if !matches!(rest, "Z" | "" | "+00:00") || !(1..=12).contains(&m) || !(1..=31).contains(&d) {
+        return None;
+    }
+    // days-from-civil (H. Hinnant)
+    let y2 = if m <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    Some(((days * 86_400 + hh * 3600 + mm * 60 + ss) * 1000) + ms)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +306,22 @@ mod tests {
             iso_from_unix_millis(951_782_400_000),
             "2000-02-29T00:00:00.000Z"
         );
+    }
+
+    #[test]
+    fn iso_parse_round_trips() {
+        for ms in [0, 951_782_400_000, 1_763_721_000_123, 1_798_761_599_999] {
+            assert_eq!(unix_millis_from_iso(&iso_from_unix_millis(ms)), Some(ms));
+        }
+        assert_eq!(
+            unix_millis_from_iso("2025-06-01T12:00:00Z"),
+            Some(1_748_779_200_000)
+        );
+        assert_eq!(
+            unix_millis_from_iso("2025-06-01T12:00:00.5Z"),
+            Some(1_748_779_200_500)
+        );
+        assert_eq!(unix_millis_from_iso("yesterday"), None);
+        assert_eq!(unix_millis_from_iso("2025-13-01T12:00:00Z"), None);
     }
 }

@@ -15,7 +15,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::discovery::{classify, FileInfo};
+use crate::discovery::{classify, FileInfo, FileKind};
 use crate::extract::{extract, FileContext};
 use crate::model::PreparedBatch;
 use crate::store::{CommitStats, FileRecord, Store, StoreError};
@@ -39,6 +39,8 @@ pub struct Stats {
     pub files: AtomicU64,
     /// Commit or read failures (retried later).
     pub errors: AtomicU64,
+    /// Files the engine tracks (set by the engine).
+    pub tracked: AtomicU64,
 }
 
 /// In-memory state of one tracked file between pumps. Holds no file handle; the tailer (and its
@@ -99,6 +101,30 @@ pub enum PumpEnd {
     Cancelled,
     /// A read or database error; retry later.
     Failed,
+}
+
+/// Modification time in Unix milliseconds.
+pub fn mtime_ms(m: &std::fs::Metadata) -> i64 {
+    m.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// `(agentType, description)` from `agent-<id>.meta.json` next to a sub-agent transcript.
+/// Written by Claude Code 2.1.9x+ only, and possibly after the transcript starts, so callers
+/// retry until it is found.
+fn read_agent_meta(transcript: &std::path::Path) -> Option<(Option<String>, Option<String>)> {
+    #[derive(serde::Deserialize)]
+    struct Meta {
+        #[serde(rename = "agentType")]
+        agent_type: Option<String>,
+        description: Option<String>,
+    }
+    let sidecar = transcript.with_extension("meta.json");
+    let bytes = std::fs::read(sidecar).ok()?;
+    let m: Meta = serde_json::from_slice(&bytes).ok()?;
+    Some((m.agent_type, m.description))
 }
 
 /// Shared machinery for reading files into the store.
@@ -197,12 +223,19 @@ impl Pipeline {
             let mut at_eof = false;
             let result = tailer.read_batch(max_bytes, max_lines).map(|opt| {
                 opt.map(|batch| {
-                    let size = std::fs::metadata(tailer.path())
+                    let meta = std::fs::metadata(tailer.path()).ok();
+                    let size = meta
+                        .as_ref()
                         .map(|m| m.len())
                         .unwrap_or(batch.checkpoint.offset)
                         .max(batch.checkpoint.offset);
                     at_eof = size == batch.checkpoint.offset;
                     let mut prepared = extract(&mut ctx, &batch, expected, size);
+                    prepared.mtime_ms = meta.as_ref().map_or(0, mtime_ms);
+                    if ctx.info.kind == FileKind::Agent && !ctx.agent_meta_seen {
+                        prepared.agent_meta = read_agent_meta(tailer.path());
+                        ctx.agent_meta_seen = prepared.agent_meta.is_some();
+                    }
                     prepared.lines = if batch.checkpoint.generation == before.generation {
                         batch.checkpoint.lines.saturating_sub(before.lines)
                     } else {

@@ -3,6 +3,7 @@
 //! Subcommands render results (table or `--json`) and never write SQL themselves; queries live
 //! in [`crate::store`]. Errors surface as `anyhow` chains that `main` prints on one line.
 
+mod hook;
 mod output;
 
 use std::io::IsTerminal;
@@ -13,7 +14,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Config, Overrides};
-use crate::store::Store;
+use crate::store::{FeedbackFilter, SessionFilter, Store};
 
 /// Exit code for "ran fine".
 pub const EXIT_OK: u8 = 0;
@@ -70,9 +71,57 @@ enum Command {
     },
     /// List sessions, most recent first.
     Sessions {
+        /// Only sessions whose project folder or working directory contains this text.
+        #[arg(long, value_name = "P")]
+        project: Option<String>,
+        /// Only sessions active at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
+        #[arg(long, value_name = "T")]
+        since: Option<String>,
+        /// Only sessions with this status.
+        #[arg(long, value_name = "S")]
+        status: Option<SessionStatus>,
         /// Print a JSON array.
         #[arg(long)]
         json: bool,
+    },
+    /// List summaries: `summary` lines, compaction boundaries and compaction summaries.
+    Summaries {
+        /// Only this session (a unique prefix of its id is enough).
+        session_prefix: Option<String>,
+        /// Only this kind.
+        #[arg(long, value_name = "K")]
+        kind: Option<SummaryKind>,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List user feedback: messages, tool denials and interruptions, by time.
+    Feedback {
+        /// Only this session and its sub-agents (a unique prefix of its id is enough).
+        session_prefix: Option<String>,
+        /// Only this type.
+        #[arg(long = "type", value_name = "T")]
+        feedback_type: Option<FeedbackKind>,
+        /// Only sessions whose project folder or working directory contains this text.
+        #[arg(long, value_name = "P")]
+        project: Option<String>,
+        /// Only items at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
+        #[arg(long, value_name = "T")]
+        since: Option<String>,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the running daemon what it is doing.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Entry points for Claude Code hooks. They never fail or block Claude Code: exit 0, fast.
+    Hook {
+        #[command(subcommand)]
+        hook: HookCommand,
     },
     /// Show the effective configuration, or the commented default file.
     Config {
@@ -80,6 +129,48 @@ enum Command {
         #[arg(long)]
         default: bool,
     },
+}
+
+/// Claude Code hook entry points.
+#[derive(Debug, Subcommand)]
+enum HookCommand {
+    /// SessionEnd hook: reads Claude Code's hook JSON on stdin, has the session ingested and
+    /// marked finished (by the daemon, or by itself when no daemon runs).
+    SessionEnd,
+}
+
+/// `--status` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum SessionStatus {
+    Active,
+    Finished,
+}
+
+/// `--kind` values (the stored names; kebab-case accepted too).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum SummaryKind {
+    Summary,
+    #[value(alias = "compact-boundary")]
+    CompactBoundary,
+    #[value(alias = "compact-summary")]
+    CompactSummary,
+}
+
+/// `--type` values (the stored names; kebab-case accepted too).
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+enum FeedbackKind {
+    Message,
+    #[value(alias = "tool-denial")]
+    ToolDenial,
+    Interruption,
+}
+
+fn value_name(v: impl clap::ValueEnum) -> String {
+    v.to_possible_value()
+        .map(|p| p.get_name().to_string())
+        .unwrap_or_default()
 }
 
 /// Outcome of a command, mapped to an exit code by `main`.
@@ -105,6 +196,13 @@ impl Cli {
     pub fn run(self) -> Outcome {
         if let Command::Config { default: true } = self.command {
             print!("{}", config::DEFAULT_CONFIG_TOML);
+            return Ok(EXIT_OK);
+        }
+        if let Command::Hook { hook } = &self.command {
+            // Never fail Claude Code: whatever happens, exit 0.
+            if let Err(e) = hook::run(hook_kind(hook), &self.overrides()) {
+                eprintln!("gleaner hook: {e:#}");
+            }
             return Ok(EXIT_OK);
         }
         let cfg = Arc::new(config::load(&self.overrides())?);
@@ -159,14 +257,150 @@ impl Command {
                 output::print_files(&files, json)?;
                 Ok(EXIT_OK)
             }
-            Command::Sessions { json } => {
+            Command::Sessions {
+                project,
+                since,
+                status,
+                json,
+            } => {
+                let filter = SessionFilter {
+                    project,
+                    since: since.as_deref().map(parse_since).transpose()?,
+                    status: status.map(value_name),
+                    session_ids: None,
+                };
                 let store = Store::connect(&cfg.database).await?;
-                let sessions = store.list_sessions().await?;
+                let sessions = store.list_sessions(&filter).await?;
                 output::print_sessions(&sessions, json)?;
                 Ok(EXIT_OK)
             }
+            Command::Summaries {
+                session_prefix,
+                kind,
+                json,
+            } => {
+                let store = Store::connect(&cfg.database).await?;
+                let ids = match session_prefix {
+                    Some(p) => match resolve_prefix(&store, &p).await? {
+                        Ok(id) => Some(vec![id]),
+                        Err(code) => return Ok(code),
+                    },
+                    None => None,
+                };
+                let kind = kind.map(value_name);
+                let rows = store
+                    .list_summaries(ids.as_deref(), kind.as_deref())
+                    .await?;
+                output::print_summaries(&rows, json)?;
+                Ok(EXIT_OK)
+            }
+            Command::Feedback {
+                session_prefix,
+                feedback_type,
+                project,
+                since,
+                json,
+            } => {
+                let store = Store::connect(&cfg.database).await?;
+                let session_ids = match session_prefix {
+                    Some(p) => match resolve_prefix(&store, &p).await? {
+                        Ok(id) => Some(vec![id]),
+                        Err(code) => return Ok(code),
+                    },
+                    None => None,
+                };
+                let filter = FeedbackFilter {
+                    session_ids,
+                    feedback_type: feedback_type.map(value_name),
+                    project,
+                    since: since.as_deref().map(parse_since).transpose()?,
+                };
+                let rows = store.list_feedback(&filter).await?;
+                output::print_feedback(&rows, json)?;
+                Ok(EXIT_OK)
+            }
+            Command::Status { json } => {
+                let sock = crate::status::socket_path(&cfg.data_dir);
+                let req = crate::status::Request::Status;
+                match crate::status::request(&sock, &req, std::time::Duration::from_secs(5)).await {
+                    Ok(crate::status::Response::Status(report)) => {
+                        output::print_status(&report, json)?;
+                        Ok(EXIT_OK)
+                    }
+                    Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
+                    Err(e @ crate::status::ClientError::NotRunning { .. }) => {
+                        eprintln!("{e}");
+                        Ok(EXIT_NOT_FOUND)
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Command::Hook { .. } => Ok(EXIT_OK),
         }
     }
+}
+
+fn hook_kind(h: &HookCommand) -> hook::Kind {
+    match h {
+        HookCommand::SessionEnd => hook::Kind::SessionEnd,
+    }
+}
+
+/// Resolve a session id prefix: `Ok(id)` for exactly one match; otherwise say why on stderr and
+/// return the exit code (1).
+async fn resolve_prefix(store: &Store, prefix: &str) -> anyhow::Result<Result<String, u8>> {
+    let mut ids = store.sessions_with_prefix(prefix).await?;
+    match ids.len() {
+        0 => {
+            eprintln!("No session found with prefix {prefix}");
+            Ok(Err(EXIT_NOT_FOUND))
+        }
+        1 => Ok(Ok(ids.remove(0))),
+        _ => {
+            eprintln!("Multiple sessions match prefix {prefix}");
+            let filter = SessionFilter {
+                session_ids: Some(ids),
+                ..SessionFilter::default()
+            };
+            for s in store.list_sessions(&filter).await? {
+                eprintln!(
+                    "  {}  {}",
+                    s.session_id,
+                    output::ellipsize(s.title.as_deref().unwrap_or("(no title)"), 80)
+                );
+            }
+            Ok(Err(EXIT_NOT_FOUND))
+        }
+    }
+}
+
+/// `--since`: an ISO-8601 date or time (compared as text, as stored), or an age like `7d`,
+/// `12h`, `30m`, `2w` counted back from now.
+pub fn parse_since(s: &str) -> anyhow::Result<String> {
+    let s = s.trim();
+    let unit = s.chars().last().unwrap_or(' ');
+    if let (Some(n), true) = (
+        s.get(..s.len().saturating_sub(1))
+            .and_then(|n| n.parse::<i64>().ok()),
+        "smhdw".contains(unit),
+    ) {
+        let secs = match unit {
+            's' => n,
+            'm' => n * 60,
+            'h' => n * 3600,
+            'd' => n * 86_400,
+            _ => n * 7 * 86_400,
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        return Ok(crate::model::iso_from_unix_millis(now - secs * 1000));
+    }
+    let b = s.as_bytes();
+    if b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-' {
+        return Ok(s.to_string());
+    }
+    anyhow::bail!("invalid --since {s:?}: expected a date like 2026-01-31 or an age like 7d")
 }
 
 fn progress_bar() -> indicatif::ProgressBar {

@@ -9,7 +9,8 @@ use serde::Serialize;
 
 use crate::config::{redact_url, Config};
 use crate::ingest::IngestSummary;
-use crate::store::{FileListing, SessionListing};
+use crate::status::StatusReport;
+use crate::store::{FeedbackListing, FileListing, SessionListing, SummaryListing};
 
 fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -57,28 +58,126 @@ pub fn print_files(files: &[FileListing], json: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-/// `gleaner sessions`.
+/// `gleaner sessions`: `[<first 8 chars of id>] <title>`, most recent first.
 pub fn print_sessions(sessions: &[SessionListing], json: bool) -> std::io::Result<()> {
     if json {
         return print_json(sessions);
     }
     let mut out = std::io::stdout().lock();
     for s in sessions {
-        let when = s
-            .last_activity_at
-            .as_deref()
-            .map(|t| t.get(..16).unwrap_or(t).replace('T', " "))
-            .unwrap_or_default();
         writeln!(
             out,
-            "[{}] {:<16} {:>6} msgs  {}",
-            s.session_id.chars().take(8).collect::<String>(),
-            when,
-            s.messages,
-            ellipsize(s.title.as_deref().unwrap_or("(no title)"), 80)
+            "[{}] {}",
+            short_id(&s.session_id),
+            ellipsize(
+                one_line(s.title.as_deref().unwrap_or("(no title)")).as_str(),
+                80
+            )
         )?;
     }
     Ok(())
+}
+
+/// `gleaner summaries`.
+pub fn print_summaries(rows: &[SummaryListing], json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(rows);
+    }
+    let mut out = std::io::stdout().lock();
+    for r in rows {
+        let detail = match r.kind.as_str() {
+            "compact_boundary" => format!(
+                "{} compaction at {} tokens",
+                r.trigger.as_deref().unwrap_or("?"),
+                r.pre_tokens.map_or("?".to_string(), |t| t.to_string())
+            ),
+            _ => one_line(r.text.as_deref().unwrap_or("")),
+        };
+        writeln!(
+            out,
+            "{} [{}] {:<16} {}",
+            when(r.timestamp.as_deref()),
+            short_id(&r.session_id),
+            r.kind,
+            ellipsize(&detail, 100)
+        )?;
+    }
+    Ok(())
+}
+
+/// `gleaner feedback`.
+pub fn print_feedback(rows: &[FeedbackListing], json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(rows);
+    }
+    let mut out = std::io::stdout().lock();
+    for r in rows {
+        let who = match &r.agent_id {
+            Some(a) => format!("{}/{}", short_id(&r.session_id), a),
+            None => short_id(&r.session_id),
+        };
+        let text = match (&r.feedback_type[..], &r.reason) {
+            ("tool_denial", Some(reason)) => format!("denied: {}", one_line(reason)),
+            ("tool_denial", None) => "denied".to_string(),
+            _ => one_line(&r.content),
+        };
+        writeln!(
+            out,
+            "{} [{}] {:<12} {}",
+            when(r.timestamp.as_deref()),
+            who,
+            r.feedback_type,
+            ellipsize(&text, 100)
+        )?;
+    }
+    Ok(())
+}
+
+/// `gleaner status`.
+pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(r);
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "gleaner {} running, pid {}, up {} s",
+        r.version, r.pid, r.uptime_secs
+    )?;
+    writeln!(out, "projects  {}", r.projects_dir)?;
+    writeln!(out, "database  {}", r.database)?;
+    writeln!(
+        out,
+        "files {}  since start: {:.1} MB, {} lines, {} messages, {} diagnostics, {} batches, {} errors",
+        r.files,
+        r.bytes as f64 / 1e6,
+        r.lines,
+        r.messages,
+        r.diagnostics,
+        r.batches,
+        r.errors
+    )
+}
+
+fn short_id(id: &str) -> String {
+    id.chars().take(8).collect()
+}
+
+/// First non-empty line, trimmed.
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// `YYYY-MM-DD HH:MM` of an ISO timestamp (16 columns), blank if unknown.
+fn when(ts: Option<&str>) -> String {
+    let t = ts
+        .map(|t| t.get(..16).unwrap_or(t).replace('T', " "))
+        .unwrap_or_default();
+    format!("{t:<16}")
 }
 
 /// `gleaner ingest` summary.

@@ -77,7 +77,13 @@ pub struct RawConfig {
     tail: RawTail,
     batch: RawBatch,
     daemon: RawDaemon,
+    sessions: RawSessions,
     log: RawLog,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawSessions {
+    idle_timeout_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -130,6 +136,8 @@ pub struct Config {
     pub batch: BatchConfig,
     /// Daemon timing.
     pub daemon: DaemonConfig,
+    /// Session lifecycle.
+    pub sessions: SessionsConfig,
     /// Logging.
     pub log: LogConfig,
     /// The config file that was read, if any.
@@ -187,6 +195,13 @@ pub struct DaemonConfig {
     pub debounce: Duration,
     /// Files read in parallel.
     pub workers: usize,
+}
+
+/// Session lifecycle.
+#[derive(Debug, Clone)]
+pub struct SessionsConfig {
+    /// A session whose files have not grown for this long is finished.
+    pub idle_timeout: Duration,
 }
 
 /// Log output.
@@ -545,6 +560,13 @@ impl Config {
                     "daemon.workers",
                     positive("daemon.workers", raw.daemon.workers, 1)?,
                 )?,
+            },
+            sessions: SessionsConfig {
+                idle_timeout: Duration::from_secs(positive(
+                    "sessions.idle_timeout_secs",
+                    raw.sessions.idle_timeout_secs,
+                    1,
+                )?),
             },
             log: LogConfig { level, format },
             file,

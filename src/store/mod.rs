@@ -23,10 +23,16 @@ use crate::config::{redact_url, Backend, DatabaseConfig};
 use crate::discovery::FileInfo;
 use std::collections::HashMap;
 
-use crate::model::{now_iso, DiagnosticRow, KindCount, MessageRow, PreparedBatch};
+use crate::model::{
+    now_iso, DiagnosticRow, FeedbackRow, KindCount, MessageRow, PreparedBatch, SummaryRow,
+    ToolUseRow, UsageRow,
+};
 use crate::tailer::Checkpoint;
 
-pub use query::{FileListing, SessionListing, TableCounts};
+pub use query::{
+    FeedbackCounts, FeedbackFilter, FeedbackListing, FileListing, IdleSession, SessionFilter,
+    SessionListing, SubAgent, SummaryCounts, SummaryListing, TableCounts, TokenTotals,
+};
 
 /// Rows per multi-row `INSERT`: amortises the per-statement round trip (sqlx runs SQLite on a
 /// worker thread, so a statement per row would cost more than the row). 19 columns × 500 stays
@@ -84,6 +90,152 @@ macro_rules! with_pool {
     };
 }
 pub(crate) use with_pool;
+
+/// Rows of the knowledge tables for the accepted batches of a group (a macro because the
+/// transaction type differs per backend, like [`with_pool!`]).
+///
+/// Keys that may repeat within a group (a tool use id or API message id seen in a resumed
+/// session's copy) are merged first: PostgreSQL rejects an upsert that touches one row twice.
+macro_rules! write_knowledge {
+    ($tx:ident, $accepted:ident, $now:ident) => {{
+        let summaries: Vec<(&PreparedBatch, &SummaryRow)> = $accepted
+            .iter()
+            .flat_map(|b| b.summaries.iter().map(move |r| (*b, r)))
+            .collect();
+        let summaries = dedup_by(summaries, |(_, r)| (r.kind, r.dedup_key.clone()));
+        for chunk in ladder_chunks(&summaries) {
+            let mut qb = QueryBuilder::new(
+                "INSERT INTO summaries (kind, dedup_key, text, leaf_uuid, uuid, compact_trigger, \
+                 pre_tokens, session_id, agent_id, ts, file_id, line_no) ",
+            );
+            qb.push_values(chunk, |mut row, (b, r)| {
+                row.push_bind(r.kind)
+                    .push_bind(r.dedup_key.as_str())
+                    .push_bind(r.text.as_deref())
+                    .push_bind(r.leaf_uuid.as_deref())
+                    .push_bind(r.uuid.as_deref())
+                    .push_bind(r.trigger.as_deref())
+                    .push_bind(r.pre_tokens)
+                    .push_bind(r.session_id.as_str())
+                    .push_bind(r.agent_id.as_deref())
+                    .push_bind(r.ts.as_deref())
+                    .push_bind(b.file_id)
+                    .push_bind(r.line_no as i64);
+            });
+            qb.push(" ON CONFLICT (kind, dedup_key) DO NOTHING");
+            qb.build().execute(&mut *$tx).await?;
+        }
+        let feedback: Vec<(&PreparedBatch, &FeedbackRow)> = $accepted
+            .iter()
+            .flat_map(|b| b.feedback.iter().map(move |r| (*b, r)))
+            .collect();
+        let feedback = dedup_by(feedback, |(_, r)| r.dedup_key.clone());
+        for chunk in ladder_chunks(&feedback) {
+            let mut qb = QueryBuilder::new(
+                "INSERT INTO feedback (dedup_key, ts, session_id, feedback_type, content, reason, \
+                 agent_id, slug, tool_use_id, uuid, file_id, line_no) ",
+            );
+            qb.push_values(chunk, |mut row, (b, r)| {
+                row.push_bind(r.dedup_key.as_str())
+                    .push_bind(r.ts.as_deref())
+                    .push_bind(r.session_id.as_str())
+                    .push_bind(r.feedback_type)
+                    .push_bind(r.content.as_str())
+                    .push_bind(r.reason.as_deref())
+                    .push_bind(r.agent_id.as_deref())
+                    .push_bind(r.slug.as_deref())
+                    .push_bind(r.tool_use_id.as_deref())
+                    .push_bind(r.uuid.as_deref())
+                    .push_bind(b.file_id)
+                    .push_bind(r.line_no as i64);
+            });
+            qb.push(" ON CONFLICT (dedup_key) DO NOTHING");
+            qb.build().execute(&mut *$tx).await?;
+        }
+
+        for (rows, errors) in [(false, false), (true, true)] {
+            let _ = rows;
+            let list: Vec<(&PreparedBatch, &ToolUseRow)> = $accepted
+                .iter()
+                .flat_map(|b| {
+                    let v = if errors { &b.tool_errors } else { &b.tool_uses };
+                    v.iter().map(move |r| (*b, r))
+                })
+                .collect();
+            let list = dedup_by(list, |(_, r)| r.tool_use_id.clone());
+            for chunk in ladder_chunks(&list) {
+                let mut qb = QueryBuilder::new(
+                    "INSERT INTO tool_uses (tool_use_id, session_id, name, target, ts, is_error, \
+                     file_id, line_no) ",
+                );
+                qb.push_values(chunk, |mut row, (b, r)| {
+                    row.push_bind(r.tool_use_id.as_str())
+                        .push_bind(r.session_id.as_str())
+                        .push_bind(r.name.as_deref())
+                        .push_bind(r.target.as_deref())
+                        .push_bind(r.ts.as_deref())
+                        .push_bind(errors)
+                        .push_bind(b.file_id)
+                        .push_bind(r.line_no as i64);
+                });
+                if errors {
+                    qb.push(" ON CONFLICT (tool_use_id) DO UPDATE SET is_error = TRUE");
+                } else {
+                    qb.push(
+                        " ON CONFLICT (tool_use_id) DO UPDATE SET \
+                         name = COALESCE(tool_uses.name, excluded.name), \
+                         target = COALESCE(tool_uses.target, excluded.target)",
+                    );
+                }
+                qb.build().execute(&mut *$tx).await?;
+            }
+        }
+
+        let mut usage: HashMap<&str, UsageRow> = HashMap::new();
+        for b in $accepted.iter() {
+            for u in &b.usage {
+                let e = usage.entry(u.message_id.as_str()).or_insert_with(|| u.clone());
+                e.input_tokens = e.input_tokens.max(u.input_tokens);
+                e.output_tokens = e.output_tokens.max(u.output_tokens);
+                e.cache_creation_input_tokens =
+                    e.cache_creation_input_tokens.max(u.cache_creation_input_tokens);
+                e.cache_read_input_tokens = e.cache_read_input_tokens.max(u.cache_read_input_tokens);
+            }
+        }
+        let mut usage: Vec<UsageRow> = usage.into_values().collect();
+        usage.sort_by(|a, b| a.message_id.cmp(&b.message_id));
+        for chunk in ladder_chunks(&usage) {
+            let mut qb = QueryBuilder::new(
+                "INSERT INTO assistant_usage (message_id, session_id, input_tokens, output_tokens, \
+                 cache_creation_input_tokens, cache_read_input_tokens) ",
+            );
+            qb.push_values(chunk, |mut row, u| {
+                row.push_bind(u.message_id.as_str())
+                    .push_bind(u.session_id.as_str())
+                    .push_bind(u.input_tokens)
+                    .push_bind(u.output_tokens)
+                    .push_bind(u.cache_creation_input_tokens)
+                    .push_bind(u.cache_read_input_tokens);
+            });
+            qb.push(
+                " ON CONFLICT (message_id) DO UPDATE SET \
+                 input_tokens = CASE WHEN excluded.input_tokens > assistant_usage.input_tokens \
+                    THEN excluded.input_tokens ELSE assistant_usage.input_tokens END, \
+                 output_tokens = CASE WHEN excluded.output_tokens > assistant_usage.output_tokens \
+                    THEN excluded.output_tokens ELSE assistant_usage.output_tokens END, \
+                 cache_creation_input_tokens = CASE WHEN excluded.cache_creation_input_tokens > \
+                    assistant_usage.cache_creation_input_tokens \
+                    THEN excluded.cache_creation_input_tokens \
+                    ELSE assistant_usage.cache_creation_input_tokens END, \
+                 cache_read_input_tokens = CASE WHEN excluded.cache_read_input_tokens > \
+                    assistant_usage.cache_read_input_tokens \
+                    THEN excluded.cache_read_input_tokens \
+                    ELSE assistant_usage.cache_read_input_tokens END",
+            );
+            qb.build().execute(&mut *$tx).await?;
+        }
+    }};
+}
 
 /// A file row as the pipeline needs it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -331,7 +483,10 @@ impl Store {
                     "UPDATE files SET generation = $1, byte_offset = $2, lines = $3, size = $4, \
                      dev = $5, inode = $6, head_len = $7, head_hash = $8, tail_len = $9, \
                      tail_hash = $10, state = 'active', updated_at = $11, \
-                     session_id = COALESCE(session_id, $12) \
+                     session_id = COALESCE(session_id, $12), \
+                     mtime_ms = CASE WHEN $16 > mtime_ms THEN $16 ELSE mtime_ms END, \
+                     agent_type = COALESCE($17, agent_type), \
+                     agent_description = COALESCE($18, agent_description) \
                      WHERE id = $13 AND generation = $14 AND byte_offset = $15",
                 )
                 .bind(cp.generation)
@@ -349,6 +504,9 @@ impl Store {
                 .bind(b.file_id)
                 .bind(b.expected.0)
                 .bind(b.expected.1 as i64)
+                .bind(b.mtime_ms)
+                .bind(b.agent_meta.as_ref().and_then(|m| m.0.as_deref()))
+                .bind(b.agent_meta.as_ref().and_then(|m| m.1.as_deref()))
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
@@ -494,6 +652,8 @@ impl Store {
                 qb.build().execute(&mut *tx).await?;
             }
 
+            write_knowledge!(tx, accepted, now);
+
             for b in &accepted {
                 let Some(s) = &b.session else { continue };
                 let added = inserted.get(&b.file_id).map_or(0, |st| st.messages);
@@ -509,6 +669,7 @@ impl Store {
                     .bind(s.last_activity_at.as_deref())
                     .bind(added as i64)
                     .bind(&now)
+                    .bind(s.slug.as_deref())
                     .execute(&mut *tx)
                     .await?;
             }
@@ -523,13 +684,21 @@ impl Store {
     }
 }
 
+/// Keep the first item of each key, in order.
+fn dedup_by<T, K: std::hash::Hash + Eq>(items: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
+    let mut seen = std::collections::HashSet::new();
+    items.into_iter().filter(|i| seen.insert(key(i))).collect()
+}
+
 /// Merge a batch's session facts: first cwd and title win, latest branch and version win,
 /// timestamps widen, the message counter adds what was actually inserted.
 const UPSERT_SESSION: &str =
     "INSERT INTO sessions (session_id, machine, project, cwd, git_branch, \
-     version, title, started_at, last_activity_at, message_count, created_at, updated_at) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11) \
+     version, title, started_at, last_activity_at, message_count, created_at, updated_at, slug) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12) \
      ON CONFLICT (session_id) DO UPDATE SET \
+     status = 'active', ended_at = NULL, duration_ms = NULL, end_reason = NULL, \
+     slug = COALESCE(excluded.slug, sessions.slug), \
      cwd = COALESCE(sessions.cwd, excluded.cwd), \
      git_branch = COALESCE(excluded.git_branch, sessions.git_branch), \
      version = COALESCE(excluded.version, sessions.version), \

@@ -158,11 +158,15 @@ impl TestEnv {
     }
 
     pub fn ingest_dir(&self, projects: &Path) -> serde_json::Value {
-        let out = self
-            .cmd_for(projects)
-            .args(["ingest", "--json"])
-            .output()
-            .expect("run");
+        self.ingest_dir_env(projects, &[])
+    }
+
+    pub fn ingest_dir_env(&self, projects: &Path, env: &[(&str, &str)]) -> serde_json::Value {
+        let mut c = self.cmd_for(projects);
+        for (k, v) in env {
+            c.env(k, v);
+        }
+        let out = c.args(["ingest", "--json"]).output().expect("run");
         assert_ok(&out);
         serde_json::from_slice(&out.stdout).expect("ingest JSON")
     }

@@ -103,7 +103,10 @@ async fn whole_corpus(backend: Backend) {
     );
 
     // Sessions: every session has its files, and titles come from real prompts.
-    let sessions = store.list_sessions().await.expect("sessions");
+    let sessions = store
+        .list_sessions(&gleaner::store::SessionFilter::default())
+        .await
+        .expect("sessions");
     assert!(sessions.len() > 50);
     let titled = sessions.iter().filter(|s| s.title.is_some()).count();
     assert!(

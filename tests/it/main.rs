@@ -6,6 +6,8 @@
 //!   truncation, rename-over, identical rewrite, deletion, restart, lock, SIGTERM.
 //! - `crash`: `kill -9` at random moments while lines are appended; no gap, no duplicate.
 //! - `cli`: exit codes and one-line errors, JSON shapes, global flags.
+//! - `knowledge`: summaries, feedback, tool calls, tokens against an oracle over the corpus;
+//!   resumed copies; sessions finishing by idle time and by the hook, and reopening.
 
 mod common;
 
@@ -13,3 +15,4 @@ mod cli;
 mod corpus;
 mod crash;
 mod daemon;
+mod knowledge;

@@ -1,0 +1,298 @@
+//! The daemon's Unix socket: `gleaner status` and `gleaner hook session-end` talk to it.
+//!
+//! Protocol: one JSON object per line each way, one request per connection
+//! ([`Request`] → [`Response`]). The socket lives in the data folder, which is created private
+//! (0700), and the socket itself is chmod 0600: only its user can connect. Server shape after
+//! mini-redis: an accept loop that stops on cancellation, one task per connection, a semaphore
+//! capping connections; the socket file is removed on shutdown.
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+/// Most concurrent connections served.
+const MAX_CONNECTIONS: usize = 16;
+/// Longest request line accepted.
+const MAX_REQUEST_BYTES: u64 = 64 * 1024;
+
+/// A request to the daemon.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Request {
+    /// What is the daemon doing?
+    Status,
+    /// Claude Code ended a session: ingest its files now and mark it finished.
+    SessionEnd {
+        /// Session id.
+        session_id: String,
+        /// The main transcript, as Claude Code reported it.
+        transcript_path: Option<PathBuf>,
+    },
+}
+
+/// The daemon's state, as `gleaner status` prints it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct StatusReport {
+    /// Daemon process id.
+    pub pid: u32,
+    /// Gleaner version.
+    pub version: String,
+    /// Seconds since start.
+    pub uptime_secs: u64,
+    /// Transcripts folder.
+    pub projects_dir: String,
+    /// Database URL, password hidden.
+    pub database: String,
+    /// Files known.
+    pub files: u64,
+    /// Transcript bytes committed since start.
+    pub bytes: u64,
+    /// Lines committed since start.
+    pub lines: u64,
+    /// Message rows inserted since start.
+    pub messages: u64,
+    /// Diagnostics since start.
+    pub diagnostics: u64,
+    /// Transactions since start.
+    pub batches: u64,
+    /// Read or commit failures since start.
+    pub errors: u64,
+}
+
+/// A reply.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Response {
+    /// Answer to [`Request::Status`].
+    Status(StatusReport),
+    /// Answer to [`Request::SessionEnd`].
+    SessionEnded {
+        /// Session id.
+        session_id: String,
+        /// False if it was already finished or unknown.
+        finished: bool,
+    },
+    /// The request could not be served.
+    Error {
+        /// Why.
+        message: String,
+    },
+}
+
+/// Why talking to the daemon failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No daemon listens (socket missing or refusing).
+    #[error("gleaner daemon is not running (no socket at {path})")]
+    NotRunning {
+        /// Socket path.
+        path: PathBuf,
+    },
+    /// The daemon did not answer in time.
+    #[error("gleaner daemon did not answer within {0:?}")]
+    Timeout(Duration),
+    /// Socket IO failed mid-conversation.
+    #[error("talking to the daemon: {0}")]
+    Io(#[from] std::io::Error),
+    /// The answer was not a valid response.
+    #[error("bad answer from the daemon: {0}")]
+    Protocol(String),
+}
+
+/// Socket path in a data folder.
+pub fn socket_path(data_dir: &Path) -> PathBuf {
+    data_dir.join("gleaner.sock")
+}
+
+/// Bind the socket (replacing a stale one: the caller holds the single-instance lock, so no
+/// other daemon can own it) and make it private to this user.
+pub fn bind(path: &Path) -> std::io::Result<UnixListener> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+        }
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    let listener = UnixListener::bind(path)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+    }
+    Ok(listener)
+}
+
+/// Serve requests until `cancel` fires, then remove the socket file.
+pub async fn serve<H, Fut>(
+    listener: UnixListener,
+    path: PathBuf,
+    handler: H,
+    cancel: CancellationToken,
+) where
+    H: Fn(Request) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response> + Send + 'static,
+{
+    let handler = Arc::new(handler);
+    let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let accepted = tokio::select! {
+            _ = cancel.cancelled() => break,
+            a = listener.accept() => a,
+        };
+        let stream = match accepted {
+            Ok((s, _)) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "status socket accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        let Ok(permit) = limit.clone().acquire_owned().await else {
+            break;
+        };
+        let handler = handler.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = cancel.cancelled() => {}
+                r = handle(stream, handler.as_ref()) => {
+                    if let Err(e) = r {
+                        tracing::debug!(error = %e, "status connection failed");
+                    }
+                }
+            }
+            drop(permit);
+        });
+    }
+    match std::fs::remove_file(&path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot remove socket"),
+    }
+}
+
+async fn handle<H, Fut>(stream: UnixStream, handler: &H) -> std::io::Result<()>
+where
+    H: Fn(Request) -> Fut,
+    Fut: Future<Output = Response>,
+{
+    let (read, mut write) = stream.into_split();
+    let mut line = String::new();
+    BufReader::new(read.take(MAX_REQUEST_BYTES))
+        .read_line(&mut line)
+        .await?;
+    let response = match serde_json::from_str::<Request>(line.trim()) {
+        Ok(req) => handler(req).await,
+        Err(e) => Response::Error {
+            message: format!("bad request: {e}"),
+        },
+    };
+    let mut out = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
+    out.push(b'\n');
+    write.write_all(&out).await?;
+    write.shutdown().await
+}
+
+/// Send one request and wait at most `timeout` for the answer.
+pub async fn request(
+    path: &Path,
+    req: &Request,
+    timeout: Duration,
+) -> Result<Response, ClientError> {
+    let exchange = async {
+        let stream = UnixStream::connect(path)
+            .await
+            .map_err(|_| ClientError::NotRunning {
+                path: path.to_path_buf(),
+            })?;
+        let (read, mut write) = stream.into_split();
+        let mut msg = serde_json::to_vec(req).map_err(|e| ClientError::Protocol(e.to_string()))?;
+        msg.push(b'\n');
+        write.write_all(&msg).await?;
+        let mut line = String::new();
+        BufReader::new(read).read_line(&mut line).await?;
+        serde_json::from_str::<Response>(line.trim())
+            .map_err(|e| ClientError::Protocol(e.to_string()))
+    };
+    tokio::time::timeout(timeout, exchange)
+        .await
+        .map_err(|_| ClientError::Timeout(timeout))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn round_trip_and_privacy() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = socket_path(&dir.path().join("data"));
+        let listener = bind(&path).unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let cancel = CancellationToken::new();
+        let server = tokio::spawn(serve(
+            listener,
+            path.clone(),
+            |req| async move {
+                match req {
+                    Request::Status => Response::Status(StatusReport {
+                        files: 3,
+                        ..StatusReport::default()
+                    }),
+                    Request::SessionEnd { session_id, .. } => Response::SessionEnded {
+                        session_id,
+                        finished: true,
+                    },
+                }
+            },
+            cancel.clone(),
+        ));
+        let r = request(&path, &Request::Status, Duration::from_secs(5))
+            .await
+            .unwrap();
+        assert!(matches!(r, Response::Status(StatusReport { files: 3, .. })));
+        let r = request(
+            &path,
+            &Request::SessionEnd {
+                session_id: "s".into(),
+                transcript_path: None,
+            },
+            Duration::from_secs(5),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            r,
+            Response::SessionEnded {
+                session_id: "s".into(),
+                finished: true
+            }
+        );
+        cancel.cancel();
+        server.await.unwrap();
+        assert!(!path.exists(), "socket removed on shutdown");
+        let e = request(&path, &Request::Status, Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ClientError::NotRunning { .. }));
+    }
+}

@@ -1,0 +1,633 @@
+//! Summaries, user feedback, tool calls, token usage and the session lifecycle, on both
+//! backends. Corpus counts are checked against an independent oracle written over
+//! `serde_json::Value` (not the crate's parser).
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use gleaner::store::{FeedbackFilter, SessionFilter, Store};
+use serde_json::Value;
+
+use crate::both_backends;
+use crate::common::*;
+
+/// What the oracle expects from the corpus.
+#[derive(Debug, Default)]
+struct Expected {
+    summaries: HashSet<(String, String)>,
+    boundaries: HashSet<String>,
+    compact_summaries: HashSet<String>,
+    denials: HashSet<(String, String)>,
+    interruptions: HashSet<(String, usize)>,
+    tool_calls: HashSet<String>,
+    tool_errors: HashSet<String>,
+    output_tokens: HashMap<String, i64>,
+}
+
+fn text_of(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+        ),
+        _ => None,
+    }
+}
+
+fn is_denial(text: &str) -> bool {
+    let mut t = text.trim_start();
+    loop {
+        if let Some(r) = t.strip_prefix("Error: ") {
+            t = r.trim_start();
+        } else if let Some(r) = t.strip_prefix("<tool_use_error>") {
+            t = r.trim_start();
+        } else {
+            break;
+        }
+    }
+    t.starts_with("The user doesn't want to proceed with this tool use")
+        || text.contains("[Request interrupted by user for tool use]")
+}
+
+fn oracle(corpus: &std::path::Path) -> Expected {
+    let mut e = Expected::default();
+    for p in gleaner::discovery::scan(corpus) {
+        let bytes = std::fs::read(&p).expect("read");
+        let (end, _) = expected_checkpoint(&bytes);
+        for (n, line) in bytes[..end as usize].split(|&b| b == b'\n').enumerate() {
+            for v in serde_json::Deserializer::from_slice(line).into_iter::<Value>() {
+                let Ok(v) = v else { break };
+                let uuid = v
+                    .get("uuid")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let uuid = if uuid.is_empty() {
+                    format!("{}:{n}", p.display())
+                } else {
+                    uuid
+                };
+                let flag = |k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
+                let content = v.get("message").and_then(|m| m.get("content"));
+                match v.get("type").and_then(Value::as_str) {
+                    Some("summary") => {
+                        let leaf = v.get("leafUuid").and_then(Value::as_str).unwrap_or("");
+                        let text = v.get("summary").and_then(Value::as_str).unwrap_or("");
+                        e.summaries.insert((leaf.into(), text.into()));
+                    }
+                    Some("system")
+                        if v.get("subtype").and_then(Value::as_str) == Some("compact_boundary") =>
+                    {
+                        e.boundaries.insert(uuid.clone());
+                    }
+                    Some("user") => {
+                        if flag("isCompactSummary") {
+                            e.compact_summaries.insert(uuid.clone());
+                        }
+                        let injected = flag("isMeta")
+                            || flag("isCompactSummary")
+                            || v.get("sourceToolUseID").is_some();
+                        let blocks: Vec<Value> = match content {
+                            Some(Value::Array(a)) => a.clone(),
+                            Some(s @ Value::String(_)) => {
+                                vec![serde_json::json!({"type": "text", "text": s})]
+                            }
+                            _ => vec![],
+                        };
+                        for (i, b) in blocks.iter().enumerate() {
+                            let kind = b.get("type").and_then(Value::as_str);
+                            if kind == Some("tool_result")
+                                && b.get("is_error").and_then(Value::as_bool) == Some(true)
+                            {
+                                let id = b.get("tool_use_id").and_then(Value::as_str).unwrap_or("");
+                                e.tool_errors.insert(id.to_string());
+                                let text = b.get("content").and_then(text_of).unwrap_or_default();
+                                if !injected && is_denial(&text) {
+                                    e.denials.insert((uuid.clone(), id.to_string()));
+                                }
+                            }
+                            if kind == Some("text") && !injected {
+                                let t = b.get("text").and_then(Value::as_str).unwrap_or("");
+                                if t.trim_start().starts_with("[Request interrupted") {
+                                    e.interruptions.insert((uuid.clone(), i));
+                                }
+                            }
+                        }
+                    }
+                    Some("assistant") => {
+                        if let Some(Value::Array(a)) = content {
+                            for b in a {
+                                if b.get("type").and_then(Value::as_str) == Some("tool_use") {
+                                    if let Some(id) = b.get("id").and_then(Value::as_str) {
+                                        e.tool_calls.insert(id.to_string());
+                                    }
+                                }
+                            }
+                        }
+                        let msg = v.get("message");
+                        let id = msg.and_then(|m| m.get("id")).and_then(Value::as_str);
+                        let out = msg
+                            .and_then(|m| m.get("usage"))
+                            .and_then(|u| u.get("output_tokens"))
+                            .and_then(Value::as_i64);
+                        if let (Some(id), Some(out)) = (id, out) {
+                            let cur = e.output_tokens.entry(id.to_string()).or_default();
+                            *cur = (*cur).max(out);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    e
+}
+
+async fn scalar(store: &Store, sql: &str) -> i64 {
+    match store {
+        Store::Sqlite(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await,
+        Store::Postgres(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await,
+    }
+    .unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
+async fn corpus_knowledge(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let corpus = corpus_dir().canonicalize().expect("corpus");
+    // The corpus may have been checked out seconds ago: idle after 1 s, not 10 min.
+    let idle = [("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1")];
+    std::thread::sleep(Duration::from_millis(1100));
+    env.ingest_dir_env(&corpus, &idle);
+    let store = env.store().await;
+    let e = oracle(&corpus);
+    let count = |sql: &'static str| {
+        let store = &store;
+        async move { scalar(store, sql).await }
+    };
+
+    assert_eq!(
+        count("SELECT COUNT(*) FROM summaries WHERE kind = 'summary'").await as usize,
+        e.summaries.len()
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM summaries WHERE kind = 'compact_boundary'").await as usize,
+        e.boundaries.len()
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM summaries WHERE kind = 'compact_summary'").await as usize,
+        e.compact_summaries.len()
+    );
+    assert!(e.boundaries.len() >= 3 && e.summaries.len() > 50);
+    assert_eq!(
+        count(
+            "SELECT COUNT(*) FROM summaries WHERE kind = 'compact_boundary' \
+               AND pre_tokens > 0 AND compact_trigger IS NOT NULL"
+        )
+        .await as usize,
+        e.boundaries.len()
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM feedback WHERE feedback_type = 'tool_denial'").await as usize,
+        e.denials.len()
+    );
+    assert_eq!(
+        count("SELECT COUNT(*) FROM feedback WHERE feedback_type = 'interruption'").await as usize,
+        e.interruptions.len()
+    );
+    assert!(e.denials.len() > 20 && e.interruptions.len() > 20);
+    assert_eq!(
+        count("SELECT COUNT(*) FROM tool_uses WHERE name IS NOT NULL").await as usize,
+        e.tool_calls.len()
+    );
+    let errors_with_calls = e.tool_errors.intersection(&e.tool_calls).count();
+    assert!(
+        count("SELECT COUNT(*) FROM tool_uses WHERE is_error").await as usize >= errors_with_calls
+    );
+    assert_eq!(
+        count("SELECT CAST(SUM(output_tokens) AS BIGINT) FROM assistant_usage").await,
+        e.output_tokens.values().sum::<i64>()
+    );
+
+    // Human messages: never trivial, never plumbing, never from a sub-agent.
+    let all = store
+        .list_feedback(&FeedbackFilter::default())
+        .await
+        .expect("feedback");
+    let messages: Vec<_> = all
+        .iter()
+        .filter(|f| f.feedback_type == "message")
+        .collect();
+    assert!(messages.len() > 300, "{} messages", messages.len());
+    for m in &messages {
+        assert!(
+            !gleaner::feedback::is_trivial(&m.content),
+            "{:?}",
+            m.content
+        );
+        assert!(!gleaner::prompt::is_plumbing(&m.content), "{:?}", m.content);
+        assert!(m.agent_id.is_none(), "{m:?}");
+        assert!(!m.source_file.contains("/subagents/"), "{m:?}");
+    }
+    // Sub-agent items belong to the parent session and name their agent.
+    let files = files(&store).await;
+    let by_path: HashMap<&str, _> = files.iter().map(|f| (f.path.as_str(), f)).collect();
+    let mut agent_items = 0;
+    for f in &all {
+        let file = by_path[f.source_file.as_str()];
+        assert_eq!(file.session_id.as_deref(), Some(f.session_id.as_str()));
+        if file.agent_id.is_some() {
+            agent_items += 1;
+            assert_eq!(f.agent_id, file.agent_id, "{f:?}");
+        }
+    }
+    assert!(
+        agent_items > 0,
+        "the corpus has feedback inside sub-agent files"
+    );
+
+    // Session aggregates agree with the rows they summarise.
+    let sessions = store
+        .list_sessions(&SessionFilter::default())
+        .await
+        .expect("sessions");
+    let mut per_session: HashMap<&str, (i64, i64, i64)> = HashMap::new();
+    for f in &all {
+        let c = per_session.entry(f.session_id.as_str()).or_default();
+        match f.feedback_type.as_str() {
+            "message" => c.0 += 1,
+            "tool_denial" => c.1 += 1,
+            _ => c.2 += 1,
+        }
+    }
+    for s in &sessions {
+        let c = per_session
+            .get(s.session_id.as_str())
+            .copied()
+            .unwrap_or_default();
+        let got = (
+            s.feedback.message,
+            s.feedback.tool_denial,
+            s.feedback.interruption,
+        );
+        assert_eq!(got, c, "{}", s.session_id);
+        assert_eq!(
+            s.status, "finished",
+            "old transcripts are idle: {}",
+            s.session_id
+        );
+        assert_eq!(s.end_reason.as_deref(), Some("idle"));
+    }
+    let with_agents = sessions.iter().filter(|s| s.subagent_count > 0).count();
+    assert!(with_agents > 5);
+    assert!(sessions
+        .iter()
+        .flat_map(|s| &s.subagents)
+        .any(|a| a.agent_type.as_deref() == Some("Explore")));
+    let summaries = store.list_summaries(None, None).await.expect("summaries");
+    let total: i64 = sessions
+        .iter()
+        .map(|s| s.summaries.summary + s.summaries.compact_boundary + s.summaries.compact_summary)
+        .sum();
+    assert_eq!(total as usize, summaries.len());
+
+    // Re-ingest adds nothing.
+    let before = counts(&store).await;
+    env.ingest_dir_env(&corpus, &idle);
+    assert_eq!(counts(&store).await, before);
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(
+    corpus_summaries_feedback_and_sessions_match_an_oracle,
+    corpus_knowledge
+);
+
+const A: &str = "eeeeeeee-0000-4000-8000-00000000000a";
+const B: &str = "eeeeeeee-0000-4000-8000-00000000000b";
+
+async fn resumed_copies(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    // Session B resumes A: its file starts with A's lines, uuids and sessionId unchanged.
+    let first = user_line(
+        A,
+        "11111111-1111-4111-8111-111111111111",
+        "fix the flaky login test",
+    );
+    let second = user_line(
+        A,
+        "22222222-2222-4222-8222-222222222222",
+        "[Request interrupted by user]",
+    );
+    append(
+        &env.path(&format!("p/{A}.jsonl")),
+        format!("{first}{second}").as_bytes(),
+    );
+    let later = user_line(
+        B,
+        "33333333-3333-4333-8333-333333333333",
+        "now update the docs too",
+    );
+    append(
+        &env.path(&format!("p/{B}.jsonl")),
+        format!("{first}{second}{later}").as_bytes(),
+    );
+    let summary = format!(
+        "{{\"type\":\"summary\",\"summary\":\"Login test fix\",\"leafUuid\":\"{}\"}}\n",
+        "22222222-2222-4222-8222-222222222222"
+    );
+    append(&env.path(&format!("p/{B}.jsonl")), summary.as_bytes());
+    append(&env.path(&format!("p/{A}.jsonl")), summary.as_bytes());
+    env.ingest();
+    let store = env.store().await;
+    let fb = store
+        .list_feedback(&FeedbackFilter::default())
+        .await
+        .expect("feedback");
+    let msgs: Vec<&str> = fb
+        .iter()
+        .filter(|f| f.feedback_type == "message")
+        .map(|f| f.content.as_str())
+        .collect();
+    assert_eq!(msgs.len(), 2, "{msgs:?}");
+    assert_eq!(
+        fb.iter()
+            .filter(|f| f.feedback_type == "interruption")
+            .count(),
+        1
+    );
+    let sums = store
+        .list_summaries(None, Some("summary"))
+        .await
+        .expect("summaries");
+    assert_eq!(sums.len(), 1, "one row per (leaf, text)");
+    // The leaf message lives in A's file (and in B's copy); A's file is read first.
+    assert_eq!(sums[0].session_id, A);
+    env.cleanup().await;
+}
+
+both_backends!(resumed_session_copies_count_once, resumed_copies);
+
+async fn session_status(store: &Store, id: &str) -> Option<(String, Option<String>)> {
+    let f = SessionFilter {
+        session_ids: Some(vec![id.to_string()]),
+        ..SessionFilter::default()
+    };
+    let s = store.list_sessions(&f).await.expect("sessions");
+    s.first().map(|s| (s.status.clone(), s.end_reason.clone()))
+}
+
+async fn wait_status(store: &Store, id: &str, want: &str) {
+    wait_for(Duration::from_secs(20), &format!("{id} {want}"), || async {
+        session_status(store, id)
+            .await
+            .is_some_and(|(s, _)| s == want)
+    })
+    .await;
+}
+
+async fn idle_and_hook(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let a = env.path(&format!("p/{A}.jsonl"));
+    let b = env.path(&format!("p/{B}.jsonl"));
+    append(&a, user_line(A, "a1", "start something").as_bytes());
+    let mut daemon = env.spawn_daemon(&[("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "2")]);
+    let store = env.store().await;
+
+    // Idle: no file grew for 2 s.
+    wait_status(&store, A, "finished").await;
+    assert_eq!(
+        session_status(&store, A).await.and_then(|s| s.1).as_deref(),
+        Some("idle")
+    );
+    // It grows again: active again, then idle again.
+    append(&a, user_line(A, "a2", "one more thing").as_bytes());
+    wait_status(&store, A, "active").await;
+    wait_status(&store, A, "finished").await;
+
+    // The hook: a session written just now, ended by Claude Code. The daemon ingests and
+    // finishes it at once (long before the idle timeout could), and the hook does not wait for
+    // stdin to close.
+    let lb = user_line(B, "b1", "quick question");
+    append(&b, lb.as_bytes());
+    append(
+        &env.path(&format!("p/{B}/subagents/agent-x1.jsonl")),
+        user_line(B, "x1", "[Request interrupted by user]").as_bytes(),
+    );
+    let start = Instant::now();
+    let mut hook = env
+        .cmd()
+        .args(["hook", "session-end"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("hook");
+    let input = serde_json::json!({
+        "session_id": B,
+        "transcript_path": b,
+        "cwd": "/home/u/p",
+        "hook_event_name": "SessionEnd",
+        "reason": "exit"
+    });
+    let mut stdin = hook.stdin.take().expect("stdin");
+    stdin
+        .write_all(input.to_string().as_bytes())
+        .expect("write hook input");
+    // stdin stays open on purpose.
+    let status = loop {
+        if let Some(st) = hook.try_wait().expect("wait") {
+            break st;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "hook blocked");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    drop(stdin);
+    assert!(status.success());
+    assert_eq!(
+        session_status(&store, B).await,
+        Some(("finished".into(), Some("hook".into())))
+    );
+    assert_eq!(
+        file(&store, &b).await.map(|f| f.offset as usize),
+        Some(lb.len())
+    );
+    let fb = store
+        .list_feedback(&FeedbackFilter {
+            session_ids: Some(vec![B.to_string()]),
+            ..FeedbackFilter::default()
+        })
+        .await
+        .expect("feedback");
+    assert_eq!(
+        fb.len(),
+        2,
+        "the message and the sub-agent's interruption: {fb:?}"
+    );
+
+    // `gleaner status` talks to the same socket.
+    let out = env
+        .cmd()
+        .args(["status", "--json"])
+        .output()
+        .expect("status");
+    assert_ok(&out);
+    let st: Value = serde_json::from_slice(&out.stdout).expect("status json");
+    assert!(st["files"].as_u64().unwrap_or(0) >= 3, "{st}");
+
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success());
+    assert!(!env.dir.path().join("data/gleaner/gleaner.sock").exists());
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(
+    sessions_finish_by_idle_time_and_hook_then_reopen,
+    idle_and_hook
+);
+
+async fn hook_without_daemon(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let b = env.path(&format!("p/{B}.jsonl"));
+    append(&b, user_line(B, "b1", "no daemon here").as_bytes());
+    let mut hook = env
+        .cmd()
+        .args(["hook", "session-end"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("hook");
+    let input = format!(
+        "{{\"session_id\":\"{B}\",\"transcript_path\":{:?}}}",
+        b.display().to_string()
+    );
+    hook.stdin
+        .as_mut()
+        .expect("stdin")
+        .write_all(input.as_bytes())
+        .expect("write");
+    let status = hook.wait().expect("hook");
+    assert!(status.success());
+    let store = env.store().await;
+    assert_eq!(
+        session_status(&store, B).await,
+        Some(("finished".into(), Some("hook".into())))
+    );
+
+    // Garbage input, or none at all: still exit 0.
+    for input in ["not json", ""] {
+        let out = env
+            .cmd()
+            .args(["hook", "session-end"])
+            .stdin(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                c.stdin.take().expect("stdin").write_all(input.as_bytes())?;
+                c.wait_with_output()
+            })
+            .expect("hook");
+        assert!(out.status.success());
+    }
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(hook_ingests_itself_when_no_daemon_runs, hook_without_daemon);
+
+async fn prefix_errors(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    append(
+        &env.path(&format!("p/{A}.jsonl")),
+        user_line(A, "a1", "alpha").as_bytes(),
+    );
+    append(
+        &env.path(&format!("p/{B}.jsonl")),
+        user_line(B, "b1", "beta").as_bytes(),
+    );
+    env.ingest();
+    let out = env.cmd().args(["feedback", "zzzz"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("No session found with prefix zzzz"));
+    let out = env
+        .cmd()
+        .args(["summaries", "eeeeeeee"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Multiple sessions match prefix eeeeeeee"),
+        "{err}"
+    );
+    assert!(err.contains(A) && err.contains(B), "{err}");
+    let out = env
+        .cmd()
+        .args(["feedback", "eeeeeeee-0000-4000-8000-00000000000a", "--json"])
+        .output()
+        .expect("run");
+    assert_ok(&out);
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v.as_array().map(Vec::len), Some(1));
+    for k in [
+        "timestamp",
+        "session_id",
+        "feedback_type",
+        "content",
+        "reason",
+        "agent_id",
+        "slug",
+        "tool_use_id",
+        "uuid",
+        "source_file",
+        "line",
+    ] {
+        assert!(v[0].get(k).is_some(), "feedback lacks {k}: {v}");
+    }
+    // Files written just now: active under the 10-minute idle rule.
+    let out = env
+        .cmd()
+        .args([
+            "sessions",
+            "--status",
+            "active",
+            "--project",
+            "p",
+            "--since",
+            "2020-01-01",
+        ])
+        .output()
+        .expect("run");
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(text.lines().count(), 2, "{text}");
+    assert!(text.contains("[eeeeeeee] alpha"), "{text}");
+    let out = env
+        .cmd()
+        .args(["sessions", "--status", "finished", "--json"])
+        .output()
+        .expect("run");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(v.as_array().map(Vec::len), Some(0));
+    let out = env
+        .cmd()
+        .args(["sessions", "--since", "2030-01-01"])
+        .output()
+        .expect("run");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 0);
+    let out = env
+        .cmd()
+        .args(["sessions", "--project", "nope"])
+        .output()
+        .expect("run");
+    assert_eq!(String::from_utf8_lossy(&out.stdout).lines().count(), 0);
+    env.cleanup().await;
+}
+
+both_backends!(session_prefix_errors_and_filters, prefix_errors);
