@@ -78,6 +78,9 @@ pub struct Engine {
 
 type TaskResult = (PathBuf, Box<Tracked>, PumpEnd);
 
+/// Files in flight per read worker.
+const FILES_PER_WORKER: usize = 16;
+
 /// Delay before a file whose pump failed (database down, read error) is tried again.
 const RETRY_DELAY: Duration = Duration::from_secs(2);
 
@@ -329,8 +332,11 @@ impl Engine {
     }
 
     fn spawn_ready(&mut self, tasks: &mut JoinSet<TaskResult>, cancel: &CancellationToken) {
-        let workers = self.pipeline.cfg.daemon.workers;
-        while tasks.len() < workers {
+        // Files in flight: reading is capped at `workers` by the pipeline's read slots, but a
+        // file waiting for its commit costs nothing, and many files in flight is what lets the
+        // writer build large groups (fewer commits, far fewer index pages written per row).
+        let in_flight = self.pipeline.cfg.daemon.workers * FILES_PER_WORKER;
+        while tasks.len() < in_flight {
             let Some(path) = self.queue.pop_front() else {
                 break;
             };
@@ -482,15 +488,13 @@ pub async fn sweep_idle_sessions(
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64);
     let cutoff = now_ms - cfg.sessions.idle_timeout.as_millis() as i64;
-    let mut n = 0;
-    for s in store.idle_sessions(&cfg.machine_id, cutoff).await? {
-        let reason = if s.live_files == 0 { "deleted" } else { "idle" };
-        if store.finish_session(&s.session_id, reason).await? {
-            tracing::debug!(session = %s.session_id, reason, "session finished");
-            n += 1;
-        }
+    let idle = store.idle_sessions(&cfg.machine_id, cutoff).await?;
+    if idle.is_empty() {
+        return Ok(0);
     }
-    Ok(n)
+    let n = store.finish_idle(&idle).await?;
+    tracing::debug!(finished = n, "idle sessions finished");
+    Ok(n as usize)
 }
 
 async fn sleep_until(at: Option<Instant>) {

@@ -225,6 +225,12 @@ pub struct KindCount {
     pub count: i64,
 }
 
+/// 64-bit key of a uuid for the narrow `messages.uuid_key` / `summaries.leaf_key` index
+/// (collisions are harmless: lookups also compare the uuid itself).
+pub fn uuid_key(uuid: &str) -> i64 {
+    xxhash_rust::xxh3::xxh3_64(uuid.as_bytes()) as i64
+}
+
 /// Current UTC time as ISO-8601 with milliseconds, the format the transcripts use.
 pub fn now_iso() -> String {
     let d = std::time::SystemTime::now()

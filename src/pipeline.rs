@@ -143,6 +143,8 @@ pub struct Pipeline {
     /// what it may read next (the file's unread size, at most one batch) before reading.
     budget: Arc<Semaphore>,
     budget_kib: u32,
+    /// Reads running at once (`daemon.workers`): each holds a blocking thread.
+    read_slots: Arc<Semaphore>,
 }
 
 /// Transcript bytes allowed in flight, as a multiple of `batch.max_bytes`.
@@ -168,6 +170,7 @@ impl Pipeline {
     /// New pipeline over a connected store; starts the writer task.
     pub fn new(cfg: Arc<Config>, store: Store) -> Pipeline {
         let (writer, _task) = Writer::spawn(store.clone());
+        let cfg_workers = cfg.daemon.workers;
         let budget_kib = u32::try_from(cfg.batch.max_bytes * BUDGET_BATCHES / 1024)
             .unwrap_or(u32::MAX)
             .max(1);
@@ -178,6 +181,7 @@ impl Pipeline {
             writer,
             budget: Arc::new(Semaphore::new(budget_kib as usize)),
             budget_kib,
+            read_slots: Arc::new(Semaphore::new(cfg_workers)),
         }
     }
 
@@ -291,8 +295,18 @@ impl Pipeline {
                     t.ctx.clone(),
                     expected,
                 );
-                // The permit travels with the batch until it is committed (or dropped).
-                Some(tokio::task::spawn_blocking(move || step().map(|st| (st, permit))).await)
+                let Ok(slot) = self.read_slots.clone().acquire_owned().await else {
+                    return PumpEnd::Cancelled;
+                };
+                // The budget permit travels with the batch until it is committed (or dropped).
+                Some(
+                    tokio::task::spawn_blocking(move || {
+                        let r = step().map(|st| (st, permit));
+                        drop(slot);
+                        r
+                    })
+                    .await,
+                )
             };
             let committed = match commit {
                 Some((sent, _, handle)) => Some((

@@ -15,7 +15,9 @@ use crate::store::{CommitStats, Store, StoreError};
 /// Most message rows in one group transaction.
 pub const GROUP_ROWS: usize = 20_000;
 /// Most batches (files) in one group transaction.
-pub const GROUP_BATCHES: usize = 64;
+pub const GROUP_BATCHES: usize = 128;
+/// How long a group in a burst waits for more batches.
+const GROUP_LINGER: std::time::Duration = std::time::Duration::from_millis(5);
 
 struct Job {
     batch: PreparedBatch,
@@ -72,6 +74,21 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
                     jobs.push(j);
                 }
                 Err(_) => break,
+            }
+        }
+        // In a burst (a backfill: more than one batch was already waiting) wait a moment for
+        // more: bigger groups write each index page once per commit instead of once per few
+        // rows. A lone append to an idle file never waits.
+        if jobs.len() > 1 {
+            let deadline = tokio::time::Instant::now() + GROUP_LINGER;
+            while rows < GROUP_ROWS && jobs.len() < GROUP_BATCHES {
+                match tokio::time::timeout_at(deadline, rx.recv()).await {
+                    Ok(Some(j)) => {
+                        rows += j.batch.messages.len();
+                        jobs.push(j);
+                    }
+                    Ok(None) | Err(_) => break,
+                }
             }
         }
         let (batches, acks): (Vec<PreparedBatch>, Vec<_>) =

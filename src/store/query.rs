@@ -253,14 +253,35 @@ pub struct IdleSession {
     pub session_id: String,
     /// Files of the session that still exist.
     pub live_files: i64,
+    /// First activity.
+    pub started_at: Option<String>,
+    /// Last activity.
+    pub last_activity_at: Option<String>,
 }
+
+/// How a session ended: its end is its last activity, its duration runs from its first.
+fn end_of(started: Option<&str>, last: Option<&str>) -> (String, Option<i64>) {
+    let ended = last.map_or_else(now_iso, str::to_string);
+    let duration = match (
+        started.and_then(unix_millis_from_iso),
+        unix_millis_from_iso(&ended),
+    ) {
+        (Some(a), Some(b)) if b >= a => Some(b - a),
+        _ => None,
+    };
+    (ended, duration)
+}
+
+const FINISH_SESSION: &str = "UPDATE sessions SET status = 'finished', ended_at = $1, \
+     duration_ms = $2, end_reason = $3, updated_at = $4 \
+     WHERE session_id = $5 AND status = 'active'";
 
 /// The session a summary belongs to: the one holding the message its `leaf_uuid` names (the
 /// earliest such session, so a resumed session's copy of that message does not take it over),
 /// else the session of the file it was read from. Resolved at query time because the leaf is
 /// often in a sibling file that may be read before or after the summary.
 const SUMMARY_SESSION: &str = "COALESCE((SELECT m.session_id FROM messages m \
-     JOIN sessions ms ON ms.session_id = m.session_id WHERE m.uuid = s.leaf_uuid \
+     JOIN sessions ms ON ms.session_id = m.session_id WHERE m.uuid_key = s.leaf_key AND m.uuid = s.leaf_uuid \
      ORDER BY ms.started_at, m.session_id LIMIT 1), s.session_id)";
 
 /// Escape `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern.
@@ -543,7 +564,7 @@ impl Store {
         machine: &str,
         cutoff_ms: i64,
     ) -> Result<Vec<IdleSession>, StoreError> {
-        let sql = "SELECT s.session_id, \
+        let sql = "SELECT s.session_id, s.started_at, s.last_activity_at, \
                    (SELECT COUNT(*) FROM files f WHERE f.session_id = s.session_id \
                     AND f.state = 'active') AS live_files \
                    FROM sessions s WHERE s.status = 'active' \
@@ -573,18 +594,9 @@ impl Store {
         let Some((started, last)) = times else {
             return Ok(false);
         };
-        let ended = last.clone().unwrap_or_else(now_iso);
-        let duration = match (
-            started.as_deref().and_then(unix_millis_from_iso),
-            unix_millis_from_iso(&ended),
-        ) {
-            (Some(a), Some(b)) if b >= a => Some(b - a),
-            _ => None,
-        };
-        let sql = "UPDATE sessions SET status = 'finished', ended_at = $1, duration_ms = $2, \
-                   end_reason = $3, updated_at = $4 WHERE session_id = $5 AND status = 'active'";
+        let (ended, duration) = end_of(started.as_deref(), last.as_deref());
         let now = now_iso();
-        let n = with_pool!(self, pool => sqlx::query(sql)
+        let n = with_pool!(self, pool => sqlx::query(FINISH_SESSION)
             .bind(&ended)
             .bind(duration)
             .bind(reason)
@@ -594,5 +606,31 @@ impl Store {
             .await?
             .rows_affected());
         Ok(n == 1)
+    }
+
+    /// Finish many idle sessions in one transaction (a backfill finds thousands at once).
+    /// Returns how many changed.
+    pub async fn finish_idle(&self, sessions: &[IdleSession]) -> Result<u64, StoreError> {
+        let now = now_iso();
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let mut n = 0;
+            for s in sessions {
+                let (ended, duration) =
+                    end_of(s.started_at.as_deref(), s.last_activity_at.as_deref());
+                let reason = if s.live_files == 0 { "deleted" } else { "idle" };
+                n += sqlx::query(FINISH_SESSION)
+                    .bind(&ended)
+                    .bind(duration)
+                    .bind(reason)
+                    .bind(&now)
+                    .bind(&s.session_id)
+                    .execute(&mut *tx)
+                    .await?
+                    .rows_affected();
+            }
+            tx.commit().await?;
+            Ok(n)
+        })
     }
 }
