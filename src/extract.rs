@@ -66,6 +66,7 @@ pub fn extract(
         checkpoint: batch.checkpoint.clone(),
         size,
         bytes: batch.checkpoint.offset.saturating_sub(batch.start_offset),
+        project: ctx.info.project.clone(),
         ..PreparedBatch::default()
     };
     let mut kinds: HashMap<(&'static str, String), i64> = HashMap::new();

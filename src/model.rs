@@ -20,6 +20,8 @@ pub struct PreparedBatch {
     pub size: u64,
     /// Session id to record on the file row (decided by the first batch that knows it).
     pub file_session_id: Option<String>,
+    /// Project folder of the file (summary leaves are looked up within it).
+    pub project: String,
     /// Session facts seen in this batch, merged into the session row.
     pub session: Option<SessionUpdate>,
     /// One row per user / assistant / system / summary record.

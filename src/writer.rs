@@ -64,6 +64,15 @@ impl Writer {
 }
 
 async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
+    // Keys of every summary leaf uuid known so far: a committed message with one of these uuids
+    // is recorded as that leaf's holder (see `Store::commit_group`).
+    let mut leaves = match store.summary_leaf_keys().await {
+        Ok(k) => k,
+        Err(e) => {
+            tracing::warn!(error = %e, "cannot load summary leaves; resolving new ones only");
+            std::collections::HashSet::new()
+        }
+    };
     while let Some(first) = rx.recv().await {
         let mut rows = first.batch.messages.len();
         let mut jobs = vec![first];
@@ -93,7 +102,7 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
         }
         let (batches, acks): (Vec<PreparedBatch>, Vec<_>) =
             jobs.into_iter().map(|j| (j.batch, j.ack)).unzip();
-        match store.commit_group(&batches).await {
+        match store.commit_group(&batches, &mut leaves).await {
             Ok(results) => {
                 for (ack, r) in acks.into_iter().zip(results) {
                     let _ = ack.send(r);

@@ -13,11 +13,19 @@ ALTER TABLE files ADD COLUMN mtime_ms BIGINT  NOT NULL DEFAULT 0;
 ALTER TABLE files ADD COLUMN agent_type TEXT;
 ALTER TABLE files ADD COLUMN agent_description TEXT;
 
--- Summary lines point at a message by uuid (often in a sibling file). Indexed through a 64-bit
--- hash of the uuid: an index on the 36-byte text halved SQLite's ingest rate (random keys dirty
--- many pages per commit); the narrow key does much less. Lookups compare the full uuid too.
+-- 64-bit hash of the line uuid, for finding the message a summary's leafUuid names. Not
+-- indexed: an index over every message's uuid cost a third of SQLite's ingest rate, for a lookup
+-- only `summary` lines (Claude Code <= 2.1.23) need. See summary_leaves.
 ALTER TABLE messages ADD COLUMN uuid_key BIGINT;
-CREATE INDEX messages_uuid_key ON messages (uuid_key);
+
+-- Which session holds the message a summary's leafUuid names. Filled by the writer: when a
+-- summary with a new leaf arrives (one scan of its project's messages by uuid_key), and when a
+-- committed message matches a known leaf (the writer keeps the leaf keys in memory).
+CREATE TABLE summary_leaves (
+    leaf_uuid  TEXT NOT NULL,
+    session_id TEXT NOT NULL,
+    PRIMARY KEY (leaf_uuid, session_id)
+);
 
 CREATE TABLE summaries (
     id              BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -21,7 +21,7 @@ use sqlx::{PgPool, QueryBuilder, SqlitePool};
 
 use crate::config::{redact_url, Backend, DatabaseConfig};
 use crate::discovery::FileInfo;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::model::{
     now_iso, uuid_key, DiagnosticRow, FeedbackRow, KindCount, MessageRow, PreparedBatch,
@@ -97,7 +97,7 @@ pub(crate) use with_pool;
 /// Keys that may repeat within a group (a tool use id or API message id seen in a resumed
 /// session's copy) are merged first: PostgreSQL rejects an upsert that touches one row twice.
 macro_rules! write_knowledge {
-    ($tx:ident, $accepted:ident, $now:ident, $dialect:ident) => {{
+    ($tx:ident, $accepted:ident, $now:ident, $dialect:ident, $leaves:ident) => {{
         let summaries: Vec<(&PreparedBatch, &SummaryRow)> = $accepted
             .iter()
             .flat_map(|b| b.summaries.iter().map(move |r| (*b, r)))
@@ -126,6 +126,59 @@ macro_rules! write_knowledge {
             qb.push(ON_CONFLICT_IGNORE[$dialect].replace("{}", "kind, dedup_key"));
             qb.build().execute(&mut *$tx).await?;
         }
+        // Summary leaves. A new leaf's message may already be stored (usually in a sibling file
+        // of the same project): one scan of that project's messages by uuid_key per group.
+        let mut new_leaves: HashMap<&str, Vec<i64>> = HashMap::new();
+        for (b, r) in &summaries {
+            if let (true, Some(leaf)) = (r.kind == "summary", r.leaf_uuid.as_deref()) {
+                let k = uuid_key(leaf);
+                if $leaves.insert(k) {
+                    new_leaves.entry(b.project.as_str()).or_default().push(k);
+                }
+            }
+        }
+        for (project, keys) in &new_leaves {
+            for chunk in keys.chunks(ROWS_PER_INSERT) {
+                let mut qb = QueryBuilder::new(
+                    INSERT_IGNORE[$dialect].to_string()
+                        + "summary_leaves (leaf_uuid, session_id) SELECT m.uuid, m.session_id \
+                           FROM messages m JOIN files f ON f.id = m.file_id WHERE f.project = ",
+                );
+                qb.push_bind(*project).push(" AND m.uuid_key IN (");
+                let mut sep = qb.separated(", ");
+                for k in chunk {
+                    sep.push_bind(*k);
+                }
+                sep.push_unseparated(")");
+                qb.push(ON_CONFLICT_IGNORE[$dialect].replace("{}", "leaf_uuid, session_id"));
+                qb.build().execute(&mut *$tx).await?;
+            }
+        }
+        // Messages committed now that a known summary names as its leaf.
+        let hits: Vec<(&str, &str)> = dedup_by(
+            $accepted
+                .iter()
+                .flat_map(|b| b.messages.iter())
+                .filter_map(|m| {
+                    let u = m.uuid.as_deref()?;
+                    $leaves
+                        .contains(&uuid_key(u))
+                        .then_some((u, m.session_id.as_str()))
+                })
+                .collect(),
+            |h| *h,
+        );
+        for chunk in ladder_chunks(&hits) {
+            let mut qb = QueryBuilder::new(
+                INSERT_IGNORE[$dialect].to_string() + "summary_leaves (leaf_uuid, session_id) ",
+            );
+            qb.push_values(chunk, |mut row, (u, sid)| {
+                row.push_bind(*u).push_bind(*sid);
+            });
+            qb.push(ON_CONFLICT_IGNORE[$dialect].replace("{}", "leaf_uuid, session_id"));
+            qb.build().execute(&mut *$tx).await?;
+        }
+
         let feedback: Vec<(&PreparedBatch, &FeedbackRow)> = $accepted
             .iter()
             .flat_map(|b| b.feedback.iter().map(move |r| (*b, r)))
@@ -460,9 +513,22 @@ impl Store {
     }
 
     /// Write one batch: rows, tallies, session facts and the new checkpoint, in ONE transaction.
+    /// (The daemon goes through the writer; this is for one-off callers.)
     pub async fn commit(&self, b: &PreparedBatch) -> Result<CommitStats, StoreError> {
-        let mut results = self.commit_group(std::slice::from_ref(b)).await?;
+        let mut leaves = self.summary_leaf_keys().await?;
+        let mut results = self
+            .commit_group(std::slice::from_ref(b), &mut leaves)
+            .await?;
         results.pop().unwrap_or(Ok(CommitStats::default()))
+    }
+
+    /// Keys of all summary leaf uuids (few: one per `summary` line).
+    pub async fn summary_leaf_keys(&self) -> Result<HashSet<i64>, StoreError> {
+        let sql = "SELECT DISTINCT leaf_key FROM summaries \
+                   WHERE kind = 'summary' AND leaf_key IS NOT NULL";
+        let keys: Vec<i64> =
+            with_pool!(self, pool => sqlx::query_scalar(sql).fetch_all(pool).await?);
+        Ok(keys.into_iter().collect())
     }
 
     /// Write several batches (of distinct files) in ONE transaction.
@@ -471,9 +537,13 @@ impl Store {
     /// `Err(CheckpointMoved)` in its slot and writes nothing, while the others commit. The outer
     /// `Err` means the whole transaction failed and nothing was written. Grouping amortises the
     /// per-statement and per-commit cost over many small files, which dominates a backfill.
+    ///
+    /// `leaves` is the writer's set of known summary-leaf keys; it gains the leaves of the
+    /// summaries written here.
     pub async fn commit_group(
         &self,
         batches: &[PreparedBatch],
+        leaves: &mut HashSet<i64>,
     ) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
         let now = now_iso();
         let dialect = usize::from(self.backend() == Backend::Postgres);
@@ -659,7 +729,7 @@ impl Store {
                 qb.build().execute(&mut *tx).await?;
             }
 
-            write_knowledge!(tx, accepted, now, dialect);
+            write_knowledge!(tx, accepted, now, dialect, leaves);
 
             for b in &accepted {
                 let Some(s) = &b.session else { continue };

@@ -280,9 +280,9 @@ const FINISH_SESSION: &str = "UPDATE sessions SET status = 'finished', ended_at 
 /// earliest such session, so a resumed session's copy of that message does not take it over),
 /// else the session of the file it was read from. Resolved at query time because the leaf is
 /// often in a sibling file that may be read before or after the summary.
-const SUMMARY_SESSION: &str = "COALESCE((SELECT m.session_id FROM messages m \
-     JOIN sessions ms ON ms.session_id = m.session_id WHERE m.uuid_key = s.leaf_key AND m.uuid = s.leaf_uuid \
-     ORDER BY ms.started_at, m.session_id LIMIT 1), s.session_id)";
+const SUMMARY_SESSION: &str = "COALESCE((SELECT h.session_id FROM summary_leaves h \
+     JOIN sessions ms ON ms.session_id = h.session_id WHERE h.leaf_uuid = s.leaf_uuid \
+     ORDER BY ms.started_at, h.session_id LIMIT 1), s.session_id)";
 
 /// Escape `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern.
 fn like_escape(s: &str) -> String {

@@ -290,6 +290,37 @@ async fn corpus_knowledge(backend: Backend) {
         .flat_map(|s| &s.subagents)
         .any(|a| a.agent_type.as_deref() == Some("Explore")));
     let summaries = store.list_summaries(None, None).await.expect("summaries");
+    // Each summary belongs to a session holding its leaf message when the corpus has it.
+    let mut holders: HashMap<String, HashSet<String>> = HashMap::new();
+    for f in &files {
+        let bytes = std::fs::read(&f.path).expect("read");
+        for line in bytes.split(|&b| b == b'\n') {
+            if let Ok(v) = serde_json::from_slice::<Value>(line) {
+                if let (Some(u), Some(sid)) = (v.get("uuid").and_then(Value::as_str), &f.session_id)
+                {
+                    holders
+                        .entry(u.to_string())
+                        .or_default()
+                        .insert(sid.clone());
+                }
+            }
+        }
+    }
+    let mut resolved = 0;
+    for s in summaries.iter().filter(|s| s.kind == "summary") {
+        let file_session = by_path[s.source_file.as_str()].session_id.clone();
+        match s.leaf_uuid.as_ref().and_then(|l| holders.get(l)) {
+            Some(h) => {
+                resolved += 1;
+                assert!(h.contains(&s.session_id), "{s:?} not in {h:?}");
+            }
+            None => assert_eq!(Some(s.session_id.clone()), file_session, "{s:?}"),
+        }
+    }
+    assert!(
+        resolved > 40,
+        "{resolved} summaries resolved through their leaf"
+    );
     let total: i64 = sessions
         .iter()
         .map(|s| s.summaries.summary + s.summaries.compact_boundary + s.summaries.compact_summary)
@@ -631,3 +662,41 @@ async fn prefix_errors(backend: Backend) {
 }
 
 both_backends!(session_prefix_errors_and_filters, prefix_errors);
+
+async fn leaf_orders(backend: Backend) {
+    const X: &str = "ffffffff-0000-4000-8000-0000000000a1";
+    const Y: &str = "ffffffff-0000-4000-8000-0000000000b2";
+    let leaf = "44444444-4444-4444-8444-444444444444";
+    let summary =
+        |t: &str| format!("{{\"type\":\"summary\",\"summary\":\"{t}\",\"leafUuid\":\"{leaf}\"}}\n");
+    for leaf_first in [true, false] {
+        let env = TestEnv::new(backend).await;
+        let x = env.path(&format!("proj/{X}.jsonl"));
+        let y = env.path(&format!("proj/{Y}.jsonl"));
+        let first_write = |first: bool| {
+            if first == leaf_first {
+                append(&y, user_line(Y, leaf, "the leaf message").as_bytes());
+            } else {
+                append(&x, summary("Titled by leaf").as_bytes());
+                append(&x, user_line(X, "x1", "a later session").as_bytes());
+            }
+        };
+        // Two separate processes, so the second one starts with the first one's state.
+        first_write(true);
+        env.ingest();
+        first_write(false);
+        env.ingest();
+        let store = env.store().await;
+        let sums = store
+            .list_summaries(None, Some("summary"))
+            .await
+            .expect("summaries");
+        assert_eq!(sums.len(), 1);
+        assert_eq!(sums[0].session_id, Y, "leaf first: {leaf_first}");
+        assert!(sums[0].source_file.ends_with(&format!("{X}.jsonl")));
+        store.close().await;
+        env.cleanup().await;
+    }
+}
+
+both_backends!(summary_leaf_resolution_in_either_order, leaf_orders);
