@@ -553,4 +553,66 @@ mod tests {
         assert_eq!(batches[0].session.as_ref().unwrap().title, None);
         let _ = Path::new("");
     }
+
+    #[test]
+    fn knowledge_rows() {
+        let lines = [
+            r#"{"type":"summary","summary":"Fixing CI","leafUuid":"leaf-1"}"#.to_string(),
+            r#"{"type":"system","subtype":"compact_boundary","uuid":"cb1","content":"Conversation compacted","compactMetadata":{"trigger":"auto","preTokens":155250},"timestamp":"2025-01-01T00:00:05.000Z"}"#.to_string(),
+            user("This session is being continued from a previous conversation", r#","isCompactSummary":true"#),
+            r#"{"type":"assistant","uuid":"a1","message":{"id":"msg_1","role":"assistant","content":[{"type":"text","text":"x"}],"usage":{"input_tokens":10,"output_tokens":1,"cache_read_input_tokens":5}}}"#.to_string(),
+            r#"{"type":"assistant","uuid":"a2","message":{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Edit","input":{"file_path":"/src/a.rs","old_string":"x"}}],"usage":{"input_tokens":10,"output_tokens":42,"cache_read_input_tokens":5}}}"#.to_string(),
+            r#"{"type":"user","uuid":"u9","timestamp":"2025-01-01T00:00:06.000Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":"The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\nuse the other file"}]}}"#.to_string(),
+            user("please also update the README", ""),
+        ];
+        let (_, batches) = run(&format!("{SID}.jsonl"), &(lines.join("\n") + "\n"));
+        let b = &batches[0];
+        let kinds: Vec<&str> = b.summaries.iter().map(|s| s.kind).collect();
+        assert_eq!(kinds, ["summary", "compact_boundary", "compact_summary"]);
+        assert_eq!(b.summaries[0].dedup_key, "leaf-1\nFixing CI");
+        assert_eq!(b.summaries[0].leaf_uuid.as_deref(), Some("leaf-1"));
+        assert_eq!(b.summaries[1].trigger.as_deref(), Some("auto"));
+        assert_eq!(b.summaries[1].pre_tokens, Some(155_250));
+        assert_eq!(b.summaries[1].dedup_key, "cb1");
+        assert_eq!(b.summaries[2].line_no, 3);
+        assert!(b.summaries[2]
+            .text
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("This session"));
+
+        assert_eq!(b.tool_uses.len(), 1);
+        assert_eq!(b.tool_uses[0].name.as_deref(), Some("Edit"));
+        assert_eq!(b.tool_uses[0].target.as_deref(), Some("/src/a.rs"));
+        assert_eq!(b.tool_errors.len(), 1);
+        assert_eq!(b.tool_errors[0].tool_use_id, "toolu_1");
+
+        // One reply over two lines: counted once, with the larger usage.
+        assert_eq!(b.usage.len(), 1);
+        assert_eq!(
+            (
+                b.usage[0].input_tokens,
+                b.usage[0].output_tokens,
+                b.usage[0].cache_read_input_tokens
+            ),
+            (10, 42, 5)
+        );
+
+        let fb: Vec<(&str, Option<&str>)> = b
+            .feedback
+            .iter()
+            .map(|f| (f.feedback_type, f.reason.as_deref()))
+            .collect();
+        assert_eq!(
+            fb,
+            [
+                ("tool_denial", Some("use the other file")),
+                ("message", None)
+            ]
+        );
+        assert_eq!(b.feedback[0].dedup_key, "u9:tool_denial:toolu_1");
+        assert_eq!(b.feedback[0].tool_use_id.as_deref(), Some("toolu_1"));
+        assert_eq!(b.feedback[1].dedup_key, "u1:message:0");
+        assert_eq!(b.feedback[1].content, "please also update the README");
+    }
 }
