@@ -58,6 +58,9 @@ pub enum DaemonError {
     /// A database error at startup.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// A redaction pattern does not compile.
+    #[error(transparent)]
+    Redact(#[from] crate::redact::PatternError),
 }
 
 /// The single-instance lock: an exclusive advisory lock on `<data_dir>/gleaner.lock`, released
@@ -104,10 +107,14 @@ pub fn acquire_lock(path: &Path) -> Result<InstanceLock, DaemonError> {
     Ok(InstanceLock { _file: file })
 }
 
-/// Run the daemon until a stop signal.
-pub async fn run(cfg: Arc<Config>, store: Store) -> Result<(), DaemonError> {
+/// Run the daemon until `cancel` fires (see [`install_signals`]).
+pub async fn run(
+    cfg: Arc<Config>,
+    store: Store,
+    cancel: CancellationToken,
+) -> Result<(), DaemonError> {
     let _lock = acquire_lock(&cfg.lock_path())?;
-    let pipeline = Arc::new(Pipeline::new(cfg.clone(), store.clone()));
+    let pipeline = Arc::new(Pipeline::new(cfg.clone(), store.clone())?);
     let engine = Engine::new(pipeline.clone()).await?;
     tracing::info!(
         projects_dir = %cfg.projects_dir.display(),
@@ -115,7 +122,6 @@ pub async fn run(cfg: Arc<Config>, store: Store) -> Result<(), DaemonError> {
         files = engine.tracked(),
         "daemon started"
     );
-    let cancel = CancellationToken::new();
     let (hint_tx, hint_rx) = mpsc::channel(256);
 
     let sock = status::socket_path(&cfg.data_dir);
@@ -132,7 +138,6 @@ pub async fn run(cfg: Arc<Config>, store: Store) -> Result<(), DaemonError> {
         }
     };
     let server = tokio::spawn(status::serve(listener, sock, handler, cancel.clone()));
-    let signals = tokio::spawn(signals(cancel.clone()));
     let watcher = tokio::spawn(watch(cfg.clone(), hint_tx, cancel.clone()));
     let engine_task = tokio::spawn(engine.run(Mode::Follow, Hint::Rescan, hint_rx, cancel.clone()));
 
@@ -144,7 +149,6 @@ pub async fn run(cfg: Arc<Config>, store: Store) -> Result<(), DaemonError> {
         Err(_) => tracing::warn!("in-flight batches did not finish in time; rolled back"),
     }
     watcher.abort();
-    signals.abort();
     let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
     store.close().await;
     let s = &pipeline.stats;
@@ -212,28 +216,36 @@ async fn answer(
     }
 }
 
-/// Cancel on SIGTERM or SIGINT.
-async fn signals(cancel: CancellationToken) {
+/// Install the SIGTERM/SIGINT handlers now and return the token they cancel.
+///
+/// Called first thing by `gleaner daemon`, before the database is even opened: a stop signal
+/// that arrives during startup must still mean "stop cleanly, exit 0", never the default
+/// action (death by signal). Must run inside the runtime.
+pub fn install_signals() -> std::io::Result<CancellationToken> {
+    let cancel = CancellationToken::new();
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
-        let (Ok(mut term), Ok(mut int)) = (
-            signal(SignalKind::terminate()),
-            signal(SignalKind::interrupt()),
-        ) else {
-            tracing::error!("cannot install signal handlers");
-            return;
-        };
-        tokio::select! {
-            _ = term.recv() => tracing::info!(signal = "SIGTERM", "stop requested"),
-            _ = int.recv() => tracing::info!(signal = "SIGINT", "stop requested"),
-        }
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => tracing::info!(signal = "SIGTERM", "stop requested"),
+                _ = int.recv() => tracing::info!(signal = "SIGINT", "stop requested"),
+            }
+            c.cancel();
+        });
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        let c = cancel.clone();
+        tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            c.cancel();
+        });
     }
-    cancel.cancel();
+    Ok(cancel)
 }
 
 /// Raw notify output, before debouncing.

@@ -5,7 +5,8 @@
 //! tallies of record kinds and unknown fields, and the session facts the batch reveals. It does
 //! no IO, so every rule here is unit-tested on literal lines.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap};
 
 use crate::discovery::{FileInfo, FileKind};
 use crate::feedback;
@@ -15,6 +16,7 @@ use crate::model::{
 };
 use crate::parse::{parse_line, Block, Kind, LineError, Record};
 use crate::prompt;
+use crate::redact::Redactor;
 use crate::tailer::{Batch, TailDiagnostic};
 
 /// Longest title kept, in characters.
@@ -55,6 +57,51 @@ impl FileContext {
 /// `expected` is the `(generation, offset)` the database holds for this file; `size` is the file
 /// size observed while reading.
 pub fn extract(
+    ctx: &mut FileContext,
+    batch: &Batch,
+    expected: (i64, u64),
+    size: u64,
+    redactor: &Redactor,
+) -> PreparedBatch {
+    let mut redacted: BTreeMap<&'static str, u64> = BTreeMap::new();
+    let mut out = extract_rows(ctx, batch, expected, size);
+    scrub_batch(&mut out, redactor, &mut redacted);
+    out.kinds
+        .extend(redacted.into_iter().map(|(kind, n)| KindCount {
+            category: "redacted",
+            name: kind.to_string(),
+            count: n as i64,
+        }));
+    out
+}
+
+/// Replace secrets in every text a batch would store: message text, feedback, summaries, the
+/// session title and tool targets (commands can carry tokens).
+fn scrub_batch(out: &mut PreparedBatch, r: &Redactor, counts: &mut BTreeMap<&'static str, u64>) {
+    let mut scrub = |s: &mut String| {
+        if let Cow::Owned(clean) = r.redact(s, counts) {
+            *s = clean;
+        }
+    };
+    for m in &mut out.messages {
+        m.text.as_mut().map(&mut scrub);
+    }
+    for f in &mut out.feedback {
+        scrub(&mut f.content);
+        f.reason.as_mut().map(&mut scrub);
+    }
+    for s in &mut out.summaries {
+        s.text.as_mut().map(&mut scrub);
+    }
+    for t in &mut out.tool_uses {
+        t.target.as_mut().map(&mut scrub);
+    }
+    if let Some(s) = &mut out.session {
+        s.title.as_mut().map(&mut scrub);
+    }
+}
+
+fn extract_rows(
     ctx: &mut FileContext,
     batch: &Batch,
     expected: (i64, u64),
@@ -433,7 +480,8 @@ mod tests {
         let mut out = Vec::new();
         let mut expected = (1, 0);
         while let Some(b) = t.read_batch(1 << 20, 10_000).unwrap() {
-            let pb = extract(&mut ctx, &b, expected, 0);
+            let redactor = Redactor::new(&[]).unwrap();
+            let pb = extract(&mut ctx, &b, expected, 0, &redactor);
             expected = (pb.checkpoint.generation, pb.checkpoint.offset);
             out.push(pb);
         }

@@ -52,7 +52,7 @@ pub async fn run_once(
     progress: Option<Progress>,
 ) -> Result<IngestSummary, DaemonError> {
     let _lock = acquire_lock(&cfg.lock_path())?;
-    let pipeline = Arc::new(Pipeline::new(cfg, store));
+    let pipeline = Arc::new(Pipeline::new(cfg, store)?);
     let engine = Engine::new(pipeline.clone()).await?;
     let total = if progress.is_some() {
         engine.backlog_bytes()
@@ -94,7 +94,7 @@ pub async fn end_session(
     transcript_path: Option<std::path::PathBuf>,
 ) -> Result<bool, DaemonError> {
     let _lock = acquire_lock(&cfg.lock_path())?;
-    let pipeline = Arc::new(Pipeline::new(cfg, store));
+    let pipeline = Arc::new(Pipeline::new(cfg, store)?);
     let engine = Engine::new(pipeline).await?;
     let (_, hint_rx) = mpsc::channel(1);
     let (reply, rx) = tokio::sync::oneshot::channel();

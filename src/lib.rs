@@ -10,6 +10,7 @@
 //! - [`parse`]: one line to typed records; never fails, unknown input is data.
 //! - [`prompt`]: what a human typed versus what Claude Code injected.
 //! - [`feedback`]: which user lines are feedback (messages, tool denials, interruptions).
+//! - [`redact`]: secrets out of every text before it is stored.
 //! - [`extract`]: records to rows ([`model`]).
 //!
 //! Async shell:
@@ -34,6 +35,7 @@ pub mod model;
 pub mod parse;
 pub mod pipeline;
 pub mod prompt;
+pub mod redact;
 pub mod status;
 pub mod store;
 pub mod tailer;

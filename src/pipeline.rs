@@ -18,6 +18,7 @@ use crate::config::Config;
 use crate::discovery::{classify, FileInfo, FileKind};
 use crate::extract::{extract, FileContext};
 use crate::model::PreparedBatch;
+use crate::redact::{PatternError, Redactor};
 use crate::store::{CommitStats, FileRecord, Store, StoreError};
 use crate::tailer::{Checkpoint, TailError, Tailer, TailerConfig};
 use crate::writer::Writer;
@@ -145,6 +146,8 @@ pub struct Pipeline {
     budget_kib: u32,
     /// Reads running at once (`daemon.workers`): each holds a blocking thread.
     read_slots: Arc<Semaphore>,
+    /// Secret redaction, applied to every text before it is stored.
+    redactor: Arc<Redactor>,
 }
 
 /// Transcript bytes allowed in flight, as a multiple of `batch.max_bytes`.
@@ -168,13 +171,16 @@ struct Sent {
 
 impl Pipeline {
     /// New pipeline over a connected store; starts the writer task.
-    pub fn new(cfg: Arc<Config>, store: Store) -> Pipeline {
+    pub fn new(cfg: Arc<Config>, store: Store) -> Result<Pipeline, PatternError> {
         let (writer, _task) = Writer::spawn(store.clone());
         let cfg_workers = cfg.daemon.workers;
+        // Validated when the configuration was loaded; an error here is still reported, never
+        // ignored: storing unredacted text is not an option.
+        let redactor = Arc::new(Redactor::new(&cfg.redact_extra)?);
         let budget_kib = u32::try_from(cfg.batch.max_bytes * BUDGET_BATCHES / 1024)
             .unwrap_or(u32::MAX)
             .max(1);
-        Pipeline {
+        Ok(Pipeline {
             cfg,
             store,
             stats: Arc::new(Stats::default()),
@@ -182,7 +188,8 @@ impl Pipeline {
             budget: Arc::new(Semaphore::new(budget_kib as usize)),
             budget_kib,
             read_slots: Arc::new(Semaphore::new(cfg_workers)),
-        }
+            redactor,
+        })
     }
 
     fn tailer_config(&self) -> TailerConfig {
@@ -214,6 +221,7 @@ impl Pipeline {
     ) -> impl FnOnce() -> Result<ReadStep, TailError> + Send + 'static {
         let cfg = self.tailer_config();
         let (max_bytes, max_lines) = (self.cfg.batch.max_bytes, self.cfg.batch.max_lines);
+        let redactor = self.redactor.clone();
         move || {
             let mut tailer = match tailer {
                 Some(t) => t,
@@ -234,7 +242,7 @@ impl Pipeline {
                         .unwrap_or(batch.checkpoint.offset)
                         .max(batch.checkpoint.offset);
                     at_eof = size == batch.checkpoint.offset;
-                    let mut prepared = extract(&mut ctx, &batch, expected, size);
+                    let mut prepared = extract(&mut ctx, &batch, expected, size, &redactor);
                     prepared.mtime_ms = meta.as_ref().map_or(0, mtime_ms);
                     if ctx.info.kind == FileKind::Agent && !ctx.agent_meta_seen {
                         prepared.agent_meta = read_agent_meta(tailer.path());

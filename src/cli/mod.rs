@@ -226,8 +226,10 @@ impl Command {
                 Ok(EXIT_OK)
             }
             Command::Daemon => {
+                let cancel =
+                    crate::daemon::install_signals().context("cannot install signal handlers")?;
                 let store = Store::connect(&cfg.database).await?;
-                crate::daemon::run(cfg, store).await?;
+                crate::daemon::run(cfg, store, cancel).await?;
                 Ok(EXIT_OK)
             }
             Command::Ingest { json } => {

@@ -78,7 +78,13 @@ pub struct RawConfig {
     batch: RawBatch,
     daemon: RawDaemon,
     sessions: RawSessions,
+    redact: RawRedact,
     log: RawLog,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawRedact {
+    extra: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -138,6 +144,8 @@ pub struct Config {
     pub daemon: DaemonConfig,
     /// Session lifecycle.
     pub sessions: SessionsConfig,
+    /// Extra redaction patterns `(name, regex)`, validated at load.
+    pub redact_extra: Vec<(String, String)>,
     /// Logging.
     pub log: LogConfig,
     /// The config file that was read, if any.
@@ -380,7 +388,8 @@ fn check_file_keys(path: &Path) -> Result<(), ConfigError> {
             message: one_line(&e.to_string()),
         })?;
     for key in key_paths(&user) {
-        if !known.contains(&key) {
+        // `redact.extra` is a map of user-chosen names.
+        if !known.contains(&key) && !key.starts_with("redact.extra.") {
             return Err(ConfigError::UnknownKey {
                 path: path.to_path_buf(),
                 key,
@@ -568,6 +577,16 @@ impl Config {
                     1,
                 )?),
             },
+            redact_extra: {
+                let extra: Vec<(String, String)> = raw.redact.extra.into_iter().collect();
+                if let Err(e) = crate::redact::Redactor::new(&extra) {
+                    return Err(ConfigError::Invalid {
+                        key: format!("redact.extra.{}", e.pattern),
+                        message: e.message,
+                    });
+                }
+                extra
+            },
             log: LogConfig { level, format },
             file,
         })
@@ -745,6 +764,27 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("missing.toml"), "{err}");
+    }
+
+    #[test]
+    fn extra_redaction_patterns_are_validated() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "[redact.extra]\ninternal = \"itk_[a-z0-9]{32}\"\n").unwrap();
+        let o = Overrides {
+            config_file: Some(file.clone()),
+            ..Default::default()
+        };
+        let c = load_with_env(&o, &env(&[("HOME", "/h")])).unwrap();
+        assert_eq!(
+            c.redact_extra,
+            [("internal".to_string(), "itk_[a-z0-9]{32}".to_string())]
+        );
+        std::fs::write(&file, "[redact.extra]\nbroken = \"itk_[\"\n").unwrap();
+        let err = load_with_env(&o, &env(&[("HOME", "/h")]))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("redact.extra"), "{err}");
     }
 
     #[test]

@@ -395,18 +395,12 @@ impl Store {
                         })?;
                     }
                 }
-                // No liveness ping before each acquire: an embedded file connection does not go
-                // stale, and the ping was a round trip per transaction.
-                let pool = SqlitePoolOptions::new()
-                    .max_connections(cfg.max_connections)
-                    .test_before_acquire(false)
-                    .acquire_timeout(cfg.connect_timeout)
-                    .connect_with(opts)
-                    .await
-                    .map_err(connect_err)?;
                 // sqlx takes no migration lock on SQLite: two processes opening a new database
                 // at once (a daemon starting while `gleaner sessions` runs) would both try to
-                // create the tables. An advisory lock next to the file serialises them.
+                // create the tables, and switching a new file to WAL needs an exclusive lock
+                // that SQLite refuses at once instead of waiting. An advisory lock next to the
+                // file, held from before the first connection until migrations are done,
+                // serialises all of it.
                 let _migrate_lock =
                     lock_for_migration(&db_file)
                         .await
@@ -417,6 +411,15 @@ impl Store {
                                 db_file.display()
                             ),
                         })?;
+                // No liveness ping before each acquire: an embedded file connection does not go
+                // stale, and the ping was a round trip per transaction.
+                let pool = SqlitePoolOptions::new()
+                    .max_connections(cfg.max_connections)
+                    .test_before_acquire(false)
+                    .acquire_timeout(cfg.connect_timeout)
+                    .connect_with(opts)
+                    .await
+                    .map_err(connect_err)?;
                 sqlx::migrate!("migrations/sqlite").run(&pool).await?;
                 Store::Sqlite(pool)
             }

@@ -171,8 +171,28 @@ impl TestEnv {
         serde_json::from_slice(&out.stdout).expect("ingest JSON")
     }
 
-    /// Start `gleaner daemon` with extra environment.
+    /// Start `gleaner daemon` with extra environment and wait until it is up (its status
+    /// socket exists), so a stop signal sent afterwards finds its handlers installed.
     pub fn spawn_daemon(&self, env: &[(&str, &str)]) -> Child {
+        let mut child = self.spawn_daemon_unready(env);
+        let sock = self.dir.path().join("data/gleaner/gleaner.sock");
+        let start = std::time::Instant::now();
+        // A socket file may be left over by a killed daemon: ask, and check the pid.
+        while status_pid(&sock) != Some(child.id()) {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!("daemon exited during startup: {status:?}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "daemon did not start"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        child
+    }
+
+    /// Start `gleaner daemon` and return at once (it may still be starting).
+    pub fn spawn_daemon_unready(&self, env: &[(&str, &str)]) -> Child {
         let mut c = self.cmd();
         for (k, v) in env {
             c.env(k, v);
@@ -187,6 +207,18 @@ impl TestEnv {
     pub fn path(&self, rel: &str) -> PathBuf {
         self.projects.join(rel)
     }
+}
+
+/// The pid the daemon behind `sock` reports, if one answers.
+pub fn status_pid(sock: &Path) -> Option<u32> {
+    use std::io::{BufRead, Write};
+    let mut stream = std::os::unix::net::UnixStream::connect(sock).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream.write_all(b"{\"type\":\"status\"}\n").ok()?;
+    let mut line = String::new();
+    std::io::BufReader::new(stream).read_line(&mut line).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&line).ok()?;
+    v.get("pid")?.as_u64().map(|p| p as u32)
 }
 
 pub fn assert_ok(out: &Output) {

@@ -118,7 +118,8 @@ async fn kill_nine(backend: Backend) {
     let mut kills = 0;
     let start = Instant::now();
     while !done.load(Ordering::SeqCst) || kills < 5 {
-        let mut d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "50")]);
+        // Not waiting for readiness: a kill may land during startup too.
+        let mut d = env.spawn_daemon_unready(&[("GLEANER_BATCH__MAX_LINES", "50")]);
         std::thread::sleep(Duration::from_millis(40 + rng.below(400)));
         d.kill().expect("kill -9");
         d.wait().expect("reap");
@@ -138,7 +139,12 @@ async fn kill_nine(backend: Backend) {
         wait_offset(&store, p, end).await;
     }
     let (status, _) = terminate(&mut d);
-    assert!(status.success());
+    let mut err = String::new();
+    if let Some(mut e) = d.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    assert!(status.success(), "daemon exit {status:?}: {err}");
     let crashed = message_keys(&store).await;
     let crashed_counts = counts(&store).await;
     store.close().await;

@@ -8,6 +8,7 @@
 //! - `cli`: exit codes and one-line errors, JSON shapes, global flags.
 //! - `knowledge`: summaries, feedback, tool calls, tokens against an oracle over the corpus;
 //!   resumed copies; sessions finishing by idle time and by the hook, and reopening.
+//! - `redact`: 60+ fake secrets in real transcript lines never reach either database.
 
 mod common;
 
@@ -16,3 +17,4 @@ mod corpus;
 mod crash;
 mod daemon;
 mod knowledge;
+mod redact;
