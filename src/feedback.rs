@@ -725,35 +725,9 @@ mod tests {
 
     // ------------------------------------------------------------------ corpus
 
-    const CORPUS: &str = "/work/shared/corpus/real";
-
-    fn corpus_files() -> Vec<std::path::PathBuf> {
-        fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-            let Ok(rd) = std::fs::read_dir(dir) else {
-                return;
-            };
-            for e in rd.flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, out);
-                } else if p.extension().is_some_and(|x| x == "jsonl") {
-                    out.push(p);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(std::path::Path::new(CORPUS), &mut out);
-        out.sort();
-        out
-    }
-
     #[test]
     fn corpus_tally() {
-        let files = corpus_files();
-        if files.is_empty() {
-            eprintln!("corpus not found at {CORPUS}; skipping");
-            return;
-        }
+        let files = crate::test_support::corpus_files();
         let (mut n_msg, mut n_den, mut n_int, mut n_user) = (0usize, 0usize, 0usize, 0usize);
         let mut n_den_reason = 0usize;
         let mut samples = Vec::new();

@@ -41,3 +41,16 @@ pub mod store;
 pub mod tailer;
 pub mod telemetry;
 pub mod writer;
+
+/// Helpers shared by the unit tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    /// Every `*.jsonl` of the shared real corpus (`../shared/corpus/real`, beside the checkout).
+    /// Panics when it is missing: the corpus tests must not pass by skipping.
+    pub fn corpus_files() -> Vec<std::path::PathBuf> {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real");
+        let files = crate::discovery::scan(&root);
+        assert!(!files.is_empty(), "no corpus at {}", root.display());
+        files
+    }
+}

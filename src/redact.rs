@@ -677,7 +677,7 @@ fn is_descriptive_name(v: &str) -> bool {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     fn red(r: &Redactor, text: &str) -> (String, BTreeMap<&'static str, u64>) {
         let mut counts = BTreeMap::new();
@@ -932,27 +932,9 @@ mod tests {
         assert!(bad.is_empty(), "false positives:\n{}", bad.join("\n"));
     }
 
-    fn corpus_files() -> Vec<PathBuf> {
-        fn walk(d: &Path, out: &mut Vec<PathBuf>) {
-            let Ok(rd) = std::fs::read_dir(d) else { return };
-            for e in rd.flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, out);
-                } else if p.extension().is_some_and(|x| x == "jsonl") {
-                    out.push(p);
-                }
-            }
-        }
-        let mut out = Vec::new();
-        walk(Path::new("/work/shared/corpus/real"), &mut out);
-        out.sort();
-        out
-    }
-
     fn corpus_texts() -> Vec<String> {
         let mut out = Vec::new();
-        for f in corpus_files() {
+        for f in crate::test_support::corpus_files() {
             let Ok(s) = std::fs::read_to_string(&f) else {
                 continue;
             };

@@ -229,28 +229,6 @@ fn deep_nesting_does_not_panic() {
 
 // ------------------------------------------------------------------ corpus
 
-const CORPUS: &str = "/work/shared/corpus/real";
-
-fn corpus_files() -> Vec<std::path::PathBuf> {
-    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
-        let Ok(rd) = std::fs::read_dir(dir) else {
-            return;
-        };
-        for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, out);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                out.push(p);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(std::path::Path::new(CORPUS), &mut out);
-    out.sort();
-    out
-}
-
 fn lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
     data.split(|b| *b == b'\n').filter(|l| !l.is_empty())
 }
@@ -258,11 +236,7 @@ fn lines(data: &[u8]) -> impl Iterator<Item = &[u8]> {
 #[test]
 fn corpus_parses() {
     use std::collections::BTreeMap;
-    let files = corpus_files();
-    if files.is_empty() {
-        eprintln!("corpus not found at {CORPUS}; skipping");
-        return;
-    }
+    let files = crate::test_support::corpus_files();
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
     let mut unknown: BTreeMap<String, usize> = BTreeMap::new();
     let mut blocks: BTreeMap<String, usize> = BTreeMap::new();
@@ -343,7 +317,7 @@ fn corpus_parses() {
 #[test]
 fn corpus_speed_report() {
     let mut all = Vec::new();
-    for f in corpus_files() {
+    for f in crate::test_support::corpus_files() {
         if let Ok(d) = std::fs::read(f) {
             all.extend_from_slice(&d);
             if !all.ends_with(b"\n") {
