@@ -22,6 +22,10 @@ use clap::Parser;
 use regex::bytes::{Captures, Regex};
 use sqlx::{ConnectOptions, Connection};
 
+#[path = "common/mod.rs"]
+mod common;
+use common::{percentile, pg_connect, pg_exec, pg_url};
+
 const DEFAULT_CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/real");
 const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/postgres";
 const MACHINE: &str = "bench";
@@ -75,6 +79,8 @@ struct Bench {
     work: PathBuf,
     rt: tokio::runtime::Runtime,
     problems: Vec<String>,
+    /// Extra environment for the next runs (e.g. the episode stage switched off).
+    env: Vec<(String, String)>,
 }
 
 fn main() -> ExitCode {
@@ -118,6 +124,7 @@ fn run() -> Result<usize> {
         work: work.clone(),
         rt,
         problems: Vec::new(),
+        env: Vec::new(),
     };
 
     // 1. The transcript tree (kept and reused with --work).
@@ -156,8 +163,18 @@ fn run() -> Result<usize> {
     }
     let url = format!("sqlite://{}", work.join("bench.db").display());
     table.push(("sqlite", b.bulk("sqlite", &projects, &url)?));
+    // The episode stage's cost: the same tree without it.
+    for f in ["noep.db", "noep.db-wal", "noep.db-shm"] {
+        let _ = fs::remove_file(work.join(f));
+    }
+    let url = format!("sqlite://{}", work.join("noep.db").display());
+    b.env = vec![("GLEANER_EPISODES__ENABLED".into(), "false".into())];
+    println!("sqlite without episodes: ingest into noep.db");
+    let without = b.ingest(&projects, &url, &work.join("ingest-noep.log"))?;
+    b.env.clear();
     let url = format!("sqlite://{}", work.join("live.db").display());
     lives.push(("sqlite", b.latency("sqlite", &url, &lines)?));
+    let session = b.session(&corpus, 11_000_000)?;
 
     // 3. PostgreSQL, in fresh databases dropped at the end.
     if !opts.skip_postgres {
@@ -214,6 +231,25 @@ fn run() -> Result<usize> {
         let (pct, rss) = (cpu * 10.0, *rss as f64 / 1e6);
         println!("idle CPU {name:<8} {cpu:.2} s over 10 s ({pct:.1}% of a core)  RSS {rss:.1} MB");
     }
+    if let Some((_, Ingest(with, _, cpu_with, _))) = table.iter().find(|t| t.0 == "sqlite") {
+        let Ingest(wo, _, cpu_wo, _) = &without;
+        println!(
+            "episodes sqlite  with {:.1} MB/s, CPU {cpu_with:.2} s; without {:.1} MB/s, CPU {cpu_wo:.2} s: stage costs {:.1}% CPU",
+            with.mb_per_s,
+            wo.mb_per_s,
+            (cpu_with - cpu_wo) / cpu_wo.max(1e-9) * 100.0
+        );
+    }
+    println!(
+        "session {:.1} MB ({} lines): extraction in process {:.0} ms (of which episodes {:.0} ms), gleaner ingest end to end {:.0} ms; {} episodes, {} snippets",
+        session.bytes as f64 / 1e6,
+        session.lines,
+        session.extract_ms,
+        session.episode_ms,
+        session.ingest_ms,
+        session.episodes,
+        session.snippets
+    );
     for p in &b.problems {
         println!("CHECK FAILED: {p}");
     }
@@ -419,7 +455,166 @@ impl Corpus {
     }
 }
 
+/// Figures of the one-long-session benchmark.
+struct Session {
+    bytes: u64,
+    lines: u64,
+    extract_ms: f64,
+    episode_ms: f64,
+    ingest_ms: f64,
+    episodes: i64,
+    snippets: i64,
+}
+
 impl Bench {
+    /// One finished session of `target` bytes built from the corpus's main transcripts (their
+    /// lines concatenated under one session id, modification time a day ago): extraction time
+    /// in process (parse, rows, redaction, episodes and snippets, no database), then
+    /// `gleaner ingest` end to end into a fresh SQLite database.
+    fn session(&mut self, corpus: &Corpus, target: u64) -> Result<Session> {
+        use gleaner::discovery::classify;
+        use gleaner::episode::{Builder, Rules};
+        use gleaner::extract::{extract, FileContext};
+        use gleaner::redact::Redactor;
+        use gleaner::tailer::{Tailer, TailerConfig};
+
+        const SID: &str = "5e551011-0000-4000-8000-00000000b11e";
+        let root = self.work.join("session");
+        let _ = fs::remove_dir_all(&root);
+        let path = root.join("-bench-session").join(format!("{SID}.jsonl"));
+        fs::create_dir_all(path.parent().context("parent")?)?;
+        let re = Regex::new(r#""sessionId"\s*:\s*"[^"]*""#)?;
+        let mut mains: Vec<_> = corpus
+            .files
+            .iter()
+            .filter(|(rel, _)| {
+                let stem = rel.file_stem().map(|s| s.to_string_lossy().into_owned());
+                stem.is_some_and(|s| is_uuid(s.as_bytes()))
+                    && !rel.to_string_lossy().contains("subagents")
+            })
+            .collect();
+        mains.sort_by_key(|f| std::cmp::Reverse(f.1));
+        let mut w = BufWriter::new(File::create(&path)?);
+        let (mut bytes, mut lines, mut buf) = (0u64, 0u64, Vec::new());
+        'outer: for (rel, _) in mains.iter().cycle() {
+            let mut r = BufReader::new(File::open(corpus.root.join(rel))?);
+            while {
+                buf.clear();
+                r.read_until(b'\n', &mut buf)? > 0
+            } {
+                if buf.last() != Some(&b'\n') {
+                    continue;
+                }
+                let line = re.replace_all(&buf, format!(r#""sessionId":"{SID}""#).as_bytes());
+                w.write_all(&line)?;
+                bytes += line.len() as u64;
+                lines += 1;
+                if bytes >= target {
+                    break 'outer;
+                }
+            }
+        }
+        w.flush()?;
+        drop(w);
+        let day_ago = SystemTime::now() - Duration::from_secs(86_400);
+        File::options()
+            .write(true)
+            .open(&path)?
+            .set_modified(day_ago)?;
+
+        // In process: the pipeline's pure part, batch by batch as the daemon reads it.
+        let redactor = Redactor::builtin();
+        let rules = Rules::defaults();
+        let mut best = (f64::MAX, 0.0);
+        for _ in 0..3 {
+            let info = classify(&root, &path);
+            let mut ctx = FileContext::new(1, MACHINE.into(), info, Some(SID.into()));
+            let cfg = TailerConfig {
+                max_line_bytes: 64 << 20,
+                read_chunk: 1 << 20,
+            };
+            let t0 = Instant::now();
+            let (mut t, _) = Tailer::open(&path, None, cfg)?;
+            let mut expected = (1, 0);
+            let (mut side, mut feed) = (Duration::ZERO, Duration::ZERO);
+            while let Some(batch) = t.read_batch(8 << 20, 20_000)? {
+                let pb = extract(&mut ctx, &batch, expected, 0, &redactor, &rules);
+                expected = (pb.checkpoint.generation, pb.checkpoint.offset);
+                // Episode share: the same records through a fresh builder.
+                let t1 = Instant::now();
+                let mut b = Builder::new(1);
+                let parsed: Vec<_> = batch
+                    .lines
+                    .iter()
+                    .map(|l| (l.line_no, gleaner::parse::parse_line(batch.line_bytes(l))))
+                    .collect();
+                let texts: Vec<Vec<Option<String>>> = parsed
+                    .iter()
+                    .map(|(_, p)| p.records.iter().map(|r| r.text()).collect())
+                    .collect();
+                let inputs = parsed.iter().zip(&texts).flat_map(|((n, p), t)| {
+                    p.records
+                        .iter()
+                        .zip(t)
+                        .map(move |(rec, text)| gleaner::episode::Input {
+                            line_no: *n,
+                            rec,
+                            text: text.as_deref(),
+                        })
+                });
+                let t2 = Instant::now();
+                b.feed(&rules, &redactor, SID, inputs, batch.checkpoint.lines);
+                feed += t2.elapsed();
+                side += t1.elapsed();
+            }
+            let fin = ctx.episodes.as_ref().and_then(|b| b.finish(SID));
+            let total = (t0.elapsed() - side).as_secs_f64() * 1000.0;
+            std::hint::black_box(fin);
+            if total < best.0 {
+                best = (total, feed.as_secs_f64() * 1000.0);
+            }
+        }
+
+        // End to end: gleaner ingest (finishes the session: its mtime is a day old).
+        for f in ["session.db", "session.db-wal", "session.db-shm"] {
+            let _ = fs::remove_file(self.work.join(f));
+        }
+        let url = format!("sqlite://{}", self.work.join("session.db").display());
+        let t0 = Instant::now();
+        let Ingest(s, ..) = self.ingest(&root, &url, &self.work.join("ingest-session.log"))?;
+        let ingest_ms = t0.elapsed().as_secs_f64() * 1000.0;
+        let (episodes, snippets, open) = self.rt.block_on(async {
+            let mut db = Reader::connect(&url).await?;
+            let e = db.count("SELECT COUNT(*) FROM episodes").await?;
+            let s = db.count("SELECT COUNT(*) FROM snippets").await?;
+            let o = db
+                .count("SELECT COUNT(*) FROM episodes WHERE status = 'open'")
+                .await?;
+            anyhow::Ok((e, s, o))
+        })?;
+        if open != 0 || s.errors != 0 {
+            self.problems.push(format!(
+                "session: {open} episodes left open, {} errors",
+                s.errors
+            ));
+        }
+        if best.0 >= 500.0 {
+            self.problems.push(format!(
+                "session: extraction took {:.0} ms (target 500)",
+                best.0
+            ));
+        }
+        Ok(Session {
+            bytes,
+            lines,
+            extract_ms: best.0,
+            episode_ms: best.1,
+            ingest_ms,
+            episodes,
+            snippets,
+        })
+    }
+
     /// gleaner with the global flags, and HOME/XDG folders inside the work folder.
     fn cmd(&self, projects: &Path, url: &str) -> Command {
         let mut c = Command::new(&self.bin);
@@ -433,6 +628,9 @@ impl Bench {
             .env("XDG_DATA_HOME", home.join(".local/share"))
             .env("XDG_CONFIG_HOME", home.join(".config"))
             .env_remove("CLAUDE_CONFIG_DIR");
+        for (k, v) in &self.env {
+            c.env(k, v);
+        }
         c.arg("--projects-dir").arg(projects).args([
             "--database-url",
             url,
@@ -768,42 +966,6 @@ impl Reader {
             Reader::Pg(c) => c.close().await,
         };
     }
-}
-
-async fn pg_connect(url: &str) -> Result<sqlx::PgConnection> {
-    let conn = tokio::time::timeout(Duration::from_secs(5), sqlx::PgConnection::connect(url));
-    Ok(conn.await.context("timed out after 5 s")??)
-}
-
-async fn pg_exec(admin: &str, sql: &str) -> Result<()> {
-    let mut c = pg_connect(admin).await?;
-    sqlx::query(sql)
-        .execute(&mut c)
-        .await
-        .with_context(|| sql.to_string())?;
-    c.close().await.ok();
-    Ok(())
-}
-
-/// The admin URL with its database name replaced (query string kept).
-fn pg_url(admin: &str, db: &str) -> String {
-    let (base, query) = admin
-        .split_once('?')
-        .map_or((admin, None), |(b, q)| (b, Some(q)));
-    let host_end = base
-        .find("://")
-        .map(|i| i + 3)
-        .and_then(|s| base[s..].find('/').map(|j| s + j));
-    let base = &base[..host_end.unwrap_or(base.len())];
-    query.map_or(format!("{base}/{db}"), |q| format!("{base}/{db}?{q}"))
-}
-
-fn percentile(v: &[f64], q: f64) -> f64 {
-    let mut s = v.to_vec();
-    s.sort_by(f64::total_cmp);
-    s.get(((s.len() as f64 * q).ceil() as usize).clamp(1, s.len().max(1)) - 1)
-        .copied()
-        .unwrap_or(f64::NAN)
 }
 
 /// utime + stime of a process, in seconds.

@@ -10,6 +10,23 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# The real transcripts corpus lives beside the project's main checkout (../shared/corpus/real).
+# A clone made elsewhere (CI, a temporary folder) finds it through its origin when that is a
+# local checkout. The tests fail, never skip, without it.
+if [ -z "${GLEANER_CORPUS_DIR:-}" ]; then
+  for base in "$PWD/.." "$(git config --get remote.origin.url 2>/dev/null || true)/.."; do
+    if [ -d "$base/shared/corpus/real" ]; then
+      GLEANER_CORPUS_DIR=$(cd "$base/shared/corpus/real" && pwd)
+      break
+    fi
+  done
+fi
+if [ -z "${GLEANER_CORPUS_DIR:-}" ]; then
+  echo "test: real corpus not found: set GLEANER_CORPUS_DIR (expected ../shared/corpus/real)" >&2
+  exit 1
+fi
+export GLEANER_CORPUS_DIR
+
 GLEANER_TEST_PG_URL=${GLEANER_TEST_PG_URL:-$(scripts/ensure-postgres.sh)}
 export GLEANER_TEST_PG_URL
 

@@ -324,8 +324,10 @@ impl Engine {
         let now = Instant::now();
         for slot in self.slots.values_mut() {
             if let Slot::Idle(t) = slot {
-                if t.tailer.is_some() && now.duration_since(t.last_growth) >= idle {
+                if now.duration_since(t.last_growth) >= idle {
                     t.tailer = None;
+                    // The episode state is in the database; reloaded when the file grows.
+                    t.ctx.episodes = None;
                 }
             }
         }
@@ -492,8 +494,13 @@ pub async fn sweep_idle_sessions(
     if idle.is_empty() {
         return Ok(0);
     }
+    let t0 = std::time::Instant::now();
     let n = store.finish_idle(&idle).await?;
-    tracing::debug!(finished = n, "idle sessions finished");
+    tracing::debug!(
+        finished = n,
+        ms = t0.elapsed().as_millis() as u64,
+        "idle sessions finished"
+    );
     Ok(n as usize)
 }
 

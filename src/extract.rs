@@ -9,15 +9,16 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::discovery::{FileInfo, FileKind};
+use crate::episode;
 use crate::feedback;
 use crate::model::{
     DiagnosticRow, FeedbackRow, KindCount, MessageRow, PreparedBatch, SessionUpdate, SummaryRow,
     ToolUseRow, UsageRow,
 };
-use crate::parse::{parse_line, Block, Kind, LineError, Record};
+use crate::parse::{parse_line, Block, Kind, LineError, Parsed, Record};
 use crate::prompt;
 use crate::redact::Redactor;
-use crate::tailer::{Batch, TailDiagnostic};
+use crate::tailer::{Batch, Line, TailDiagnostic};
 
 /// Longest title kept, in characters.
 const TITLE_CHARS: usize = 200;
@@ -36,6 +37,10 @@ pub struct FileContext {
     pub session_id: Option<String>,
     /// The sub-agent's `.meta.json` has been read (it is looked for until found).
     pub agent_meta_seen: bool,
+    /// Episode state of a main transcript, as of the last batch extracted. `None` until loaded
+    /// from the database (the pipeline loads it before extracting, and drops it when the file
+    /// goes idle or a commit fails, so it never runs ahead of what is committed for long).
+    pub episodes: Option<Box<episode::Builder>>,
 }
 
 impl FileContext {
@@ -48,6 +53,7 @@ impl FileContext {
             info,
             session_id,
             agent_meta_seen: false,
+            episodes: None,
         }
     }
 }
@@ -62,10 +68,19 @@ pub fn extract(
     expected: (i64, u64),
     size: u64,
     redactor: &Redactor,
+    rules: &episode::Rules,
 ) -> PreparedBatch {
     let mut redacted: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let mut out = extract_rows(ctx, batch, expected, size);
+    let parsed: Vec<(&Line, Parsed<'_>)> = batch
+        .lines
+        .iter()
+        .map(|line| (line, parse_line(batch.line_bytes(line))))
+        .collect();
+    let mut out = extract_rows(ctx, batch, &parsed, expected, size);
     scrub_batch(&mut out, redactor, &mut redacted);
+    if ctx.info.kind == FileKind::Main && rules.settings.enabled {
+        episodes(ctx, batch, &parsed, &mut out, redactor, rules);
+    }
     out.kinds
         .extend(redacted.into_iter().map(|(kind, n)| KindCount {
             category: "redacted",
@@ -101,9 +116,71 @@ fn scrub_batch(out: &mut PreparedBatch, r: &Redactor, counts: &mut BTreeMap<&'st
     }
 }
 
+/// Feed the batch to the file's episode builder: the episodes it closes and the open one go
+/// into the batch, with the builder's new state.
+fn episodes(
+    ctx: &mut FileContext,
+    batch: &Batch,
+    parsed: &[(&Line, Parsed<'_>)],
+    out: &mut PreparedBatch,
+    redactor: &Redactor,
+    rules: &episode::Rules,
+) {
+    let Some(session_id) = ctx.session_id.clone() else {
+        return;
+    };
+    let generation = batch.checkpoint.generation;
+    let builder = ctx
+        .episodes
+        .get_or_insert_with(|| Box::new(episode::Builder::new(generation)));
+    if builder.generation != generation {
+        // Truncated or rewritten: line numbers start again.
+        **builder = episode::Builder::new(generation);
+    }
+    // Message rows are in record order; their text is the redacted one.
+    let mut texts = out.messages.iter().peekable();
+    let mut inputs = Vec::new();
+    for (line, p) in parsed {
+        for (seq, rec) in p.records.iter().enumerate() {
+            let mut text = None;
+            while let Some(m) = texts.peek() {
+                if (m.line_no, m.seq as usize) < (line.line_no, seq) {
+                    texts.next();
+                    continue;
+                }
+                if (m.line_no, m.seq as usize) == (line.line_no, seq) {
+                    text = m.text.as_deref();
+                }
+                break;
+            }
+            inputs.push(episode::Input {
+                line_no: line.line_no,
+                rec,
+                text,
+            });
+        }
+    }
+    let targets: HashMap<&str, &str> = out
+        .tool_uses
+        .iter()
+        .filter_map(|t| Some((t.tool_use_id.as_str(), t.target.as_deref()?)))
+        .collect();
+    let rows = builder.feed_with_targets(
+        rules,
+        redactor,
+        &session_id,
+        inputs,
+        batch.checkpoint.lines,
+        &targets,
+    );
+    out.episodes = rows;
+    out.episode_state = Some(builder.to_json());
+}
+
 fn extract_rows(
     ctx: &mut FileContext,
     batch: &Batch,
+    parsed: &[(&Line, Parsed<'_>)],
     expected: (i64, u64),
     size: u64,
 ) -> PreparedBatch {
@@ -117,7 +194,6 @@ fn extract_rows(
         ..PreparedBatch::default()
     };
     let mut kinds: HashMap<(&'static str, String), i64> = HashMap::new();
-    let mut parsed = Vec::with_capacity(batch.lines.len());
 
     for d in &batch.diagnostics {
         match d {
@@ -135,8 +211,7 @@ fn extract_rows(
         }
     }
 
-    for line in &batch.lines {
-        let p = parse_line(batch.line_bytes(line));
+    for (line, p) in parsed {
         if let Some(err) = &p.error {
             out.diagnostics.push(DiagnosticRow {
                 line_no: line.line_no,
@@ -150,7 +225,6 @@ fn extract_rows(
                 detail: Some(err.to_string()),
             });
         }
-        parsed.push((line, p));
     }
 
     // Decide the session before building rows: the first `sessionId` of a main file whose name
@@ -179,7 +253,7 @@ fn extract_rows(
     let mut usage: HashMap<String, UsageRow> = HashMap::new();
     let generation = batch.checkpoint.generation;
 
-    for (line, p) in &parsed {
+    for (line, p) in parsed {
         for (seq, rec) in p.records.iter().enumerate() {
             saw_record = true;
             tally(&mut kinds, rec);
@@ -481,7 +555,14 @@ mod tests {
         let mut expected = (1, 0);
         while let Some(b) = t.read_batch(1 << 20, 10_000).unwrap() {
             let redactor = Redactor::new(&[]).unwrap();
-            let pb = extract(&mut ctx, &b, expected, 0, &redactor);
+            let pb = extract(
+                &mut ctx,
+                &b,
+                expected,
+                0,
+                &redactor,
+                &episode::Rules::defaults(),
+            );
             expected = (pb.checkpoint.generation, pb.checkpoint.offset);
             out.push(pb);
         }

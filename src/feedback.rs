@@ -63,7 +63,7 @@ pub struct Item {
 }
 
 /// Start of the tool result Claude Code writes when the user rejects a tool call.
-const DENIAL_PREFIX: &str = "The user doesn't want to proceed with this tool use";
+pub const DENIAL_PREFIX: &str = "The user doesn't want to proceed with this tool use";
 
 /// Tool result text of a tool call cut short by Esc while it was pending or running.
 const TOOL_INTERRUPT_MARKER: &str = "[Request interrupted by user for tool use]";

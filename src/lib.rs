@@ -28,6 +28,7 @@ pub mod config;
 pub mod daemon;
 pub mod discovery;
 pub mod engine;
+pub mod episode;
 pub mod extract;
 pub mod feedback;
 pub mod ingest;
@@ -36,6 +37,7 @@ pub mod parse;
 pub mod pipeline;
 pub mod prompt;
 pub mod redact;
+pub mod snippet;
 pub mod status;
 pub mod store;
 pub mod tailer;
@@ -45,10 +47,16 @@ pub mod writer;
 /// Helpers shared by the unit tests.
 #[cfg(test)]
 pub(crate) mod test_support {
-    /// Every `*.jsonl` of the shared real corpus (`../shared/corpus/real`, beside the checkout).
-    /// Panics when it is missing: the corpus tests must not pass by skipping.
+    /// Every `*.jsonl` of the shared real corpus: `$GLEANER_CORPUS_DIR` (set by
+    /// `scripts/test.sh`, which finds it for clones made anywhere), else `../shared/corpus/real`
+    /// beside the checkout. Panics when it is missing: the corpus tests must not pass by
+    /// skipping.
     pub fn corpus_files() -> Vec<std::path::PathBuf> {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real");
+        let root = std::env::var_os("GLEANER_CORPUS_DIR")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| {
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real")
+            });
         let files = crate::discovery::scan(&root);
         assert!(!files.is_empty(), "no corpus at {}", root.display());
         files

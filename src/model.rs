@@ -48,6 +48,10 @@ pub struct PreparedBatch {
     pub bytes: u64,
     /// Physical lines this batch covers.
     pub lines: u64,
+    /// Episodes that closed in this batch, and the open one (main files only).
+    pub episodes: Vec<EpisodeRow>,
+    /// The episode builder's state after this batch (JSON), stored with the checkpoint.
+    pub episode_state: Option<String>,
 }
 
 /// Facts about a session learnt from one batch; merged with `min`/`max`/first-wins rules.
@@ -225,6 +229,74 @@ pub struct KindCount {
     pub name: String,
     /// How many.
     pub count: i64,
+}
+
+/// One episode of a main transcript: a run of turns about one task. Written open while it is
+/// the last episode of an active session, then again (upserted on its natural key
+/// `(file_id, generation, start_line)`) when it closes, with its snippets.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EpisodeRow {
+    /// Session of the file.
+    pub session_id: String,
+    /// File generation the line numbers refer to.
+    pub generation: i64,
+    /// 1-based position in the file.
+    pub ordinal: i64,
+    /// 1-based number (in the file) of its first turn.
+    pub first_turn: i64,
+    /// Turns in it.
+    pub turns: i64,
+    /// Line of its first prompt.
+    pub start_line: u64,
+    /// Line before the next episode's first prompt, or the last line read.
+    pub end_line: u64,
+    /// Timestamp of its first prompt.
+    pub started_at: Option<String>,
+    /// Latest timestamp seen in it.
+    pub ended_at: Option<String>,
+    /// Closed (no more turns will join it).
+    pub closed: bool,
+    /// `start`, `compaction`, `idle_gap`, `topic` or `window`.
+    pub cut_reason: String,
+    /// `routine`, `error_recovery`, `user_correction`, `pivot` or `design_decision`.
+    pub triage: String,
+    /// 0..=1.
+    pub confidence: f64,
+    /// JSON array of evidence items.
+    pub evidence: String,
+    /// First line of its first prompt.
+    pub title: Option<String>,
+    /// JSON array of files touched.
+    pub files_touched: String,
+    /// JSON object tool name -> calls.
+    pub tools: String,
+    /// JSON array of linked sub-agents (agent ids, or Task tool-use ids).
+    pub agents: String,
+    /// Automatic snippets (closed episodes only).
+    pub snippets: Vec<SnippetRow>,
+}
+
+/// A snippet ready to store: validated, redacted, hashed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SnippetRow {
+    /// `auto` or `manual`.
+    pub origin: &'static str,
+    /// `error_reasoning`, `decision_rationale` or `learning_pattern`.
+    pub snippet_type: String,
+    /// At most 256 characters.
+    pub title: String,
+    /// 100 to 10,240 bytes.
+    pub content: String,
+    /// Hash of the normalized content (dedup key within a session).
+    pub content_hash: String,
+    /// First source line (1-based).
+    pub line_start: u64,
+    /// Last source line.
+    pub line_end: u64,
+    /// Tags: tools, file extensions, error kinds, project.
+    pub tags: Vec<String>,
+    /// JSON object: word_count, reading_time_s, triage, confidence, version.
+    pub metadata: String,
 }
 
 /// 64-bit key of a uuid for the narrow `messages.uuid_key` / `summaries.leaf_key` index

@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::discovery::{classify, FileInfo, FileKind};
+use crate::episode;
 use crate::extract::{extract, FileContext};
 use crate::model::PreparedBatch;
 use crate::redact::{PatternError, Redactor};
@@ -148,6 +149,8 @@ pub struct Pipeline {
     read_slots: Arc<Semaphore>,
     /// Secret redaction, applied to every text before it is stored.
     redactor: Arc<Redactor>,
+    /// Episode cutting and triage phrase matchers.
+    rules: Arc<episode::Rules>,
 }
 
 /// Transcript bytes allowed in flight, as a multiple of `batch.max_bytes`.
@@ -177,6 +180,13 @@ impl Pipeline {
         // Validated when the configuration was loaded; an error here is still reported, never
         // ignored: storing unredacted text is not an option.
         let redactor = Arc::new(Redactor::new(&cfg.redact_extra)?);
+        // Validated when the configuration was loaded, like the redaction patterns.
+        let rules = Arc::new(
+            episode::Rules::new(cfg.episodes.clone()).map_err(|message| PatternError {
+                pattern: "triage".into(),
+                message,
+            })?,
+        );
         let budget_kib = u32::try_from(cfg.batch.max_bytes * BUDGET_BATCHES / 1024)
             .unwrap_or(u32::MAX)
             .max(1);
@@ -189,6 +199,7 @@ impl Pipeline {
             budget_kib,
             read_slots: Arc::new(Semaphore::new(cfg_workers)),
             redactor,
+            rules,
         })
     }
 
@@ -221,7 +232,9 @@ impl Pipeline {
     ) -> impl FnOnce() -> Result<ReadStep, TailError> + Send + 'static {
         let cfg = self.tailer_config();
         let (max_bytes, max_lines) = (self.cfg.batch.max_bytes, self.cfg.batch.max_lines);
+        let idle_ms = self.cfg.sessions.idle_timeout.as_millis() as i64;
         let redactor = self.redactor.clone();
+        let rules = self.rules.clone();
         move || {
             let mut tailer = match tailer {
                 Some(t) => t,
@@ -242,8 +255,19 @@ impl Pipeline {
                         .unwrap_or(batch.checkpoint.offset)
                         .max(batch.checkpoint.offset);
                     at_eof = size == batch.checkpoint.offset;
-                    let mut prepared = extract(&mut ctx, &batch, expected, size, &redactor);
+                    let mut prepared = extract(&mut ctx, &batch, expected, size, &redactor, &rules);
                     prepared.mtime_ms = meta.as_ref().map_or(0, mtime_ms);
+                    let now_ms = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map_or(0, |d| d.as_millis() as i64);
+                    let stale = now_ms - prepared.mtime_ms > idle_ms;
+                    if !at_eof || stale {
+                        // The open episode is written when the file is caught up (its state
+                        // travels with every batch anyway), and not at all for a file idle
+                        // past the session timeout: the idle sweep closes that session and
+                        // writes the episode closed (a backfill saves one upsert per file).
+                        prepared.episodes.retain(|e| e.closed);
+                    }
                     if ctx.info.kind == FileKind::Agent && !ctx.agent_meta_seen {
                         prepared.agent_meta = read_agent_meta(tailer.path());
                         ctx.agent_meta_seen = prepared.agent_meta.is_some();
@@ -267,6 +291,47 @@ impl Pipeline {
 
     /// Read `t` from its checkpoint to its last complete line, committing bounded batches.
     pub async fn pump(&self, t: &mut Tracked, cancel: &CancellationToken) -> PumpEnd {
+        if t.ctx.info.kind == FileKind::Main && t.ctx.episodes.is_none() {
+            match self.load_episodes(t).await {
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::error!(path = %t.path().display(), error = %e, "cannot load episode state");
+                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                    return PumpEnd::Failed;
+                }
+            }
+        }
+        let end = self.pump_loaded(t, cancel).await;
+        if end != PumpEnd::Caught {
+            // The in-memory state may be ahead of the database (a batch read but not
+            // committed): reload it before the next read.
+            t.ctx.episodes = None;
+        }
+        end
+    }
+
+    /// The episode state the database holds for `t` (a fresh one if none or unreadable).
+    async fn load_episodes(&self, t: &mut Tracked) -> Result<(), StoreError> {
+        // Nothing committed yet (a new file): no state to load, and no query either (a
+        // backfill of thousands of files would pay one round trip each).
+        let stored = match t.stored {
+            None => None,
+            Some(_) => self.store.episode_state(t.ctx.file_id).await?,
+        };
+        let generation = t.expected.0;
+        let builder = match stored.as_deref().map(episode::Builder::from_json) {
+            Some(Some(b)) => b,
+            Some(None) => {
+                tracing::warn!(path = %t.path().display(), "unreadable episode state; starting afresh");
+                episode::Builder::new(generation)
+            }
+            None => episode::Builder::new(generation),
+        };
+        t.ctx.episodes = Some(Box::new(builder));
+        Ok(())
+    }
+
+    async fn pump_loaded(&self, t: &mut Tracked, cancel: &CancellationToken) -> PumpEnd {
         let mut inflight: Option<(PreparedBatch, bool, OwnedSemaphorePermit)> = None;
         loop {
             // Read the next batch on a blocking thread while the previous one commits.
@@ -296,11 +361,16 @@ impl Pipeline {
                 let Some(permit) = self.reserve(t, expected.1).await else {
                     return PumpEnd::Cancelled;
                 };
+                // The episode builder moves into the step instead of being copied; it comes
+                // back with the step's context (and is reloaded if the step fails).
+                let episodes = t.ctx.episodes.take();
+                let mut ctx = t.ctx.clone();
+                ctx.episodes = episodes;
                 let step = self.read_step(
                     t.tailer.take(),
                     t.path().to_path_buf(),
                     t.stored.clone(),
-                    t.ctx.clone(),
+                    ctx,
                     expected,
                 );
                 let Ok(slot) = self.read_slots.clone().acquire_owned().await else {

@@ -5,6 +5,9 @@
 
 mod hook;
 mod output;
+mod snippet_add;
+mod snippet_query;
+mod snippets;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -112,6 +115,25 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List episodes (runs of turns about one task) with their triage label, confidence,
+    /// evidence and line range.
+    Episodes {
+        /// Only this session (a unique prefix of its id is enough).
+        session_prefix: Option<String>,
+        /// Only episodes with this label.
+        #[arg(long, value_name = "L")]
+        triage: Option<TriageLabel>,
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Query snippets, newest first.
+    Snippets(snippets::SnippetsArgs),
+    /// Manage snippets.
+    Snippet {
+        #[command(subcommand)]
+        command: SnippetCommand,
+    },
     /// Ask the running daemon what it is doing.
     Status {
         /// Print JSON.
@@ -137,6 +159,39 @@ enum HookCommand {
     /// SessionEnd hook: reads Claude Code's hook JSON on stdin, has the session ingested and
     /// marked finished (by the daemon, or by itself when no daemon runs).
     SessionEnd,
+}
+
+/// `gleaner snippet` subcommands.
+#[derive(Debug, Subcommand)]
+enum SnippetCommand {
+    /// Store a snippet written by hand or cut from a transcript.
+    Add(snippets::AddArgs),
+}
+
+/// `--triage` values.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub(crate) enum TriageLabel {
+    Routine,
+    #[value(alias = "error-recovery")]
+    ErrorRecovery,
+    #[value(alias = "user-correction")]
+    UserCorrection,
+    Pivot,
+    #[value(alias = "design-decision")]
+    DesignDecision,
+}
+
+/// `--type` values of snippets.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub(crate) enum SnippetKind {
+    #[value(alias = "error-reasoning")]
+    ErrorReasoning,
+    #[value(alias = "decision-rationale")]
+    DecisionRationale,
+    #[value(alias = "learning-pattern")]
+    LearningPattern,
 }
 
 /// `--status` values.
@@ -337,6 +392,15 @@ impl Command {
                     Err(e) => Err(e.into()),
                 }
             }
+            Command::Episodes {
+                session_prefix,
+                triage,
+                json,
+            } => snippets::episodes(&cfg, session_prefix, triage.map(value_name), json).await,
+            Command::Snippets(args) => snippets::query(&cfg, args).await,
+            Command::Snippet {
+                command: SnippetCommand::Add(args),
+            } => snippets::add(&cfg, args).await,
             Command::Hook { .. } => Ok(EXIT_OK),
         }
     }
@@ -350,7 +414,10 @@ fn hook_kind(h: &HookCommand) -> hook::Kind {
 
 /// Resolve a session id prefix: `Ok(id)` for exactly one match; otherwise say why on stderr and
 /// return the exit code (1).
-async fn resolve_prefix(store: &Store, prefix: &str) -> anyhow::Result<Result<String, u8>> {
+pub(crate) async fn resolve_prefix(
+    store: &Store,
+    prefix: &str,
+) -> anyhow::Result<Result<String, u8>> {
     let mut ids = store.sessions_with_prefix(prefix).await?;
     match ids.len() {
         0 => {

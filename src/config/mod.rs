@@ -78,8 +78,28 @@ pub struct RawConfig {
     batch: RawBatch,
     daemon: RawDaemon,
     sessions: RawSessions,
+    episodes: RawEpisodes,
+    triage: RawTriage,
     redact: RawRedact,
     log: RawLog,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawEpisodes {
+    enabled: bool,
+    mode: String,
+    idle_gap_mins: u64,
+    topic_threshold: f64,
+    min_prompt_terms: u64,
+    window_turns: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawTriage {
+    correction_phrases: Vec<String>,
+    pivot_phrases: Vec<String>,
+    decision_phrases: Vec<String>,
+    learning_phrases: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -144,6 +164,8 @@ pub struct Config {
     pub daemon: DaemonConfig,
     /// Session lifecycle.
     pub sessions: SessionsConfig,
+    /// Episode cutting and triage.
+    pub episodes: crate::episode::Settings,
     /// Extra redaction patterns `(name, regex)`, validated at load.
     pub redact_extra: Vec<(String, String)>,
     /// Logging.
@@ -450,6 +472,48 @@ fn positive(key: &str, v: u64, min: u64) -> Result<u64, ConfigError> {
     }
 }
 
+fn episode_settings(e: RawEpisodes, t: RawTriage) -> Result<crate::episode::Settings, ConfigError> {
+    use crate::episode::{Mode, Rules, Settings};
+    let mode = match e.mode.trim().to_ascii_lowercase().as_str() {
+        "topic" => Mode::Topic,
+        "window" => Mode::Window,
+        other => {
+            return Err(ConfigError::Invalid {
+                key: "episodes.mode".into(),
+                message: format!("expected \"topic\" or \"window\", got {other:?}"),
+            })
+        }
+    };
+    if !(0.0..=1.0).contains(&e.topic_threshold) {
+        return Err(ConfigError::Invalid {
+            key: "episodes.topic_threshold".into(),
+            message: format!("must be between 0 and 1, got {}", e.topic_threshold),
+        });
+    }
+    let settings = Settings {
+        enabled: e.enabled,
+        mode,
+        idle_gap_ms: i64::try_from(positive("episodes.idle_gap_mins", e.idle_gap_mins, 1)?)
+            .unwrap_or(i64::MAX / 60_000)
+            .saturating_mul(60_000),
+        topic_threshold: e.topic_threshold,
+        min_prompt_terms: to_usize("episodes.min_prompt_terms", e.min_prompt_terms)?,
+        window_turns: to_usize(
+            "episodes.window_turns",
+            positive("episodes.window_turns", e.window_turns, 1)?,
+        )?,
+        correction_phrases: t.correction_phrases,
+        pivot_phrases: t.pivot_phrases,
+        decision_phrases: t.decision_phrases,
+        learning_phrases: t.learning_phrases,
+    };
+    Rules::new(settings.clone()).map_err(|message| ConfigError::Invalid {
+        key: "triage".into(),
+        message,
+    })?;
+    Ok(settings)
+}
+
 fn to_usize(key: &str, v: u64) -> Result<usize, ConfigError> {
     usize::try_from(v).map_err(|_| ConfigError::Invalid {
         key: key.into(),
@@ -577,6 +641,7 @@ impl Config {
                     1,
                 )?),
             },
+            episodes: episode_settings(raw.episodes, raw.triage)?,
             redact_extra: {
                 let extra: Vec<(String, String)> = raw.redact.extra.into_iter().collect();
                 if let Err(e) = crate::redact::Redactor::new(&extra) {

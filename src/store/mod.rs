@@ -10,7 +10,9 @@
 //! still the one the batch was read from, and every row has a natural unique key with
 //! `ON CONFLICT DO NOTHING`.
 
+pub(crate) mod episodes;
 mod query;
+mod snippet_query;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -29,9 +31,13 @@ use crate::model::{
 };
 use crate::tailer::Checkpoint;
 
+pub use episodes::SnippetSource;
 pub use query::{
     FeedbackCounts, FeedbackFilter, FeedbackListing, FileListing, IdleSession, SessionFilter,
     SessionListing, SubAgent, SummaryCounts, SummaryListing, TableCounts, TokenTotals,
+};
+pub use snippet_query::{
+    EpisodeFilter, EpisodeListing, SnippetFilter, SnippetListing, SnippetPage, KEYWORD_COUNT_CAP,
 };
 
 /// Rows per multi-row `INSERT`: amortises the per-statement round trip (sqlx runs SQLite on a
@@ -565,7 +571,8 @@ impl Store {
                      session_id = COALESCE(session_id, $12), \
                      mtime_ms = CASE WHEN $16 > mtime_ms THEN $16 ELSE mtime_ms END, \
                      agent_type = COALESCE($17, agent_type), \
-                     agent_description = COALESCE($18, agent_description) \
+                     agent_description = COALESCE($18, agent_description), \
+                     episode_state = COALESCE($19, episode_state) \
                      WHERE id = $13 AND generation = $14 AND byte_offset = $15",
                 )
                 .bind(cp.generation)
@@ -586,6 +593,7 @@ impl Store {
                 .bind(b.mtime_ms)
                 .bind(b.agent_meta.as_ref().and_then(|m| m.0.as_deref()))
                 .bind(b.agent_meta.as_ref().and_then(|m| m.1.as_deref()))
+                .bind(b.episode_state.as_deref())
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
@@ -733,6 +741,36 @@ impl Store {
             }
 
             write_knowledge!(tx, accepted, now, dialect, leaves);
+
+            for b in &accepted {
+                if b.checkpoint.generation != b.expected.0 {
+                    // Truncated or rewritten: the old generation's last episode will never
+                    // grow again (its line numbers refer to content that is gone).
+                    sqlx::query(
+                        "UPDATE episodes SET status = 'closed', updated_at = $1 \
+                         WHERE file_id = $2 AND generation < $3 AND status = 'open'",
+                    )
+                    .bind(&now)
+                    .bind(b.file_id)
+                    .bind(b.checkpoint.generation)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                if b.episodes.is_empty() {
+                    continue;
+                }
+                let path: String = if b.episodes.iter().any(|e| !e.snippets.is_empty()) {
+                    sqlx::query_scalar("SELECT path FROM files WHERE id = $1")
+                        .bind(b.file_id)
+                        .fetch_one(&mut *tx)
+                        .await?
+                } else {
+                    String::new()
+                };
+                for ep in &b.episodes {
+                    episodes::write_episode!(tx, b.file_id, &path, &b.project, ep, now.as_str());
+                }
+            }
 
             for b in &accepted {
                 let Some(s) = &b.session else { continue };

@@ -596,16 +596,23 @@ impl Store {
         };
         let (ended, duration) = end_of(started.as_deref(), last.as_deref());
         let now = now_iso();
-        let n = with_pool!(self, pool => sqlx::query(FINISH_SESSION)
-            .bind(&ended)
-            .bind(duration)
-            .bind(reason)
-            .bind(&now)
-            .bind(session_id)
-            .execute(pool)
-            .await?
-            .rows_affected());
-        Ok(n == 1)
+        with_pool!(self, pool => {
+            let mut tx = pool.begin().await?;
+            let n = sqlx::query(FINISH_SESSION)
+                .bind(&ended)
+                .bind(duration)
+                .bind(reason)
+                .bind(&now)
+                .bind(session_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if n == 1 {
+                super::episodes::close_session_episodes!(tx, &[session_id], now.as_str());
+            }
+            tx.commit().await?;
+            Ok(n == 1)
+        })
     }
 
     /// Finish many idle sessions in one transaction (a backfill finds thousands at once).
@@ -615,11 +622,12 @@ impl Store {
         with_pool!(self, pool => {
             let mut tx = pool.begin().await?;
             let mut n = 0;
+            let mut finished: Vec<&str> = Vec::with_capacity(sessions.len());
             for s in sessions {
                 let (ended, duration) =
                     end_of(s.started_at.as_deref(), s.last_activity_at.as_deref());
                 let reason = if s.live_files == 0 { "deleted" } else { "idle" };
-                n += sqlx::query(FINISH_SESSION)
+                let changed = sqlx::query(FINISH_SESSION)
                     .bind(&ended)
                     .bind(duration)
                     .bind(reason)
@@ -628,7 +636,12 @@ impl Store {
                     .execute(&mut *tx)
                     .await?
                     .rows_affected();
+                if changed == 1 {
+                    finished.push(s.session_id.as_str());
+                }
+                n += changed;
             }
+            super::episodes::close_session_episodes!(tx, &finished, now.as_str());
             tx.commit().await?;
             Ok(n)
         })

@@ -39,6 +39,31 @@ async fn message_keys(store: &Store) -> Vec<Key> {
     .expect("message keys")
 }
 
+type EpisodeKey = (String, i64, i64, i64, i64, String, String, String);
+
+/// Every episode as (path, generation, start, end, turns, status, triage, evidence), sorted,
+/// and every snippet's (path, content hash).
+async fn episode_keys(store: &Store) -> (Vec<EpisodeKey>, Vec<(String, String)>) {
+    let sql = "SELECT f.path, e.generation, e.start_line, e.end_line, e.turns, e.status, \
+               e.triage, e.evidence FROM episodes e JOIN files f ON f.id = e.file_id \
+               ORDER BY f.path, e.generation, e.start_line";
+    let snip = "SELECT source_file, content_hash FROM snippets ORDER BY source_file, content_hash";
+    let (episodes, snippets) = match store {
+        Store::Sqlite(p) => (
+            sqlx::query_as(sql).fetch_all(p).await,
+            sqlx::query_as(snip).fetch_all(p).await,
+        ),
+        Store::Postgres(p) => (
+            sqlx::query_as(sql).fetch_all(p).await,
+            sqlx::query_as(snip).fetch_all(p).await,
+        ),
+    };
+    (
+        episodes.expect("episode keys"),
+        snippets.expect("snippet keys"),
+    )
+}
+
 /// Real transcript lines to replay (several corpus files, complete lines only).
 fn source_lines() -> Vec<Vec<u8>> {
     let corpus = corpus_dir();
@@ -146,6 +171,7 @@ async fn kill_nine(backend: Backend) {
     }
     assert!(status.success(), "daemon exit {status:?}: {err}");
     let crashed = message_keys(&store).await;
+    let crashed_episodes = episode_keys(&store).await;
     let crashed_counts = counts(&store).await;
     store.close().await;
 
@@ -161,6 +187,12 @@ async fn kill_nine(backend: Backend) {
         "rows differ after {kills} kills; seed {seed}"
     );
     assert_eq!(crashed_counts.messages, counts(&clean_store).await.messages);
+    let clean_episodes = episode_keys(&clean_store).await;
+    assert!(!clean_episodes.0.is_empty(), "the workload has prompts");
+    assert_eq!(
+        crashed_episodes, clean_episodes,
+        "episodes differ after {kills} kills; seed {seed}"
+    );
     for p in &paths {
         let a = file(&clean_store, p).await.expect("clean row");
         assert_eq!(a.generation, 1);

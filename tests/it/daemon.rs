@@ -129,7 +129,7 @@ async fn changes_while_stopped(backend: Backend) {
     // While nothing runs: a grows, b is truncated and rewritten shorter, c appears.
     let la2 = user_line(SID, "a2", "alpha two");
     append(&a, la2.as_bytes());
-    let lb3 = user_line(SID2, "b3", "b");
+    let lb3 = user_line(SID2, "b3", "beta two");
     std::fs::write(&b, lb3.as_bytes()).expect("rewrite b");
     let c = env.path(&format!("q/{SID}/subagents/agent-x.jsonl"));
     append(&c, user_line(SID, "c1", "gamma").as_bytes());
@@ -142,6 +142,18 @@ async fn changes_while_stopped(backend: Backend) {
     let fb = file(&store, &b).await.expect("b");
     assert_eq!((fb.generation, fb.lines), (2, 1));
     assert_eq!(counts(&store).await.messages, 6);
+    // The rewrite closed the old generation's episode; the new one is the only open one.
+    let sql = format!(
+        "SELECT e.generation, e.status FROM episodes e JOIN files f ON f.id = e.file_id \
+         WHERE f.path = '{}' ORDER BY e.generation",
+        b.display()
+    );
+    let eps: Vec<(i64, String)> = match &store {
+        gleaner::store::Store::Sqlite(p) => sqlx::query_as(&sql).fetch_all(p).await,
+        gleaner::store::Store::Postgres(p) => sqlx::query_as(&sql).fetch_all(p).await,
+    }
+    .expect("episodes of b");
+    assert_eq!(eps, [(1, "closed".to_string()), (2, "open".to_string())]);
 
     // A second instance refuses to start and names the lock.
     let out = env.cmd().arg("daemon").output().expect("second daemon");

@@ -8,6 +8,8 @@
 //! - `cli`: exit codes and one-line errors, JSON shapes, global flags.
 //! - `knowledge`: summaries, feedback, tool calls, tokens against an oracle over the corpus;
 //!   resumed copies; sessions finishing by idle time and by the hook, and reopening.
+//! - `episodes`: episodes tile every corpus session, snippets pass the gates, re-ingest adds
+//!   nothing, the schema refuses bad snippets; live open/close and session end.
 //! - `redact`: 60+ fake secrets in real transcript lines never reach either database.
 
 mod common;
@@ -16,5 +18,8 @@ mod cli;
 mod corpus;
 mod crash;
 mod daemon;
+mod episodes;
 mod knowledge;
 mod redact;
+mod snippet_add;
+mod snippet_query;

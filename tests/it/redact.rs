@@ -21,7 +21,13 @@ async fn stored_texts(store: &Store) -> Vec<String> {
                UNION ALL SELECT reason FROM feedback WHERE reason IS NOT NULL \
                UNION ALL SELECT text FROM summaries WHERE text IS NOT NULL \
                UNION ALL SELECT title FROM sessions WHERE title IS NOT NULL \
-               UNION ALL SELECT target FROM tool_uses WHERE target IS NOT NULL";
+               UNION ALL SELECT target FROM tool_uses WHERE target IS NOT NULL \
+               UNION ALL SELECT title FROM episodes WHERE title IS NOT NULL \
+               UNION ALL SELECT evidence FROM episodes \
+               UNION ALL SELECT files_touched FROM episodes \
+               UNION ALL SELECT title FROM snippets \
+               UNION ALL SELECT content FROM snippets \
+               UNION ALL SELECT episode_state FROM files WHERE episode_state IS NOT NULL";
     match store {
         Store::Sqlite(p) => sqlx::query_scalar::<_, String>(sql).fetch_all(p).await,
         Store::Postgres(p) => sqlx::query_scalar::<_, String>(sql).fetch_all(p).await,

@@ -1,0 +1,46 @@
+//! Helpers shared by the benchmark examples (`bench`, `snippet_bench`): reaching a
+//! PostgreSQL server to create and drop throwaway databases, and percentiles.
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use sqlx::Connection;
+
+/// Connect, giving up after 5 s.
+pub async fn pg_connect(url: &str) -> Result<sqlx::PgConnection> {
+    let conn = tokio::time::timeout(Duration::from_secs(5), sqlx::PgConnection::connect(url));
+    Ok(conn.await.context("timed out after 5 s")??)
+}
+
+/// Run one statement on its own connection (CREATE / DROP DATABASE).
+pub async fn pg_exec(admin: &str, sql: &str) -> Result<()> {
+    let mut c = pg_connect(admin).await?;
+    sqlx::query(sql)
+        .execute(&mut c)
+        .await
+        .with_context(|| sql.to_string())?;
+    c.close().await.ok();
+    Ok(())
+}
+
+/// The admin URL with its database name replaced (query string kept).
+pub fn pg_url(admin: &str, db: &str) -> String {
+    let (base, query) = admin
+        .split_once('?')
+        .map_or((admin, None), |(b, q)| (b, Some(q)));
+    let host_end = base
+        .find("://")
+        .map(|i| i + 3)
+        .and_then(|s| base[s..].find('/').map(|j| s + j));
+    let base = &base[..host_end.unwrap_or(base.len())];
+    query.map_or(format!("{base}/{db}"), |q| format!("{base}/{db}?{q}"))
+}
+
+/// The `q` quantile (nearest rank) of `v`, which need not be sorted; NaN when empty.
+pub fn percentile(v: &[f64], q: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    s.get(((s.len() as f64 * q).ceil() as usize).clamp(1, s.len().max(1)) - 1)
+        .copied()
+        .unwrap_or(f64::NAN)
+}

@@ -1,0 +1,678 @@
+//! The builder's record-by-record rules: prompts open turns and cut episodes, tool results
+//! become failures and recoveries, assistant text feeds the vocabulary, the notes and the
+//! signals. See the module doc of [`super`] for the model.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::Serialize;
+
+use super::text::{first_line, head_bytes, in_prose, paragraph_around, sentence_around};
+use super::*;
+use crate::feedback::{self, FeedbackType};
+use crate::model::{unix_millis_from_iso, EpisodeRow};
+use crate::parse::{Block, Kind, Record};
+use crate::redact::Redactor;
+use crate::snippet::clip_chars;
+
+/// What every record is judged with.
+struct Ctx<'c> {
+    rules: &'c Rules,
+    redactor: &'c Redactor,
+    targets: &'c HashMap<&'c str, &'c str>,
+}
+
+/// One record as the builder sees it.
+#[derive(Debug)]
+pub struct Input<'r, 'a> {
+    /// Physical line.
+    pub line_no: u64,
+    /// The record.
+    pub rec: &'r Record<'a>,
+    /// Its message text, already redacted (from the message row).
+    pub text: Option<&'r str>,
+}
+
+impl Builder {
+    /// A fresh builder for a file generation.
+    pub fn new(generation: i64) -> Builder {
+        Builder {
+            generation,
+            ..Builder::default()
+        }
+    }
+
+    /// Restore from the stored JSON; `None` if it cannot be read (the caller starts afresh).
+    pub fn from_json(s: &str) -> Option<Builder> {
+        serde_json::from_str(s).ok()
+    }
+
+    /// The state to store with the checkpoint.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Feed one batch's records (in line order) and note the last line read. Returns the
+    /// episodes that closed, then the open one.
+    pub fn feed<'r, 'a: 'r>(
+        &mut self,
+        rules: &Rules,
+        redactor: &Redactor,
+        session_id: &str,
+        inputs: impl IntoIterator<Item = Input<'r, 'a>>,
+        last_line: u64,
+    ) -> Vec<EpisodeRow> {
+        self.feed_with_targets(
+            rules,
+            redactor,
+            session_id,
+            inputs,
+            last_line,
+            &HashMap::new(),
+        )
+    }
+
+    /// [`Builder::feed`] with the tool targets already redacted (tool use id -> target), as
+    /// extraction has them: they are not redacted twice.
+    pub fn feed_with_targets<'r, 'a: 'r>(
+        &mut self,
+        rules: &Rules,
+        redactor: &Redactor,
+        session_id: &str,
+        inputs: impl IntoIterator<Item = Input<'r, 'a>>,
+        last_line: u64,
+        targets: &HashMap<&str, &str>,
+    ) -> Vec<EpisodeRow> {
+        let mut out = Vec::new();
+        let ctx = Ctx {
+            rules,
+            redactor,
+            targets,
+        };
+        for input in inputs {
+            self.record(&ctx, session_id, &input, &mut out);
+        }
+        self.last_line = self.last_line.max(last_line);
+        if let Some(row) = self.open_row(session_id, false) {
+            out.push(row);
+        }
+        out
+    }
+
+    /// The open episode as a closed row (with its snippets): the session finished. The state is
+    /// unchanged, so if the session resumes the episode goes on and is written again.
+    pub fn finish(&self, session_id: &str) -> Option<EpisodeRow> {
+        self.open_row(session_id, true)
+    }
+
+    fn open_row(&self, session_id: &str, closed: bool) -> Option<EpisodeRow> {
+        let open = self.open.as_ref()?;
+        let end = self.last_line.max(open.start_line);
+        Some(self.row(open, session_id, end, closed))
+    }
+
+    fn row(&self, open: &Open, session_id: &str, end_line: u64, closed: bool) -> EpisodeRow {
+        let t = triage::decide(open);
+        let snippets = if closed {
+            auto::snippets(
+                open,
+                &t,
+                self.version.as_deref(),
+                self.project.as_deref(),
+                end_line,
+            )
+        } else {
+            Vec::new()
+        };
+        EpisodeRow {
+            session_id: session_id.to_string(),
+            generation: self.generation,
+            ordinal: open.ordinal,
+            first_turn: open.first_turn,
+            turns: open.turns,
+            start_line: open.start_line,
+            end_line,
+            started_at: open.started_at.clone(),
+            ended_at: open.ended_at.clone(),
+            closed,
+            cut_reason: open.cut_reason.clone(),
+            triage: t.label.as_str().to_string(),
+            confidence: t.confidence,
+            evidence: t.evidence_json(),
+            title: open.title.clone(),
+            files_touched: to_json(&open.files),
+            tools: to_json(&open.tools),
+            agents: to_json(&open.agents),
+            snippets,
+        }
+    }
+
+    fn record(
+        &mut self,
+        ctx: &Ctx<'_>,
+        session_id: &str,
+        input: &Input<'_, '_>,
+        out: &mut Vec<EpisodeRow>,
+    ) {
+        let (rules, redactor) = (ctx.rules, ctx.redactor);
+        let rec = input.rec;
+        let line = input.line_no;
+        if let Some(v) = rec.version.as_deref() {
+            if self.version.as_deref() != Some(v) {
+                self.version = Some(v.to_string());
+            }
+        }
+        if self.project.is_none() {
+            self.project = rec
+                .cwd
+                .as_deref()
+                .and_then(|c| c.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next())
+                .filter(|b| !b.is_empty())
+                .map(str::to_string);
+        }
+        // Sub-agent lines inside a main file (Claude Code <= 2.0.19) are the sub-agent's work:
+        // linked through the Task call, not part of the turn (their time still counts).
+        if !rec.is_sidechain {
+            // Judged before this record's timestamp is taken in: a prompt compares its time
+            // with the latest one before it (the idle-gap rule).
+            match rec.kind {
+                Kind::System if rec.subtype.as_deref() == Some("compact_boundary") => {
+                    self.pending_cut = Some("compaction".into());
+                }
+                Kind::User => self.user(rules, redactor, session_id, input, out),
+                Kind::Assistant => self.assistant(ctx, line, rec, input.text),
+                _ => {}
+            }
+        }
+        if let Some(ts) = rec.timestamp.as_deref() {
+            set_max(&mut self.last_ts, ts);
+            if let Some(open) = &mut self.open {
+                set_max(&mut open.ended_at, ts);
+            }
+        }
+    }
+
+    fn user(
+        &mut self,
+        rules: &Rules,
+        redactor: &Redactor,
+        session_id: &str,
+        input: &Input<'_, '_>,
+        out: &mut Vec<EpisodeRow>,
+    ) {
+        let rec = input.rec;
+        let line = input.line_no;
+        for item in feedback::items(rec, false) {
+            match item.feedback_type {
+                FeedbackType::Message => {
+                    let text = redactor
+                        .redact(&item.content, &mut BTreeMap::new())
+                        .into_owned();
+                    let previous_ts = self.last_ts.clone();
+                    self.prompt(
+                        rules,
+                        session_id,
+                        line,
+                        &text,
+                        rec,
+                        previous_ts.as_deref(),
+                        out,
+                    );
+                }
+                FeedbackType::ToolDenial => {
+                    if let Some(open) = &mut self.open {
+                        let reason = item
+                            .reason
+                            .as_deref()
+                            .map(|r| redactor.redact(r, &mut BTreeMap::new()).into_owned());
+                        let tool = item
+                            .tool_use_id
+                            .as_deref()
+                            .and_then(|id| self.calls.get(id))
+                            .map(|c| c.name.clone())
+                            .unwrap_or_else(|| "a tool".into());
+                        let (text, weight) = match reason {
+                            Some(r) => (format!("denied {tool}: {r}"), 0.95),
+                            None => (format!("denied {tool}"), 0.9),
+                        };
+                        push_signal(
+                            open,
+                            Signal {
+                                line,
+                                label: Label::UserCorrection,
+                                signal: "tool_denial".into(),
+                                text: clip_chars(&text, EVIDENCE_CHARS),
+                                weight,
+                                followup: None,
+                            },
+                        );
+                        self.awaiting_followup = Some(open.signals.len() - 1);
+                    }
+                }
+                FeedbackType::Interruption => {
+                    if self.open.is_some() {
+                        self.interrupted_at = Some(line);
+                    }
+                }
+            }
+        }
+        for b in rec.blocks() {
+            let Block::ToolResult {
+                tool_use_id,
+                is_error,
+                ..
+            } = b
+            else {
+                continue;
+            };
+            let call = self.calls.remove(tool_use_id.as_ref());
+            let Some(open) = &mut self.open else {
+                continue;
+            };
+            if matches!(
+                call.as_ref().map(|c| c.name.as_str()),
+                Some("Task" | "Agent")
+            ) {
+                let agent = rec
+                    .tool_use_result_agent_id()
+                    .map(|a| format!("agent-{a}"))
+                    .unwrap_or_else(|| tool_use_id.to_string());
+                push_capped(&mut open.agents, agent, MAX_AGENTS);
+            }
+            if *is_error {
+                let text = b.tool_result_text().unwrap_or_default();
+                // Denials and interruptions are the user's doing (feedback), and a call cancelled
+                // because a sibling failed did not fail itself.
+                if text.starts_with(feedback::DENIAL_PREFIX)
+                    || text.starts_with("The user doesn't want to")
+                    || text.contains("[Request interrupted")
+                    || text.contains("Cancelled: parallel tool call")
+                {
+                    continue;
+                }
+                let cut = crate::snippet::cut_tool_output(&text, 12);
+                let cut = crate::snippet::truncate_bytes(&cut, 1500);
+                let error = redactor.redact(&cut, &mut BTreeMap::new()).into_owned();
+                let kind = auto::error_kind(&error);
+                // Tool mechanics (an edit whose old text moved, a file not read first, a shell
+                // already gone) are how the tools work, not a failure anyone learns from.
+                if auto::is_mechanics(&kind, call.as_ref().map(|c| c.name.as_str())) {
+                    continue;
+                }
+                if let Some(k) = &kind {
+                    open.error_kinds.insert(k.clone());
+                }
+                let (tool, key, target) = match call {
+                    Some(c) => (c.name, c.key, c.target),
+                    None => ("tool".into(), String::new(), None),
+                };
+                if open.failures.len() >= MAX_FAILURES {
+                    open.failures.remove(0);
+                }
+                open.failures.push(Failure {
+                    line,
+                    tool,
+                    key,
+                    target,
+                    error,
+                    kind,
+                    tried: Vec::new(),
+                });
+            } else if let Some(c) = call {
+                // Success: does it close a failure on the same tool or target?
+                let Some(i) = open
+                    .failures
+                    .iter()
+                    .position(|f| !f.key.is_empty() && f.key == c.key)
+                else {
+                    continue;
+                };
+                let failure = open.failures.remove(i);
+                open.failures.retain(|f| f.key != c.key);
+                let fix_text = self.last_text.clone().filter(|(l, _)| *l >= failure.line);
+                let first_error = failure
+                    .error
+                    .lines()
+                    .find(|l| !l.trim().is_empty() && l.trim() != "…")
+                    .unwrap_or("")
+                    .to_string();
+                push_signal(
+                    open,
+                    Signal {
+                        line: failure.line,
+                        label: Label::ErrorRecovery,
+                        signal: "error_then_success".into(),
+                        text: clip_chars(
+                            &format!(
+                                "{} failed (line {}), succeeded at line {}: {}",
+                                failure.tool, failure.line, line, first_error
+                            ),
+                            EVIDENCE_CHARS,
+                        ),
+                        weight: 0.85,
+                        followup: None,
+                    },
+                );
+                if open.recoveries.len() < MAX_RECOVERIES {
+                    let call = match &c.target {
+                        Some(t) => format!("{} {}", c.name, t),
+                        None => c.name.clone(),
+                    };
+                    open.recoveries.push(Recovery {
+                        failure,
+                        line,
+                        call,
+                        fix_text,
+                    });
+                }
+            }
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn prompt(
+        &mut self,
+        rules: &Rules,
+        session_id: &str,
+        line: u64,
+        text: &str,
+        rec: &Record<'_>,
+        previous_ts: Option<&str>,
+        out: &mut Vec<EpisodeRow>,
+    ) {
+        let s = &rules.settings;
+        let prompt_terms = terms::of(text, 64);
+        // An interruption followed by a prompt redirects the work in progress.
+        if let (Some(at), Some(open)) = (self.interrupted_at.take(), &mut self.open) {
+            push_signal(
+                open,
+                Signal {
+                    line: at,
+                    label: Label::UserCorrection,
+                    signal: "interruption_redirect".into(),
+                    text: clip_chars(&first_line(text), EVIDENCE_CHARS),
+                    weight: 0.85,
+                    followup: None,
+                },
+            );
+        }
+        let gap = match (previous_ts, rec.timestamp.as_deref()) {
+            (Some(a), Some(b)) => unix_millis_from_iso(b)
+                .zip(unix_millis_from_iso(a))
+                .map(|(b, a)| b - a),
+            _ => None,
+        };
+        let cut = match &self.open {
+            None => Some("start".to_string()),
+            Some(open) => self.pending_cut.take().or_else(|| {
+                if gap.is_some_and(|g| g > s.idle_gap_ms) {
+                    return Some("idle_gap".into());
+                }
+                match s.mode {
+                    Mode::Window => {
+                        (open.turns >= s.window_turns.max(1) as i64).then(|| "window".into())
+                    }
+                    Mode::Topic => {
+                        let distinct = prompt_terms.len();
+                        if distinct < s.min_prompt_terms {
+                            return None;
+                        }
+                        let shared = prompt_terms
+                            .iter()
+                            .filter(|t| open.vocab.contains(*t))
+                            .count();
+                        ((shared as f64) < s.topic_threshold * distinct as f64)
+                            .then(|| "topic".into())
+                    }
+                }
+            }),
+        };
+        self.pending_cut = None;
+        self.turns += 1;
+        if let Some(reason) = cut {
+            if let Some(open) = self.open.take() {
+                let end = line.saturating_sub(1).max(open.start_line);
+                out.push(self.row(&open, session_id, end, true));
+            }
+            self.episodes += 1;
+            self.awaiting_followup = None;
+            self.open = Some(Open {
+                ordinal: self.episodes,
+                first_turn: self.turns,
+                turns: 1,
+                start_line: line,
+                started_at: rec.timestamp.as_deref().map(str::to_string),
+                ended_at: rec.timestamp.as_deref().map(str::to_string),
+                cut_reason: reason,
+                title: Some(clip_chars(&first_line(text), 200)).filter(|t| !t.is_empty()),
+                vocab: BTreeSet::new(),
+                files: Vec::new(),
+                tools: BTreeMap::new(),
+                agents: Vec::new(),
+                signals: Vec::new(),
+                failures: Vec::new(),
+                recoveries: Vec::new(),
+                notes: Vec::new(),
+                error_kinds: BTreeSet::new(),
+            });
+        } else if let Some(open) = &mut self.open {
+            open.turns += 1;
+        }
+        let first_of_file = self.turns == 1;
+        let Some(open) = &mut self.open else { return };
+        add_vocab(&mut open.vocab, prompt_terms);
+        // A prompt that corrects (never the session's first prompt: nothing to correct yet).
+        if !first_of_file {
+            let head = head_bytes(text, PROMPT_SCAN_BYTES);
+            if let Some(hit) = rules.correction.hits(head, 1).into_iter().next() {
+                let at_start = head[..hit.start].trim().is_empty();
+                push_signal(
+                    open,
+                    Signal {
+                        line,
+                        label: Label::UserCorrection,
+                        signal: format!("phrase:{}", hit.phrase),
+                        text: clip_chars(
+                            &sentence_around(head, hit.start, hit.end),
+                            EVIDENCE_CHARS,
+                        ),
+                        weight: if at_start { 0.8 } else { 0.55 },
+                        followup: None,
+                    },
+                );
+                // The whole prompt is the first half of the lesson.
+                if let Some(sig) = open.signals.last_mut() {
+                    sig.text = clip_chars(text.trim(), EVIDENCE_CHARS);
+                }
+                self.awaiting_followup = Some(open.signals.len() - 1);
+            }
+        }
+    }
+
+    fn assistant(&mut self, ctx: &Ctx<'_>, line: u64, rec: &Record<'_>, text: Option<&str>) {
+        let rules = ctx.rules;
+        let Some(open) = &mut self.open else {
+            // Before the first prompt: only remember calls so results can be matched.
+            self.remember_calls(ctx, line, rec);
+            return;
+        };
+        if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
+            let piece = crate::snippet::truncate_bytes(text.trim(), LAST_TEXT_BYTES);
+            if let Some(i) = self.awaiting_followup.take() {
+                if let Some(sig) = open.signals.get_mut(i) {
+                    sig.followup = Some((line, piece.clone()));
+                }
+            }
+            // Judged only when a failure is waiting for what was tried (it is not cheap).
+            let wants_tried = open
+                .failures
+                .iter()
+                .any(|f| f.tried.len() < MAX_TRIED && line > f.line);
+            if wants_tried && crate::snippet::noise_reason(text).is_none() {
+                for f in &mut open.failures {
+                    if f.tried.len() < MAX_TRIED && line > f.line {
+                        f.tried
+                            .push((line, crate::snippet::truncate_bytes(text.trim(), 600)));
+                    }
+                }
+            }
+            if open.vocab.len() < MAX_VOCAB {
+                // The subject of a reply shows in its opening; a long reply's tail adds little.
+                terms::add_to(
+                    &mut open.vocab,
+                    head_bytes(text, VOCAB_SCAN_BYTES),
+                    MAX_VOCAB,
+                );
+            }
+            let prev = self.last_text.clone();
+            for (kind, phrases, label, weight) in [
+                (NoteKind::Pivot, &rules.pivot, Label::Pivot, 0.75),
+                (
+                    NoteKind::Decision,
+                    &rules.decision,
+                    Label::DesignDecision,
+                    0.7,
+                ),
+                (NoteKind::Learning, &rules.learning, Label::Routine, 0.0),
+            ] {
+                for hit in phrases
+                    .hits(text, 4)
+                    .into_iter()
+                    .filter(|h| in_prose(text, h.start))
+                    .take(2)
+                {
+                    let sentence = sentence_around(text, hit.start, hit.end);
+                    if label != Label::Routine {
+                        push_signal(
+                            open,
+                            Signal {
+                                line,
+                                label,
+                                signal: format!("phrase:{}", hit.phrase),
+                                text: clip_chars(&sentence, EVIDENCE_CHARS),
+                                weight,
+                                followup: None,
+                            },
+                        );
+                    }
+                    let n = open.notes.iter().filter(|n| n.kind == kind).count();
+                    // A question ("should I use option 1?") weighs nothing yet.
+                    let question = sentence.trim_end().ends_with('?');
+                    if n < MAX_NOTES_PER_KIND
+                        && !question
+                        && !open.notes.iter().any(|n| n.kind == kind && n.line == line)
+                    {
+                        open.notes.push(Note {
+                            kind,
+                            line,
+                            phrase: hit.phrase.clone(),
+                            sentence,
+                            text: paragraph_around(text, hit.start, kind != NoteKind::Learning),
+                            context: prev.clone().filter(|(l, _)| *l < line),
+                        });
+                    }
+                }
+            }
+            self.last_text = Some((line, piece));
+        }
+        self.remember_calls(ctx, line, rec);
+    }
+
+    fn remember_calls(&mut self, ctx: &Ctx<'_>, line: u64, rec: &Record<'_>) {
+        for b in rec.blocks() {
+            let Block::ToolUse { id, name, target } = b else {
+                continue;
+            };
+            let target = target
+                .as_deref()
+                .map(|t| match ctx.targets.get(id.as_ref()) {
+                    Some(clean) => (*clean).to_string(),
+                    None => ctx.redactor.redact(t, &mut BTreeMap::new()).into_owned(),
+                });
+            let key = terms::call_key(name, target.as_deref());
+            if let Some(open) = &mut self.open {
+                *open.tools.entry(name.to_string()).or_default() += 1;
+                if let Some(t) = &target {
+                    if FILE_TOOLS.contains(&name.as_ref()) {
+                        if !open.files.contains(t) {
+                            push_capped(&mut open.files, t.clone(), MAX_FILES);
+                        }
+                        add_vocab(&mut open.vocab, terms::of_path(t));
+                    }
+                    if name == "Bash" && terms::is_revert(t) {
+                        push_signal(
+                            open,
+                            Signal {
+                                line,
+                                label: Label::Pivot,
+                                signal: "revert".into(),
+                                text: clip_chars(t, EVIDENCE_CHARS),
+                                weight: 0.8,
+                                followup: None,
+                            },
+                        );
+                    }
+                }
+            }
+            self.call_seq += 1;
+            if self.calls.len() >= MAX_PENDING_CALLS {
+                // Drop the oldest call still waiting (its result never came).
+                if let Some(oldest) = self
+                    .calls
+                    .iter()
+                    .min_by_key(|(_, c)| c.seq)
+                    .map(|(k, _)| k.clone())
+                {
+                    self.calls.remove(&oldest);
+                }
+            }
+            self.calls.insert(
+                id.to_string(),
+                Call {
+                    name: name.to_string(),
+                    key,
+                    target,
+                    line,
+                    seq: self.call_seq,
+                },
+            );
+        }
+    }
+}
+
+/// JSON text of a small collection stored as a text column.
+fn to_json<T: Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
+}
+
+/// Keep the larger of two ISO timestamps, reusing the string's buffer.
+fn set_max(slot: &mut Option<String>, ts: &str) {
+    match slot {
+        Some(cur) if ts > cur.as_str() => {
+            cur.clear();
+            cur.push_str(ts);
+        }
+        Some(_) => {}
+        None => *slot = Some(ts.to_string()),
+    }
+}
+
+fn push_signal(open: &mut Open, s: Signal) {
+    if open.signals.len() < MAX_SIGNALS {
+        open.signals.push(s);
+    }
+}
+
+fn push_capped(v: &mut Vec<String>, s: String, cap: usize) {
+    if v.len() < cap && !v.contains(&s) {
+        v.push(s);
+    }
+}
+
+fn add_vocab(vocab: &mut BTreeSet<String>, terms: impl IntoIterator<Item = String>) {
+    for t in terms {
+        if vocab.len() >= MAX_VOCAB {
+            break;
+        }
+        vocab.insert(t);
+    }
+}

@@ -1,0 +1,192 @@
+//! Cutting a session into turns and episodes, labelling each episode, and drafting its
+//! snippets. Pure and synchronous: records in, rows out.
+//!
+//! A **turn** is one human prompt (a feedback `message`, see [`crate::feedback`]) and everything
+//! until the next: assistant text, tool calls and their results, denials, interruptions, and the
+//! sub-agents it started (linked by id, not inlined). An **episode** is a run of turns about one
+//! task. In `topic` mode a new episode starts at the first prompt after a compaction boundary,
+//! after an idle gap, or when a prompt shares too little with the current episode (its words and
+//! the files it touched); in `window` mode every N turns.
+//!
+//! Why a serialisable [`Builder`]: transcripts are read in batches, across restarts. The builder
+//! is the state between two batches (the open episode and what is needed to judge the next
+//! line); it is stored as JSON with the file's checkpoint, in the same transaction as the rows,
+//! so a restart resumes exactly where the committed rows stop and a crash replays the same
+//! cuts. Everything it keeps is bounded (capped lists) and already redacted.
+//!
+//! Episodes tile their file's turns: an episode runs from its first prompt's line to the line
+//! before the next episode's first prompt; the last one to the last line read. The last episode
+//! of an active session is emitted as `open` with every batch and emitted `closed`, with its
+//! snippets, when the next episode starts or the session finishes.
+
+mod auto;
+mod builder;
+mod rules;
+mod terms;
+mod text;
+mod triage;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+pub use builder::Input;
+pub use rules::{
+    Mode, Rules, Settings, DEFAULT_CORRECTION, DEFAULT_DECISION, DEFAULT_LEARNING, DEFAULT_PIVOT,
+};
+pub use triage::Label;
+
+// Caps that keep the state (stored with every checkpoint) small whatever the session.
+const MAX_VOCAB: usize = 2000;
+const MAX_FILES: usize = 100;
+const MAX_AGENTS: usize = 50;
+const MAX_SIGNALS: usize = 24;
+const MAX_FAILURES: usize = 8;
+const MAX_RECOVERIES: usize = 4;
+const MAX_NOTES_PER_KIND: usize = 3;
+const MAX_PENDING_CALLS: usize = 256;
+const MAX_TRIED: usize = 2;
+/// Longest text kept for one piece of a snippet.
+const PIECE_BYTES: usize = 2500;
+/// Longest latest-assistant-text kept (the "what fixed it" / context of a snippet).
+const LAST_TEXT_BYTES: usize = 1200;
+/// Longest evidence text.
+const EVIDENCE_CHARS: usize = 200;
+/// Assistant text scanned for episode vocabulary.
+const VOCAB_SCAN_BYTES: usize = 1024;
+/// Prompt text scanned for correction phrases (a pasted log further down is not a correction).
+const PROMPT_SCAN_BYTES: usize = 600;
+
+/// Tools whose target is a file path.
+const FILE_TOOLS: &[&str] = &[
+    "Read",
+    "Edit",
+    "Write",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+];
+
+/// One piece of evidence: an event or phrase that points at a label.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Signal {
+    /// Line it was seen on.
+    pub line: u64,
+    /// Label it supports.
+    pub label: Label,
+    /// `tool_denial`, `interruption_redirect`, `phrase:<p>`, `error_then_success`, `revert`.
+    pub signal: String,
+    /// The phrase's sentence, the denial reason, the error line.
+    pub text: String,
+    /// How strongly it supports the label (0..1).
+    pub weight: f64,
+    /// For corrections: what the assistant said next (the lesson's second half).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub followup: Option<(u64, String)>,
+}
+
+/// A tool call that failed and has not (yet) been followed by a success on the same target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Failure {
+    line: u64,
+    tool: String,
+    key: String,
+    target: Option<String>,
+    error: String,
+    kind: Option<String>,
+    tried: Vec<(u64, String)>,
+}
+
+/// A failure followed by a success on the same tool or target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recovery {
+    failure: Failure,
+    line: u64,
+    call: String,
+    fix_text: Option<(u64, String)>,
+}
+
+/// What a note is evidence of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum NoteKind {
+    Pivot,
+    Decision,
+    Learning,
+}
+
+/// A paragraph of assistant text holding a phrase worth a snippet.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Note {
+    kind: NoteKind,
+    line: u64,
+    phrase: String,
+    sentence: String,
+    text: String,
+    context: Option<(u64, String)>,
+}
+
+/// A tool call waiting for its result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Call {
+    name: String,
+    key: String,
+    target: Option<String>,
+    line: u64,
+    seq: u64,
+}
+
+/// The episode being built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Open {
+    ordinal: i64,
+    first_turn: i64,
+    turns: i64,
+    start_line: u64,
+    started_at: Option<String>,
+    ended_at: Option<String>,
+    cut_reason: String,
+    title: Option<String>,
+    vocab: BTreeSet<String>,
+    files: Vec<String>,
+    tools: BTreeMap<String, i64>,
+    agents: Vec<String>,
+    signals: Vec<Signal>,
+    failures: Vec<Failure>,
+    recoveries: Vec<Recovery>,
+    notes: Vec<Note>,
+    error_kinds: BTreeSet<String>,
+}
+
+/// Episode state of one main transcript between two batches.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Builder {
+    /// File generation the line numbers refer to.
+    pub generation: i64,
+    /// Turns seen in the file.
+    turns: i64,
+    /// Episodes started in the file.
+    episodes: i64,
+    /// Last physical line read.
+    last_line: u64,
+    /// Latest timestamp seen.
+    last_ts: Option<String>,
+    /// A compaction boundary was seen since the last prompt.
+    pending_cut: Option<String>,
+    /// Line of an interruption not yet followed by a prompt.
+    interrupted_at: Option<u64>,
+    /// Index in `open.signals` of a correction awaiting the assistant's answer.
+    awaiting_followup: Option<usize>,
+    /// Latest assistant text (for "what fixed it").
+    last_text: Option<(u64, String)>,
+    /// Latest Claude Code version.
+    version: Option<String>,
+    /// Basename of the session's first working directory.
+    project: Option<String>,
+    calls: BTreeMap<String, Call>,
+    call_seq: u64,
+    open: Option<Open>,
+}
+
+#[cfg(test)]
+mod tests;

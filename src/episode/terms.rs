@@ -1,0 +1,374 @@
+//! Words and keys that decide whether a prompt continues an episode, and whether a tool
+//! success answers an earlier failure.
+
+/// Words too common to say anything about a subject.
+const STOPWORDS: &[&str] = &[
+    "the",
+    "and",
+    "for",
+    "are",
+    "but",
+    "not",
+    "you",
+    "all",
+    "any",
+    "can",
+    "had",
+    "her",
+    "was",
+    "one",
+    "our",
+    "out",
+    "has",
+    "have",
+    "him",
+    "his",
+    "how",
+    "its",
+    "let",
+    "may",
+    "new",
+    "now",
+    "old",
+    "see",
+    "two",
+    "way",
+    "who",
+    "did",
+    "get",
+    "got",
+    "use",
+    "used",
+    "using",
+    "this",
+    "that",
+    "with",
+    "from",
+    "they",
+    "them",
+    "then",
+    "than",
+    "there",
+    "their",
+    "what",
+    "when",
+    "where",
+    "which",
+    "while",
+    "will",
+    "would",
+    "could",
+    "should",
+    "about",
+    "into",
+    "also",
+    "just",
+    "like",
+    "make",
+    "made",
+    "more",
+    "most",
+    "much",
+    "must",
+    "need",
+    "needs",
+    "only",
+    "other",
+    "over",
+    "some",
+    "such",
+    "sure",
+    "take",
+    "very",
+    "want",
+    "well",
+    "were",
+    "been",
+    "being",
+    "does",
+    "done",
+    "each",
+    "even",
+    "here",
+    "know",
+    "look",
+    "please",
+    "thanks",
+    "thank",
+    "these",
+    "those",
+    "thing",
+    "things",
+    "through",
+    "what's",
+    "it's",
+    "i'm",
+    "i'll",
+    "let's",
+    "don't",
+    "can't",
+    "yes",
+    "okay",
+    "now",
+    "again",
+    "still",
+    "because",
+    "before",
+    "after",
+    "first",
+    "next",
+    "last",
+    "same",
+    "good",
+    "great",
+    "right",
+    "why",
+    "your",
+    "yours",
+    "mine",
+    "ours",
+    "we're",
+    "you're",
+    "there's",
+    "should",
+    "shall",
+    "might",
+    "think",
+    "check",
+    "work",
+    "works",
+    "working",
+    "file",
+    "files",
+    "code",
+    "run",
+    "running",
+    "try",
+    "doing",
+    "going",
+    "want",
+    "something",
+    "anything",
+    "everything",
+    "nothing",
+];
+
+fn is_stopword(w: &str) -> bool {
+    // A set, not a scan of the list: this runs for every word of every reply.
+    static SET: std::sync::OnceLock<std::collections::HashSet<&'static str>> =
+        std::sync::OnceLock::new();
+    w.len() <= 10
+        && SET
+            .get_or_init(|| STOPWORDS.iter().copied().collect())
+            .contains(w)
+}
+
+/// Distinct content words of `text` (lowercase, 3 to 30 characters, not only digits, not a
+/// stopword), at most `max`, in order of first appearance.
+pub fn of(text: &str, max: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\'')) {
+        let w = raw.trim_matches('\'');
+        if w.len() < 3 || w.len() > 120 {
+            continue;
+        }
+        let n = w.chars().count();
+        if !(3..=30).contains(&n) || w.bytes().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let lower = if w.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
+            w.to_lowercase()
+        } else {
+            w.to_string()
+        };
+        if is_stopword(&lower) || !seen.insert(lower.clone()) {
+            continue;
+        }
+        out.push(lower);
+        if out.len() >= max {
+            break;
+        }
+    }
+    out
+}
+
+/// Add the content words of `text` to `vocab` (same rules as [`of`]) until it holds `cap`;
+/// words already there cost no allocation.
+pub fn add_to(vocab: &mut std::collections::BTreeSet<String>, text: &str, cap: usize) {
+    let mut buf = String::new();
+    for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\'')) {
+        if vocab.len() >= cap {
+            return;
+        }
+        let w = raw.trim_matches('\'');
+        if w.len() < 3 || w.len() > 120 {
+            continue;
+        }
+        let n = if w.is_ascii() {
+            w.len()
+        } else {
+            w.chars().count()
+        };
+        if !(3..=30).contains(&n) || w.bytes().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        buf.clear();
+        if w.is_ascii() {
+            buf.push_str(w);
+            buf.make_ascii_lowercase();
+        } else {
+            buf.extend(w.chars().flat_map(char::to_lowercase));
+        }
+        if is_stopword(&buf) || vocab.contains(buf.as_str()) {
+            continue;
+        }
+        vocab.insert(buf.clone());
+    }
+}
+
+/// Words of a file path: its file stem and the two folders above it.
+pub fn of_path(path: &str) -> Vec<String> {
+    let parts: Vec<&str> = path.rsplit(['/', '\\']).take(3).collect();
+    let mut text = String::new();
+    for p in parts {
+        let stem = p.split('.').next().unwrap_or(p);
+        text.push_str(stem);
+        text.push(' ');
+    }
+    of(&text.replace(['-', '_'], " "), 8)
+}
+
+/// What a tool success must share with a failure to count as its recovery: the target for
+/// file tools and searches, the command's program and subcommand for `Bash`
+/// (`cargo test -p x` and `cargo test` are the same attempt), the tool name otherwise.
+pub fn call_key(name: &str, target: Option<&str>) -> String {
+    match (name, target) {
+        ("Bash", Some(cmd)) => format!("Bash:{}", command_head(cmd)),
+        (_, Some(t)) if !t.trim().is_empty() => format!("target:{}", t.trim()),
+        _ => format!("tool:{name}"),
+    }
+}
+
+/// Program and first argument of the last command of a shell line, skipping `cd x &&`,
+/// environment assignments and `sudo`/`timeout N`.
+pub fn command_head(cmd: &str) -> String {
+    let last = cmd
+        .rsplit("&&")
+        .map(str::trim)
+        .find(|c| !c.is_empty() && !c.starts_with("cd "))
+        .unwrap_or(cmd.trim());
+    let last = last.split(['|', ';', '\n']).next().unwrap_or(last);
+    let mut words = last
+        .split_whitespace()
+        .filter(|w| !w.contains('=') || w.starts_with('-'))
+        .skip_while(|w| matches!(*w, "sudo" | "time" | "timeout" | "env" | "nice"))
+        .skip_while(|w| w.chars().all(|c| c.is_ascii_digit() || c == 's'));
+    let prog = words.next().unwrap_or("");
+    let prog = prog.rsplit('/').next().unwrap_or(prog);
+    match words.find(|w| !w.starts_with('-')) {
+        Some(sub) if prog_takes_subcommand(prog) => format!("{prog} {sub}"),
+        _ => prog.to_string(),
+    }
+}
+
+fn prog_takes_subcommand(prog: &str) -> bool {
+    matches!(
+        prog,
+        "cargo"
+            | "git"
+            | "npm"
+            | "pnpm"
+            | "yarn"
+            | "go"
+            | "docker"
+            | "kubectl"
+            | "make"
+            | "uv"
+            | "pip"
+            | "poetry"
+            | "bun"
+            | "deno"
+            | "dotnet"
+            | "mvn"
+            | "gradle"
+            | "python"
+            | "python3"
+            | "node"
+            | "nix"
+            | "systemctl"
+    )
+}
+
+/// A shell command that throws away changes: the assistant reverting its own work.
+pub fn is_revert(cmd: &str) -> bool {
+    let c = cmd.to_ascii_lowercase();
+    c.contains("git revert")
+        || c.contains("git checkout -- ")
+        || c.contains("git restore ")
+        || c.contains("git reset --hard")
+        || c.contains("git stash") && !c.contains("git stash list")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_words() {
+        assert_eq!(
+            of(
+                "Please fix the FAILING test in parser.rs, then run it again",
+                10
+            ),
+            ["fix", "failing", "test", "parser"]
+        );
+        assert_eq!(of("ok yes go", 10), Vec::<String>::new());
+    }
+
+    #[test]
+    fn add_to_matches_of() {
+        let text = "Please fix the FAILING test in parser.rs, then run it again; fix it";
+        let mut v = std::collections::BTreeSet::new();
+        add_to(&mut v, text, 100);
+        let mut want: Vec<String> = of(text, 100);
+        want.sort();
+        assert_eq!(v.into_iter().collect::<Vec<_>>(), want);
+        let mut v = std::collections::BTreeSet::new();
+        add_to(&mut v, text, 2);
+        assert_eq!(v.len(), 2);
+    }
+
+    #[test]
+    fn path_words() {
+        assert_eq!(
+            of_path("/home/u/src/gleaner/src/store/query_builder.rs"),
+            ["query", "builder", "store", "src"]
+        );
+    }
+
+    #[test]
+    fn command_heads() {
+        assert_eq!(command_head("cd /x && cargo test -p gleaner"), "cargo test");
+        assert_eq!(
+            command_head("RUST_LOG=debug cargo build --release"),
+            "cargo build"
+        );
+        assert_eq!(command_head("timeout 30 npm run lint"), "npm run");
+        assert_eq!(command_head("ls -la /tmp | head"), "ls");
+        assert_eq!(command_head("/usr/bin/python3 -m pytest"), "python3 pytest");
+        assert_eq!(
+            call_key("Edit", Some("/a/b.rs")),
+            call_key("Read", Some("/a/b.rs"))
+        );
+        assert_eq!(call_key("TodoWrite", None), "tool:TodoWrite");
+    }
+
+    #[test]
+    fn reverts() {
+        assert!(is_revert("git checkout -- src/lib.rs"));
+        assert!(is_revert("cd x && git reset --hard HEAD~1"));
+        assert!(!is_revert("git status"));
+        assert!(!is_revert("git stash list"));
+    }
+}

@@ -1,0 +1,78 @@
+//! Small text cuts the builder keeps: the first line of a prompt, the sentence or paragraph
+//! around a phrase, and whether a phrase sits in prose at all.
+
+use super::PIECE_BYTES;
+
+pub(super) fn first_line(text: &str) -> String {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The first `max` bytes of `s`, on a character boundary.
+pub(super) fn head_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// Whether byte `at` of an assistant text is prose: not inside a code fence, a table row, a
+/// heading or a quoted line (a phrase there is an example or a label, not a statement).
+pub(super) fn in_prose(text: &str, at: usize) -> bool {
+    let before = &text[..at];
+    if before.matches("```").count() % 2 == 1 {
+        return false;
+    }
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let line = text[line_start..].trim_start();
+    !(line.starts_with('|') || line.starts_with('#') || line.starts_with('>'))
+}
+
+/// The sentence holding `start..end`.
+pub(super) fn sentence_around(text: &str, start: usize, end: usize) -> String {
+    let before = &text[..start];
+    let mut from = before.rfind(['.', '!', '?', '\n']).map_or(0, |i| i + 1);
+    // "e.g." and "i.e." end no sentence: a sentence starts with a capital, a digit or markup.
+    for _ in 0..3 {
+        let starts_well = text[from..]
+            .trim_start_matches(|c: char| !c.is_alphanumeric())
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_lowercase());
+        if starts_well || from == 0 {
+            break;
+        }
+        from = text[..from - 1]
+            .rfind(['.', '!', '?', '\n'])
+            .map_or(0, |i| i + 1);
+    }
+    let after = &text[end..];
+    let to = after
+        .find(['.', '!', '?', '\n'])
+        .map_or(text.len(), |i| end + i + 1);
+    text[from..to.min(text.len())].trim().to_string()
+}
+
+/// The blank-line-delimited paragraph holding byte `at`; a short one (a header, a label) takes
+/// the next paragraph too, and with `previous` the paragraph before it (the problem a decision
+/// answers). At most [`PIECE_BYTES`].
+pub(super) fn paragraph_around(text: &str, at: usize, previous: bool) -> String {
+    let mut from = text[..at].rfind("\n\n").map_or(0, |i| i + 2);
+    if previous && from >= 2 {
+        from = text[..from - 2].rfind("\n\n").map_or(0, |i| i + 2);
+    }
+    let mut to = text[at..].find("\n\n").map_or(text.len(), |i| at + i);
+    if to - from < 160 && to < text.len() {
+        to = text[to + 2..]
+            .find("\n\n")
+            .map_or(text.len(), |i| to + 2 + i);
+    }
+    crate::snippet::truncate_bytes(text[from..to].trim(), PIECE_BYTES)
+}

@@ -1,0 +1,135 @@
+//! One label per episode, with a confidence and the evidence that decided it.
+//!
+//! Rules (each produces [`Signal`]s while the episode is read; weights in parentheses):
+//! - `user_correction`: a tool denial (0.9, 0.95 with a typed reason); an interruption followed
+//!   by a prompt (0.85); a correction phrase (`triage.correction_phrases`) at the start of a
+//!   prompt (0.8) or elsewhere in its first 600 bytes (0.55). Never the session's first prompt.
+//! - `error_recovery`: a tool call that failed (an error result that is not a denial or an
+//!   interruption) later followed by a success on the same target, or for `Bash` the same
+//!   program and subcommand (0.85).
+//! - `pivot`: a pivot phrase in assistant text (0.75); a shell command that throws its own
+//!   changes away: `git checkout --`, `git restore`, `git reset --hard`, `git revert`,
+//!   `git stash` (0.8).
+//! - `design_decision`: a decision phrase in assistant text (0.7).
+//!
+//! A label's confidence is its strongest signal's weight plus 0.05 for each further distinct
+//! signal (capped at 0.99). The label with the highest confidence wins; ties go by precedence
+//! `user_correction` > `error_recovery` > `pivot` > `design_decision` (the user's own word is the
+//! strongest evidence; an observed failure-then-fix is stronger than words about approaches).
+//! With no signal the episode is `routine`, with confidence 0.75 for one turn rising by 0.05
+//! per turn to 0.9: the more was seen without a signal, the surer.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Open, Signal};
+
+/// Triage label of an episode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Label {
+    /// Nothing worth keeping stood out.
+    Routine,
+    /// A failure later fixed.
+    ErrorRecovery,
+    /// The user corrected the assistant.
+    UserCorrection,
+    /// The assistant abandoned an approach.
+    Pivot,
+    /// Alternatives were weighed.
+    DesignDecision,
+}
+
+impl Label {
+    /// Precedence order for ties (first wins).
+    pub const PRECEDENCE: [Label; 4] = [
+        Label::UserCorrection,
+        Label::ErrorRecovery,
+        Label::Pivot,
+        Label::DesignDecision,
+    ];
+
+    /// Stored name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Label::Routine => "routine",
+            Label::ErrorRecovery => "error_recovery",
+            Label::UserCorrection => "user_correction",
+            Label::Pivot => "pivot",
+            Label::DesignDecision => "design_decision",
+        }
+    }
+}
+
+/// The decision for one episode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Triage {
+    /// Winning label.
+    pub label: Label,
+    /// 0..1.
+    pub confidence: f64,
+    /// Signals of the winning label first, then the others, by line; at most 12.
+    pub evidence: Vec<Signal>,
+}
+
+impl Triage {
+    /// `[{"line", "label", "signal", "text"}]`.
+    pub fn evidence_json(&self) -> String {
+        let items: Vec<serde_json::Value> = self
+            .evidence
+            .iter()
+            .map(|s| {
+                serde_json::json!({
+                    "line": s.line,
+                    "label": s.label.as_str(),
+                    "signal": s.signal,
+                    "text": s.text,
+                })
+            })
+            .collect();
+        serde_json::Value::Array(items).to_string()
+    }
+}
+
+/// Score the label of an episode.
+pub fn decide(open: &Open) -> Triage {
+    let mut best: Option<(Label, f64)> = None;
+    for label in Label::PRECEDENCE {
+        let sigs: Vec<&Signal> = open.signals.iter().filter(|s| s.label == label).collect();
+        let Some(top) = sigs.iter().map(|s| s.weight).reduce(f64::max) else {
+            continue;
+        };
+        let mut kinds: Vec<&str> = sigs.iter().map(|s| s.signal.as_str()).collect();
+        kinds.sort_unstable();
+        kinds.dedup();
+        let conf = (top + 0.05 * (kinds.len() as f64 - 1.0)).min(0.99);
+        // Strictly greater: on a tie the earlier label in precedence order stays.
+        if best.is_none_or(|(_, b)| conf > b + 1e-9) {
+            best = Some((label, conf));
+        }
+    }
+    let (label, confidence) = best.unwrap_or_else(|| {
+        let turns = open.turns.clamp(1, 4) as f64;
+        (Label::Routine, 0.7 + 0.05 * turns)
+    });
+    let mut evidence: Vec<Signal> = open
+        .signals
+        .iter()
+        .filter(|s| s.label == label)
+        .cloned()
+        .collect();
+    evidence.sort_by_key(|s| s.line);
+    let mut others: Vec<Signal> = open
+        .signals
+        .iter()
+        .filter(|s| s.label != label)
+        .cloned()
+        .collect();
+    others.sort_by_key(|s| s.line);
+    evidence.extend(others);
+    evidence.truncate(12);
+    Triage {
+        label,
+        confidence: (confidence * 100.0).round() / 100.0,
+        evidence,
+    }
+}

@@ -1,0 +1,690 @@
+//! Snippets: short, sourced pieces of reasoning worth keeping, and the gates they pass.
+//!
+//! Why gates: the text an assistant writes around its work is full of scaffolding (markdown
+//! labels, tables, box drawings, step headers of prompt frameworks) that reads as content to a
+//! naive extractor and as noise to a person. A snippet is only stored when it survives
+//! [`noise_reason`] and the size limits ([`validate`]); the database enforces the type list and
+//! the size range again, so no writer can bypass them.
+
+pub mod source;
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+/// Smallest content stored, in bytes.
+pub const MIN_CONTENT_BYTES: usize = 100;
+/// Largest content stored, in bytes.
+pub const MAX_CONTENT_BYTES: usize = 10_240;
+/// Longest title, in characters.
+pub const MAX_TITLE_CHARS: usize = 256;
+
+/// What a snippet captures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SnippetType {
+    /// What failed, the error, what was tried, what fixed it.
+    ErrorReasoning,
+    /// What was chosen, the alternatives, why.
+    DecisionRationale,
+    /// A reusable lesson.
+    LearningPattern,
+}
+
+impl SnippetType {
+    /// Every type, in display order.
+    pub const ALL: [SnippetType; 3] = [
+        SnippetType::ErrorReasoning,
+        SnippetType::DecisionRationale,
+        SnippetType::LearningPattern,
+    ];
+
+    /// Stored name (fixed: it is data in a column with a CHECK constraint).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SnippetType::ErrorReasoning => "error_reasoning",
+            SnippetType::DecisionRationale => "decision_rationale",
+            SnippetType::LearningPattern => "learning_pattern",
+        }
+    }
+}
+
+impl FromStr for SnippetType {
+    type Err = SnippetError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let norm = s.trim().to_ascii_lowercase().replace('-', "_");
+        SnippetType::ALL
+            .into_iter()
+            .find(|t| t.as_str() == norm)
+            .ok_or_else(|| SnippetError::InvalidType(s.to_string()))
+    }
+}
+
+/// Why a snippet cannot be stored. One line each, for the CLI.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SnippetError {
+    /// Not one of the three types.
+    #[error(
+        "invalid type {0:?}: expected error_reasoning, decision_rationale or learning_pattern"
+    )]
+    InvalidType(String),
+    /// Content outside 100..=10240 bytes.
+    #[error("content is {bytes} bytes; a snippet must be 100 to 10240 bytes")]
+    ContentSize {
+        /// Its size.
+        bytes: usize,
+    },
+    /// Title empty after trimming.
+    #[error("title is empty")]
+    EmptyTitle,
+    /// Title over 256 characters.
+    #[error("title is {chars} characters; at most 256 are allowed")]
+    TitleTooLong {
+        /// Its length.
+        chars: usize,
+    },
+    /// The content is noise (see [`noise_reason`]).
+    #[error("content rejected: {0}")]
+    Rejected(&'static str),
+}
+
+/// Step headers of prompt frameworks, rejected as whole candidates.
+const STEP_HEADERS: &[&str] = &[
+    "phase", "observe", "think", "plan", "build", "execute", "verify", "learn",
+];
+
+/// Why `text` is noise rather than content, or `None` when it passes the gates:
+/// markdown labels (`**Label**:`), box-drawing runs, table borders, bracketed numbered lists,
+/// step headers, and anything under 20 characters after trimming, with fewer than 3 word
+/// characters, or under 10 characters once `* _ # -` are stripped.
+pub fn noise_reason(text: &str) -> Option<&'static str> {
+    let t = text.trim();
+    if t.chars().count() < 20 {
+        return Some("shorter than 20 characters");
+    }
+    if t.chars().filter(|c| c.is_alphanumeric()).count() < 3 {
+        return Some("fewer than 3 word characters");
+    }
+    let stripped: String = t
+        .chars()
+        .filter(|c| !matches!(c, '*' | '_' | '#' | '-') && !c.is_whitespace())
+        .collect();
+    if stripped.chars().count() < 10 {
+        return Some("under 10 characters without markdown");
+    }
+    let lines: Vec<&str> = t.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if lines.iter().all(|l| is_markdown_label(l)) {
+        return Some("markdown label");
+    }
+    if lines
+        .iter()
+        .all(|l| is_box_drawing(l) || is_table_border(l))
+    {
+        return Some("box drawing or table border");
+    }
+    if lines.iter().all(|l| is_table_row(l) || is_table_border(l)) {
+        return Some("table");
+    }
+    if lines.iter().all(|l| is_bracketed_numbered(l)) {
+        return Some("bracketed numbered list");
+    }
+    if lines.iter().all(|l| is_step_header(l)) {
+        return Some("step header");
+    }
+    None
+}
+
+/// A line that is noise on its own (dropped from a candidate before it is judged).
+pub fn is_noise_line(line: &str) -> bool {
+    let l = line.trim();
+    !l.is_empty()
+        && (is_markdown_label(l) || is_box_drawing(l) || is_table_border(l) || is_step_header(l))
+}
+
+/// `**Label**:` / `**Label:**` / `Label:` in bold with nothing after it.
+fn is_markdown_label(l: &str) -> bool {
+    let core = l.trim_start_matches(['#', '-', '*', ' ', '>']).trim_end();
+    let core = core.trim_end_matches(['*', '_']);
+    let Some(label) = core.strip_suffix(':') else {
+        return l.starts_with("**") && l.ends_with("**") && l.len() < 80;
+    };
+    let label = label.trim_end_matches(['*', '_']).trim();
+    !label.is_empty() && label.chars().count() <= 60 && (l.contains("**") || l.starts_with('#'))
+}
+
+fn is_box_char(c: char) -> bool {
+    ('\u{2500}'..='\u{259F}').contains(&c)
+}
+
+/// Mostly box-drawing / block characters (`───`, `═══`, `│ x │`).
+fn is_box_drawing(l: &str) -> bool {
+    let total = l.chars().filter(|c| !c.is_whitespace()).count();
+    let boxy = l.chars().filter(|c| is_box_char(*c)).count();
+    let mut run = 0;
+    let long_run = l.chars().any(|c| {
+        run = if is_box_char(c) { run + 1 } else { 0 };
+        run >= 3
+    });
+    total > 0 && (boxy * 2 >= total || long_run)
+        || l.chars().filter(|c| matches!(c, '=' | '~')).count() >= 3
+            && l.chars().all(|c| matches!(c, '=' | '~' | ' '))
+}
+
+/// `|---|:---:|`, `+----+----+`, `-----`.
+fn is_table_border(l: &str) -> bool {
+    l.len() >= 3
+        && l.chars()
+            .all(|c| matches!(c, '|' | '-' | ':' | '+' | ' ' | '='))
+}
+
+/// `| a | b |`.
+fn is_table_row(l: &str) -> bool {
+    l.starts_with('|') && l.ends_with('|') && l.matches('|').count() >= 3
+}
+
+/// `[1] ...`, `[2/5] ...`, `(3) ...`.
+fn is_bracketed_numbered(l: &str) -> bool {
+    let rest = match l.chars().next() {
+        Some('[') => l.get(1..).and_then(|r| r.split_once(']')),
+        Some('(') => l.get(1..).and_then(|r| r.split_once(')')),
+        _ => None,
+    };
+    rest.is_some_and(|(n, _)| {
+        !n.is_empty()
+            && n.chars()
+                .all(|c| c.is_ascii_digit() || c == '/' || c == '.')
+    })
+}
+
+/// `Phase 2: ...`, `## OBSERVE`, `**PLAN**`, `VERIFY:`.
+fn is_step_header(l: &str) -> bool {
+    let core = l
+        .trim_start_matches(['#', '*', '_', ' ', '>', '-'])
+        .trim_end_matches(['*', '_', ' ', ':']);
+    let first = core
+        .split(|c: char| !c.is_alphanumeric())
+        .next()
+        .unwrap_or("");
+    let lower = first.to_ascii_lowercase();
+    if !STEP_HEADERS.contains(&lower.as_str()) {
+        return false;
+    }
+    // "Phase 1: Setup" and "PLAN" are headers; "Plan the migration so that ..." is prose.
+    let words = core.split_whitespace().count();
+    let upper = first.chars().all(|c| c.is_ascii_uppercase());
+    words <= 2 || (words <= 6 && (lower == "phase" || upper))
+}
+
+/// Check a snippet's title and content against the limits and the gates.
+pub fn validate(title: &str, content: &str) -> Result<(), SnippetError> {
+    let t = title.trim();
+    if t.is_empty() {
+        return Err(SnippetError::EmptyTitle);
+    }
+    let chars = t.chars().count();
+    if chars > MAX_TITLE_CHARS {
+        return Err(SnippetError::TitleTooLong { chars });
+    }
+    let bytes = content.len();
+    if !(MIN_CONTENT_BYTES..=MAX_CONTENT_BYTES).contains(&bytes) {
+        return Err(SnippetError::ContentSize { bytes });
+    }
+    match noise_reason(content) {
+        Some(why) => Err(SnippetError::Rejected(why)),
+        None => Ok(()),
+    }
+}
+
+/// Dedup key of a content: xxh3 of its lowercase words joined by single spaces, so
+/// re-wrapped or re-indented copies of one text collide.
+pub fn normalized_hash(content: &str) -> String {
+    let mut norm = String::with_capacity(content.len());
+    for w in content.split_whitespace() {
+        if !norm.is_empty() {
+            norm.push(' ');
+        }
+        norm.extend(w.chars().flat_map(char::to_lowercase));
+    }
+    format!("{:016x}", xxhash_rust::xxh3::xxh3_64(norm.as_bytes()))
+}
+
+/// Words that mark the lines of a tool output worth keeping.
+const ERROR_MARKERS: &[&str] = &[
+    "error",
+    "failed",
+    "failure",
+    "panic",
+    "exception",
+    "traceback",
+    "cannot",
+    "can't",
+    "not found",
+    "no such",
+    "denied",
+    "invalid",
+    "undefined",
+    "unexpected",
+    "expected",
+    "fatal",
+    "warning",
+    "assert",
+    "exit code",
+    "-->",
+];
+
+/// The lines of a tool output that matter, at most `max_lines`: lines naming an error (with
+/// the line after each, which usually holds the location or the detail), else the first and
+/// last lines. Omitted stretches are marked `…`.
+pub fn cut_tool_output(text: &str, max_lines: usize) -> String {
+    let text = strip_ansi(text);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !is_noise_line(l))
+        .collect();
+    if lines.len() <= max_lines {
+        return lines.join("\n");
+    }
+    let mut keep = vec![false; lines.len()];
+    let mut kept = 0;
+    for (i, l) in lines.iter().enumerate() {
+        let lower = l.to_ascii_lowercase();
+        if ERROR_MARKERS.iter().any(|m| lower.contains(m)) {
+            for j in [i, i + 1] {
+                if j < lines.len() && !keep[j] && kept < max_lines {
+                    keep[j] = true;
+                    kept += 1;
+                }
+            }
+        }
+        if kept >= max_lines {
+            break;
+        }
+    }
+    if kept == 0 {
+        let head = max_lines / 2;
+        for k in keep.iter_mut().take(head) {
+            *k = true;
+        }
+        let tail = max_lines - head;
+        for k in keep.iter_mut().rev().take(tail) {
+            *k = true;
+        }
+    }
+    let mut out = String::new();
+    let mut gap = false;
+    for (l, k) in lines.iter().zip(&keep) {
+        if *k {
+            if gap {
+                out.push_str("…\n");
+            }
+            gap = false;
+            out.push_str(l);
+            out.push('\n');
+        } else {
+            gap = true;
+        }
+    }
+    if gap {
+        out.push('…');
+    }
+    out.trim_end().to_string()
+}
+
+/// `s` without terminal escape sequences (colours, cursor moves): tool outputs captured from
+/// a terminal are full of them, and they are unreadable once stored.
+pub fn strip_ansi(s: &str) -> std::borrow::Cow<'_, str> {
+    if !s.contains('\u{1b}') {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\u{1b}' {
+            out.push(c);
+            continue;
+        }
+        match chars.peek() {
+            Some('[') => {
+                chars.next();
+                // CSI: parameters and intermediates, then one final byte in @..~.
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            }
+            Some(']') => {
+                // OSC: up to BEL or ESC \.
+                for c in chars.by_ref() {
+                    if c == '\u{7}' || c == '\\' {
+                        break;
+                    }
+                }
+            }
+            Some(_) => {
+                chars.next();
+            }
+            None => {}
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// The line of an error text that says most: an error statement (`KeyError: ...`,
+/// `error[E0425]: ...`, `FAILED ...`, `panicked at ...`), else a line naming an error or a
+/// failure, else the first line that is not an exit status; tool-error tags, decoration and
+/// terminal escapes removed.
+pub fn headline(error: &str) -> String {
+    let clean = |l: &str| {
+        l.replace("<tool_use_error>", "")
+            .replace("</tool_use_error>", "")
+            .trim()
+            .trim_matches(|c: char| matches!(c, '=' | '-' | '_' | '*' | '#') || c.is_whitespace())
+            .trim_start_matches("Error: ")
+            .trim()
+            .to_string()
+    };
+    let text = strip_ansi(error);
+    let lines: Vec<String> = text
+        .lines()
+        .filter(|l| !is_noise_line(l) && !l.trim_start().starts_with('│'))
+        .map(clean)
+        .filter(|l| l.chars().filter(|c| c.is_alphanumeric()).count() >= 3 && l != "…")
+        .collect();
+    let not_status = |l: &&String| {
+        let lower = l.to_ascii_lowercase();
+        !lower.starts_with("exit code")
+            && !lower.contains("passed")
+            && !lower.starts_with("traceback")
+    };
+    let statement = |l: &&String| {
+        let head = l.split(':').next().unwrap_or("");
+        let word = !head.is_empty() && head.len() < 40 && !head.contains(' ');
+        word && (head.ends_with("Error")
+            || head.ends_with("Exception")
+            || head.starts_with("error"))
+            || l.starts_with("FAILED ")
+            || l.contains("panicked at")
+    };
+    let naming = |l: &&String| {
+        let lower = l.to_ascii_lowercase();
+        [
+            "error",
+            "failed",
+            "failure",
+            "fatal",
+            "panic",
+            "not found",
+            "cannot",
+            "can't",
+            "denied",
+        ]
+        .iter()
+        .any(|m| lower.contains(m))
+    };
+    lines
+        .iter()
+        .filter(not_status)
+        .find(statement)
+        .or_else(|| lines.iter().filter(not_status).find(naming))
+        .or_else(|| lines.iter().find(not_status))
+        .or_else(|| lines.first())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// `s` trimmed and cut to at most `max` characters, with `…` when cut.
+pub fn clip_chars(s: &str, max: usize) -> String {
+    let s = s.trim();
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
+    t.push('…');
+    t
+}
+
+/// `s` cut to at most `max` bytes on a character boundary, with `…` when cut.
+pub fn truncate_bytes(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &s[..end])
+}
+
+/// A title readable on its own: the first sentence of the first non-noise line, without
+/// markdown, at most [`MAX_TITLE_CHARS`] characters.
+pub fn title_from(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !is_noise_line(l) && !is_table_row(l) && !l.starts_with("```"))
+        .unwrap_or("");
+    let clean: String = line
+        .trim_start_matches(|c: char| "#>-*|,;:.) ".contains(c))
+        .replace("**", "")
+        .replace('`', "");
+    let clean = clean.trim();
+    let sentence = match clean.find(". ") {
+        Some(i) if i >= 20 => &clean[..i + 1],
+        _ => clean,
+    };
+    clip_chars(sentence, MAX_TITLE_CHARS)
+}
+
+/// Words in a text (runs of non-whitespace holding a letter or digit).
+pub fn word_count(s: &str) -> usize {
+    s.split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .count()
+}
+
+/// Metadata stored with a snippet: word count, reading time (200 words a minute, at least one
+/// second), and the triage label, confidence and Claude Code version when known.
+pub fn metadata_json(
+    content: &str,
+    triage: Option<&str>,
+    confidence: Option<f64>,
+    version: Option<&str>,
+) -> String {
+    let words = word_count(content);
+    let mut m = serde_json::Map::new();
+    m.insert("word_count".into(), words.into());
+    m.insert(
+        "reading_time_s".into(),
+        (((words as f64) * 60.0 / 200.0).ceil().max(1.0) as u64).into(),
+    );
+    if let Some(t) = triage {
+        m.insert("triage".into(), t.into());
+    }
+    if let Some(c) = confidence {
+        m.insert("confidence".into(), ((c * 100.0).round() / 100.0).into());
+    }
+    if let Some(v) = version {
+        m.insert("version".into(), v.into());
+    }
+    serde_json::Value::Object(m).to_string()
+}
+
+/// `ext:rs` for a path with an extension (lowercase, at most 8 characters).
+pub fn path_tags(path: &str) -> Option<String> {
+    let name = path.rsplit(['/', '\\']).next()?;
+    let (stem, ext) = name.rsplit_once('.')?;
+    if stem.is_empty() || ext.is_empty() || ext.len() > 8 {
+        return None;
+    }
+    if !ext.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let mut t = String::from("ext:");
+    let _ = write!(t, "{}", ext.to_ascii_lowercase());
+    Some(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn types_parse_both_spellings() {
+        assert_eq!(
+            "error-reasoning".parse::<SnippetType>(),
+            Ok(SnippetType::ErrorReasoning)
+        );
+        assert_eq!(
+            "learning_pattern".parse::<SnippetType>(),
+            Ok(SnippetType::LearningPattern)
+        );
+        let e = "tip".parse::<SnippetType>().unwrap_err();
+        assert!(e.to_string().contains("decision_rationale"), "{e}");
+    }
+
+    #[test]
+    fn gates_reject_each_kind_of_noise() {
+        let cases = [
+            ("**Summary**:", "shorter"),
+            ("**Root cause analysis of it**:", "markdown label"),
+            ("## Implementation details here:", "markdown label"),
+            ("────────────────────────────", "fewer than 3"),
+            ("│ box │ drawing │ table │ here ─────", "box"),
+            ("|------|--------|-------------|", "fewer than 3"),
+            ("| col a | col b |\n|---|---|\n| one | two |", "table"),
+            ("[1] first thing\n[2] second thing", "bracketed"),
+            ("Phase 2: Implementation", "step header"),
+            ("## OBSERVE\n**THINK**", "step header"),
+            ("short text", "shorter"),
+            ("!!! ??? ... ,,, ;;; ::: a", "fewer than 3"),
+            ("** __ ## -- ab ** __ ## -- cd **", "under 10"),
+        ];
+        for (text, why) in cases {
+            let got = noise_reason(text);
+            assert!(
+                got.is_some_and(|g| g.contains(why)),
+                "{text:?}: got {got:?}, want {why}"
+            );
+        }
+    }
+
+    #[test]
+    fn gates_accept_prose() {
+        for text in [
+            "The root cause was a stale lock file left by the previous run.",
+            "Plan the migration so that old rows keep their ids and nothing is lost.",
+            "**Root cause**: the parser assumed every line ends with a newline.",
+        ] {
+            assert_eq!(noise_reason(text), None, "{text}");
+        }
+    }
+
+    #[test]
+    fn validate_limits() {
+        let ok = "x ".repeat(60);
+        assert_eq!(validate("A title", &ok), Ok(()));
+        assert_eq!(
+            validate("A title", "too small but words"),
+            Err(SnippetError::ContentSize { bytes: 19 })
+        );
+        assert!(matches!(
+            validate(&"t".repeat(257), &ok),
+            Err(SnippetError::TitleTooLong { chars: 257 })
+        ));
+        assert_eq!(validate("  ", &ok), Err(SnippetError::EmptyTitle));
+        let big = "word ".repeat(2100);
+        assert!(matches!(
+            validate("t", &big),
+            Err(SnippetError::ContentSize { .. })
+        ));
+    }
+
+    #[test]
+    fn hash_ignores_case_and_spacing() {
+        assert_eq!(
+            normalized_hash("The  Fix\nwas here"),
+            normalized_hash("the fix was   HERE ")
+        );
+        assert_ne!(normalized_hash("the fix"), normalized_hash("the fox"));
+    }
+
+    #[test]
+    fn tool_output_keeps_error_lines() {
+        let mut out = String::new();
+        for i in 0..100 {
+            out.push_str(&format!("   Compiling crate{i} v0.1.0\n"));
+        }
+        out.push_str("error[E0308]: mismatched types\n  --> src/main.rs:4:5\n");
+        out.push_str("warning: build failed\n");
+        let cut = cut_tool_output(&out, 10);
+        assert!(cut.contains("error[E0308]"), "{cut}");
+        assert!(cut.contains("src/main.rs:4:5"), "{cut}");
+        assert!(!cut.contains("crate5 "), "{cut}");
+        assert!(cut.starts_with('…'), "{cut}");
+        let plain: String = (0..50).map(|i| format!("line {i}\n")).collect();
+        let cut = cut_tool_output(&plain, 4);
+        assert_eq!(cut, "line 0\nline 1\n…\nline 48\nline 49");
+    }
+
+    #[test]
+    fn titles_are_clean_and_short() {
+        assert_eq!(
+            title_from("**Decision**:\n## Use SQLite by default. Postgres is optional."),
+            "Use SQLite by default."
+        );
+        let long = "word ".repeat(100);
+        let t = title_from(&long);
+        assert_eq!(t.chars().count(), MAX_TITLE_CHARS);
+        assert!(t.ends_with('…'));
+    }
+
+    #[test]
+    fn tags_and_metadata() {
+        assert_eq!(path_tags("/a/b/main.RS").as_deref(), Some("ext:rs"));
+        assert_eq!(path_tags("/a/Makefile"), None);
+        assert_eq!(path_tags("/a/.env"), None);
+        let m: serde_json::Value = serde_json::from_str(&metadata_json(
+            &"w ".repeat(400),
+            Some("pivot"),
+            Some(0.8),
+            None,
+        ))
+        .unwrap();
+        assert_eq!(m["word_count"], 400);
+        assert_eq!(m["reading_time_s"], 120);
+        assert_eq!(m["triage"], "pivot");
+    }
+
+    #[test]
+    fn ansi_and_headlines() {
+        assert_eq!(
+            strip_ansi("\u{1b}[34mChecked\u{1b}[0m 1 file"),
+            "Checked 1 file"
+        );
+        assert_eq!(
+            headline("Exit code 1\n   Compiling x\nerror[E0425]: cannot find value `y`"),
+            "error[E0425]: cannot find value `y`"
+        );
+        assert_eq!(
+            headline("<tool_use_error>String to replace not found in file.</tool_use_error>"),
+            "String to replace not found in file."
+        );
+        assert_eq!(headline("Exit code 2"), "Exit code 2");
+        assert_eq!(
+            headline("Traceback (most recent call last):\n  File \"a.py\"\nKeyError: 'x'"),
+            "KeyError: 'x'"
+        );
+        assert_eq!(
+            headline("a::test_cache_invalidation PASSED\n==== FAILURES ====\nboom"),
+            "FAILURES"
+        );
+    }
+
+    #[test]
+    fn truncation_respects_char_boundaries() {
+        let s = "é".repeat(100);
+        let t = truncate_bytes(&s, 51);
+        assert!(t.len() <= 51);
+        assert!(t.ends_with('…'));
+    }
+}

@@ -1,0 +1,805 @@
+//! Cutting a readable excerpt out of a transcript, by physical lines or by turns.
+//!
+//! Why this exists: `gleaner snippet add --file T --lines A:B | --turns A:B` stores a piece of a
+//! session as a snippet. The JSONL itself is unreadable (and mostly bookkeeping), so the
+//! selected records are rendered as short labelled lines (`[L12] user: ...`,
+//! `[L13] tool Bash: cargo test`, `[L14] tool result (error): ...`) that a person can read and
+//! that point back to the physical line they came from.
+//!
+//! Line numbers are the tailer's: a line is the bytes up to `\n` (a trailing `\r` and, on line
+//! 1, a UTF-8 BOM removed), blank lines count, so an excerpt's `[Ln]` and its
+//! `line_start`/`line_end` agree with every other line number Gleaner stores. A final line
+//! without `\n` is read too (it keeps the number the tailer will give it once complete).
+//!
+//! Every text is redacted as it is rendered, before a tool output is cut down: cutting first
+//! could drop the line that makes a secret recognisable (the `BEGIN` of a private key) or split
+//! a token at the byte limit, and the rest would then pass unnoticed.
+//!
+//! The file is streamed (one line buffered at a time; lines before a `--lines` range are skipped
+//! without being buffered) and reading stops right after the selection, so a huge transcript
+//! costs memory for its longest selected line only. Lines that do not parse are skipped: a
+//! transcript is foreign data and a bad line is never an error here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::fs::File;
+use std::io::{self, BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use crate::feedback::{self, FeedbackType};
+use crate::parse::{parse_line, Block, Content, Kind, Record};
+use crate::prompt::{is_interruption, is_plumbing};
+use crate::redact::Redactor;
+
+/// Longest line read (the tailer's default `tail.max_line_bytes`); a longer line is skipped
+/// like an unparseable one, so one runaway line cannot exhaust memory.
+const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+
+/// Lines kept of a tool output (see [`super::cut_tool_output`]): enough for an error and its
+/// location, few enough that one result does not crowd out the reasoning around it.
+const TOOL_OUTPUT_LINES: usize = 20;
+
+/// Bytes kept of one tool output after cutting it to [`TOOL_OUTPUT_LINES`] lines: a single
+/// minified or base64 line would otherwise fill the whole snippet.
+const TOOL_OUTPUT_BYTES: usize = 2048;
+
+/// Tools whose target (see [`Block::ToolUse`]) is a file path rather than a command, URL or
+/// pattern; their targets become [`Excerpt::paths`].
+const PATH_TOOLS: &[&str] = &[
+    "Read",
+    "Write",
+    "Edit",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+];
+
+/// Which part of a transcript to cut. Why two units: lines are exact (what an editor or
+/// `gleaner episodes` shows), turns are what a person remembers ("the second prompt and what
+/// followed").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Selection {
+    /// Physical lines A to B, 1-based, inclusive.
+    Lines(u64, u64),
+    /// Turns A to B, 1-based, inclusive. Turn k runs from the k-th prompt line (a line with a
+    /// [`FeedbackType::Message`] item, as [`feedback::items`] finds them in a main file) to
+    /// the line before the next prompt, or to the end of the file.
+    Turns(u64, u64),
+}
+
+impl Selection {
+    /// The unit, plural, as shown in messages.
+    fn unit(self) -> &'static str {
+        match self {
+            Selection::Lines(..) => "lines",
+            Selection::Turns(..) => "turns",
+        }
+    }
+
+    /// The inclusive range.
+    fn bounds(self) -> (u64, u64) {
+        match self {
+            Selection::Lines(a, b) | Selection::Turns(a, b) => (a, b),
+        }
+    }
+}
+
+impl fmt::Display for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (a, b) = self.bounds();
+        write!(f, "{} {a}:{b}", self.unit())
+    }
+}
+
+/// What [`excerpt`] cut: the rendered text and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Excerpt {
+    /// The selected records as readable text, one labelled block per record content
+    /// (`[L12] user: ...`), joined by `\n`, redacted by the [`Redactor`] given to [`excerpt`].
+    pub content: String,
+    /// First physical line covered (the range start for lines, the first prompt for turns).
+    pub line_start: u64,
+    /// Last physical line covered (the range end for lines; for turns the line before the
+    /// next prompt, or the file's last line).
+    pub line_end: u64,
+    /// Physical lines read. Reading stops after the selection, so this is the file's line
+    /// count only when the selection reached the end of the file; otherwise it is `line_end`
+    /// (plus the next prompt line that ended a turn selection).
+    pub lines_in_file: u64,
+    /// Claude Code version of the last selected record that names one (snippet metadata).
+    pub version: Option<String>,
+    /// Names of the tools called in the selection, deduplicated and sorted (snippet tags).
+    pub tools: Vec<String>,
+    /// File paths targeted by file tools (`Read`, `Edit`, `Write`...) in the selection,
+    /// deduplicated and sorted (snippet tags by extension). Redacted like the content.
+    pub paths: Vec<String>,
+    /// Secrets replaced while rendering.
+    pub redacted: u64,
+}
+
+/// Why an excerpt could not be cut. Each message is one line naming the file, for the CLI.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    /// The transcript cannot be opened or read (missing, a folder, no permission, IO error).
+    #[error("cannot read {}", .path.display())]
+    Unreadable {
+        /// The transcript.
+        path: PathBuf,
+        /// What the OS said.
+        #[source]
+        source: io::Error,
+    },
+    /// The selection reaches past the end of the file: the file has fewer lines (or turns)
+    /// than the range's end.
+    #[error(
+        "{unit} {start}:{end} are outside {}, which has {available} {}",
+        .path.display(),
+        if *.available == 1 { unit.strip_suffix('s').unwrap_or(unit) } else { unit }
+    )]
+    RangeOutsideFile {
+        /// The transcript.
+        path: PathBuf,
+        /// `lines` or `turns`.
+        unit: &'static str,
+        /// Requested start.
+        start: u64,
+        /// Requested end.
+        end: u64,
+        /// How many lines (or turns) the file has.
+        available: u64,
+    },
+    /// The range text is not `A:B` with `1 <= A <= B`.
+    #[error("invalid range {0:?}: expected A:B with 1 <= A <= B")]
+    BadRange(String),
+    /// Every selected record is bookkeeping (snapshots, progress, thinking, injected text),
+    /// or no selected line parses: there is nothing to store.
+    #[error("{selection} of {} hold nothing readable (only metadata, progress, thinking or unparseable lines)", .path.display())]
+    Empty {
+        /// The transcript.
+        path: PathBuf,
+        /// What was selected.
+        selection: Selection,
+    },
+}
+
+/// Parse a range `A:B` (1-based, inclusive, `1 <= A <= B`; spaces around the numbers allowed).
+/// Why strict: a reversed or zero range is almost always a typo, and silently swapping or
+/// clamping it would store a snippet from lines the user did not mean.
+pub fn parse_range(s: &str) -> Result<(u64, u64), SourceError> {
+    let bad = || SourceError::BadRange(s.to_string());
+    let (a, b) = s.split_once(':').ok_or_else(bad)?;
+    let a: u64 = a.trim().parse().map_err(|_| bad())?;
+    let b: u64 = b.trim().parse().map_err(|_| bad())?;
+    if a == 0 || a > b {
+        return Err(bad());
+    }
+    Ok((a, b))
+}
+
+/// Cut `sel` out of the transcript at `path` and render it as readable text, every piece
+/// redacted by `redactor` before it is cut or truncated.
+///
+/// Why it reads the file itself rather than the database: a snippet may be cut from any
+/// transcript, ingested or not, and the stored rows keep only part of each line (no tool
+/// outputs), while a snippet about an error needs the error text.
+pub fn excerpt(path: &Path, sel: Selection, redactor: &Redactor) -> Result<Excerpt, SourceError> {
+    let (start, end) = sel.bounds();
+    if start == 0 || start > end {
+        return Err(SourceError::BadRange(format!("{start}:{end}")));
+    }
+    let unreadable = |source| SourceError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    };
+    let file = File::open(path).map_err(unreadable)?;
+    let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, file));
+    let mut buf = Vec::new();
+    let mut out = Render::new(redactor);
+    let (line_start, line_end) = match sel {
+        Selection::Lines(..) => {
+            while lines.number + 1 < start {
+                if lines.next(&mut buf, false).map_err(unreadable)? == Next::Eof {
+                    return Err(outside(path, sel, lines.number));
+                }
+            }
+            while lines.number < end {
+                match lines.next(&mut buf, true).map_err(unreadable)? {
+                    Next::Eof => return Err(outside(path, sel, lines.number)),
+                    Next::TooLong => {}
+                    Next::Line => out.line(lines.number, &parse_line(&buf).records),
+                }
+            }
+            (start, end)
+        }
+        Selection::Turns(..) => {
+            let mut prompts = 0u64;
+            let mut first = 0u64;
+            loop {
+                let next = lines.next(&mut buf, true).map_err(unreadable)?;
+                if next == Next::Eof {
+                    if prompts < end {
+                        return Err(outside(path, sel, prompts));
+                    }
+                    break;
+                }
+                if next == Next::TooLong {
+                    continue;
+                }
+                let parsed = parse_line(&buf);
+                if is_prompt(&parsed.records) {
+                    prompts += 1;
+                    if prompts > end {
+                        break;
+                    }
+                    if prompts == start {
+                        first = lines.number;
+                    }
+                }
+                if prompts >= start {
+                    out.line(lines.number, &parsed.records);
+                }
+            }
+            // Stopped at EOF (last line included) or at the prompt after the range (excluded).
+            let last = if prompts > end {
+                lines.number - 1
+            } else {
+                lines.number
+            };
+            (first, last)
+        }
+    };
+    if out.blocks.is_empty() {
+        return Err(SourceError::Empty {
+            path: path.to_path_buf(),
+            selection: sel,
+        });
+    }
+    tracing::debug!(
+        path = %path.display(),
+        line_start,
+        line_end,
+        blocks = out.blocks.len(),
+        "transcript excerpt cut"
+    );
+    Ok(Excerpt {
+        content: out.blocks.join("\n"),
+        line_start,
+        line_end,
+        lines_in_file: lines.number,
+        version: out.version,
+        tools: out.tools.into_iter().collect(),
+        paths: out.paths.into_iter().collect(),
+        redacted: out.counts.values().sum(),
+    })
+}
+
+fn outside(path: &Path, sel: Selection, available: u64) -> SourceError {
+    let (start, end) = sel.bounds();
+    SourceError::RangeOutsideFile {
+        path: path.to_path_buf(),
+        unit: sel.unit(),
+        start,
+        end,
+        available,
+    }
+}
+
+/// Whether a line opens a turn: one of its records is a human message of a main session.
+fn is_prompt(records: &[Record<'_>]) -> bool {
+    records.iter().any(|r| {
+        feedback::items(r, false)
+            .iter()
+            .any(|i| i.feedback_type == FeedbackType::Message)
+    })
+}
+
+/// The excerpt being built.
+struct Render<'r> {
+    redactor: &'r Redactor,
+    counts: BTreeMap<&'static str, u64>,
+    blocks: Vec<String>,
+    version: Option<String>,
+    tools: BTreeSet<String>,
+    paths: BTreeSet<String>,
+}
+
+impl<'r> Render<'r> {
+    fn new(redactor: &'r Redactor) -> Self {
+        Render {
+            redactor,
+            counts: BTreeMap::new(),
+            blocks: Vec::new(),
+            version: None,
+            tools: BTreeSet::new(),
+            paths: BTreeSet::new(),
+        }
+    }
+
+    /// Render the records of physical line `n`.
+    fn line(&mut self, n: u64, records: &[Record<'_>]) {
+        for rec in records {
+            self.record(n, rec);
+        }
+    }
+
+    fn record(&mut self, n: u64, rec: &Record<'_>) {
+        if let Some(v) = &rec.version {
+            self.version = Some(v.to_string());
+        }
+        match rec.kind {
+            Kind::User => {
+                // Injected lines: meta text, the post-compaction summary, skill bodies.
+                if rec.is_meta || rec.is_compact_summary || rec.source_tool_use_id.is_some() {
+                    return;
+                }
+                match rec.message.as_ref().map(|m| &m.content) {
+                    Some(Content::Text(t)) => self.user_text(n, t),
+                    Some(Content::Blocks(blocks)) => {
+                        for b in blocks {
+                            match b {
+                                Block::Text(t) => self.user_text(n, t),
+                                Block::ToolResult { is_error, .. } => {
+                                    self.tool_result(n, *is_error, b.tool_result_text())
+                                }
+                                _ => {}
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Kind::Assistant => {
+                for b in rec.blocks() {
+                    match b {
+                        Block::Text(t) => self.push(n, "assistant", t),
+                        Block::ToolUse { name, target, .. } => {
+                            self.tool_use(n, name, target.as_deref())
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn user_text(&mut self, n: u64, text: &str) {
+        // Interruption markers are kept: where the user stopped the agent is part of the story.
+        if is_interruption(text) || !is_plumbing(text) {
+            self.push(n, "user", text);
+        }
+    }
+
+    fn tool_use(&mut self, n: u64, name: &str, target: Option<&str>) {
+        self.tools.insert(name.to_string());
+        let target = target.map(str::trim).filter(|t| !t.is_empty());
+        if let Some(t) = target {
+            let t = self.redactor.redact(t, &mut self.counts);
+            if PATH_TOOLS.contains(&name) {
+                self.paths.insert(t.to_string());
+            }
+            self.blocks.push(format!("[L{n}] tool {name}: {t}"));
+        } else {
+            self.blocks.push(format!("[L{n}] tool {name}"));
+        }
+    }
+
+    fn tool_result(&mut self, n: u64, is_error: bool, text: Option<String>) {
+        let Some(text) = text else { return };
+        let text = self.redactor.redact(&text, &mut self.counts);
+        let cut = super::cut_tool_output(&text, TOOL_OUTPUT_LINES);
+        let cut = super::truncate_bytes(&cut, TOOL_OUTPUT_BYTES);
+        let label = if is_error {
+            "tool result (error)"
+        } else {
+            "tool result"
+        };
+        // Already redacted: pushed as is.
+        let t = cut.trim();
+        if !t.is_empty() {
+            self.blocks.push(format!("[L{n}] {label}: {t}"));
+        }
+    }
+
+    fn push(&mut self, n: u64, label: &str, text: &str) {
+        let t = self.redactor.redact(text.trim(), &mut self.counts);
+        if !t.is_empty() {
+            self.blocks.push(format!("[L{n}] {label}: {t}"));
+        }
+    }
+}
+
+/// What [`LineReader::next`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// No more bytes: the previous line was the last.
+    Eof,
+    /// A line, in the buffer when it was asked for.
+    Line,
+    /// A line longer than [`MAX_LINE_BYTES`]: counted, not buffered.
+    TooLong,
+}
+
+/// Physical lines of a file, numbered as the tailer numbers them.
+struct LineReader<R> {
+    inner: R,
+    /// Lines returned so far (the number of the last one).
+    number: u64,
+}
+
+impl<R: BufRead> LineReader<R> {
+    fn new(inner: R) -> Self {
+        LineReader { inner, number: 0 }
+    }
+
+    /// Read the next line into `buf` (cleared first) when `keep`, else only skip it; without
+    /// its `\n`, trailing `\r` and, on line 1, the UTF-8 BOM.
+    fn next(&mut self, buf: &mut Vec<u8>, keep: bool) -> io::Result<Next> {
+        buf.clear();
+        let mut seen = false;
+        let mut too_long = false;
+        loop {
+            let (used, done) = {
+                let chunk = match self.inner.fill_buf() {
+                    Ok(c) => c,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                };
+                if chunk.is_empty() {
+                    break;
+                }
+                seen = true;
+                let (take, done) = match memchr::memchr(b'\n', chunk) {
+                    Some(i) => (i, true),
+                    None => (chunk.len(), false),
+                };
+                if keep && !too_long {
+                    if buf.len() + take > MAX_LINE_BYTES {
+                        too_long = true;
+                        buf.clear();
+                        buf.shrink_to_fit();
+                    } else {
+                        buf.extend_from_slice(&chunk[..take]);
+                    }
+                }
+                (if done { take + 1 } else { take }, done)
+            };
+            self.inner.consume(used);
+            if done {
+                break;
+            }
+        }
+        if !seen {
+            return Ok(Next::Eof);
+        }
+        self.number += 1;
+        if too_long {
+            return Ok(Next::TooLong);
+        }
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+        if self.number == 1 && buf.starts_with(b"\xEF\xBB\xBF") {
+            buf.drain(..3);
+        }
+        Ok(Next::Line)
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// Twelve real lines (lines 301 and 303-313 of a corpus transcript): a Read call, an
+    /// interruption, then three prompts with Bash calls, a failed one and another interruption.
+    const FIXTURE: &str = include_str!("../../tests/fixtures/snippet_session.jsonl");
+
+    fn write(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(bytes).unwrap();
+        f.flush().unwrap();
+        f
+    }
+
+    /// The built-in rules (what the CLI uses without `redact.extra`).
+    fn rd() -> Redactor {
+        Redactor::builtin()
+    }
+
+    fn fixture_lines() -> Vec<&'static str> {
+        FIXTURE.lines().collect()
+    }
+
+    #[test]
+    fn parse_range_accepts_only_ordered_positive_ranges() {
+        assert_eq!(parse_range("3:7").unwrap(), (3, 7));
+        assert_eq!(parse_range(" 4 : 4 ").unwrap(), (4, 4));
+        for bad in ["9:2", "0:3", "3", "a:b", "3:", ":3", "-1:2", "1:2:3", ""] {
+            let e = parse_range(bad).unwrap_err();
+            assert!(matches!(e, SourceError::BadRange(_)), "{bad}");
+        }
+        assert_eq!(
+            parse_range("9:2").unwrap_err().to_string(),
+            "invalid range \"9:2\": expected A:B with 1 <= A <= B"
+        );
+    }
+
+    #[test]
+    fn lines_render_each_kind_with_its_physical_line() {
+        let f = write(FIXTURE.as_bytes());
+        let ex = excerpt(f.path(), Selection::Lines(1, 12), &rd()).unwrap();
+        assert_eq!((ex.line_start, ex.line_end, ex.lines_in_file), (1, 12, 12));
+        let c = &ex.content;
+        assert!(c.starts_with("[L1] tool Read: /Users/testuser/"), "{c}");
+        assert!(
+            c.contains("\n[L2] user: [Request interrupted by user]"),
+            "{c}"
+        );
+        assert!(c.contains("\n[L3] user: it seems to work."), "{c}");
+        assert!(c.contains("\n[L4] assistant: Perfect!"), "{c}");
+        assert!(
+            c.contains("\n[L5] tool Bash: git status --porcelain"),
+            "{c}"
+        );
+        assert!(
+            c.contains("\n[L10] tool result (error): fatal: 'main' is already used by worktree"),
+            "{c}"
+        );
+        assert!(
+            c.ends_with("[L12] user: sorry. push up and make a pr"),
+            "{c}"
+        );
+        assert_eq!(ex.tools, vec!["Bash".to_string(), "Read".to_string()]);
+        assert_eq!(ex.paths.len(), 1);
+        assert!(
+            ex.paths[0].ends_with("handlers/ai-chat.ts"),
+            "{:?}",
+            ex.paths
+        );
+        assert_eq!(ex.version.as_deref(), Some("1.0.120"));
+        // No JSON leaks into the text.
+        assert!(!c.contains("\"type\""), "{c}");
+    }
+
+    #[test]
+    fn a_line_range_stops_at_its_end() {
+        let f = write(FIXTURE.as_bytes());
+        let ex = excerpt(f.path(), Selection::Lines(3, 5), &rd()).unwrap();
+        assert_eq!((ex.line_start, ex.line_end, ex.lines_in_file), (3, 5, 5));
+        let labels: Vec<&str> = ex
+            .content
+            .lines()
+            .filter(|l| l.starts_with("[L"))
+            .map(|l| l.split(']').next().unwrap())
+            .collect();
+        assert_eq!(labels, ["[L3", "[L4", "[L5"]);
+        assert_eq!(ex.tools, vec!["Bash".to_string()]);
+        assert!(ex.paths.is_empty());
+    }
+
+    #[test]
+    fn turns_run_from_a_prompt_to_the_line_before_the_next() {
+        let f = write(FIXTURE.as_bytes());
+        let t1 = excerpt(f.path(), Selection::Turns(1, 1), &rd()).unwrap();
+        assert_eq!((t1.line_start, t1.line_end), (3, 7));
+        // The same lines selected by number give the same text.
+        let l = excerpt(f.path(), Selection::Lines(3, 7), &rd()).unwrap();
+        assert_eq!(t1.content, l.content);
+        let t2 = excerpt(f.path(), Selection::Turns(2, 2), &rd()).unwrap();
+        assert_eq!((t2.line_start, t2.line_end), (8, 11));
+        assert!(
+            t2.content.starts_with("[L8] user: we merged that PR"),
+            "{}",
+            t2.content
+        );
+        assert!(t2.content.contains("[L10] tool result (error):"));
+        // The last turn runs to the end of the file.
+        let t = excerpt(f.path(), Selection::Turns(2, 3), &rd()).unwrap();
+        assert_eq!((t.line_start, t.line_end, t.lines_in_file), (8, 12, 12));
+        // Lines before the first prompt belong to no turn.
+        let all = excerpt(f.path(), Selection::Turns(1, 3), &rd()).unwrap();
+        assert_eq!((all.line_start, all.line_end), (3, 12));
+        assert!(!all.content.contains("[L1]"));
+        assert!(!all.content.contains("[L2]"));
+    }
+
+    #[test]
+    fn crlf_bom_and_blank_lines_keep_physical_numbers() {
+        let lines = fixture_lines();
+        // BOM on line 1, CRLF endings, blank lines (one of them CRLF only), no final newline.
+        let mut bytes = b"\xEF\xBB\xBF".to_vec();
+        bytes.extend_from_slice(lines[2].as_bytes()); // L1: prompt
+        bytes.extend_from_slice(b"\r\n\r\n\n"); // L2, L3 blank
+        bytes.extend_from_slice(lines[4].as_bytes()); // L4: Bash
+        bytes.extend_from_slice(b"\r\n");
+        bytes.extend_from_slice(lines[7].as_bytes()); // L5: prompt, no final newline
+        let f = write(&bytes);
+        let ex = excerpt(f.path(), Selection::Lines(1, 5), &rd()).unwrap();
+        assert!(
+            ex.content.starts_with("[L1] user: it seems to work."),
+            "{}",
+            ex.content
+        );
+        assert!(
+            ex.content.contains("\n[L4] tool Bash: git status"),
+            "{}",
+            ex.content
+        );
+        assert!(ex
+            .content
+            .ends_with("[L5] user: we merged that PR. we need a new one"));
+        assert!(!ex.content.contains('\r'));
+        let t1 = excerpt(f.path(), Selection::Turns(1, 1), &rd()).unwrap();
+        assert_eq!((t1.line_start, t1.line_end), (1, 4));
+        let t2 = excerpt(f.path(), Selection::Turns(2, 2), &rd()).unwrap();
+        assert_eq!((t2.line_start, t2.line_end), (5, 5));
+        // Blank lines alone hold nothing.
+        let e = excerpt(f.path(), Selection::Lines(2, 3), &rd()).unwrap_err();
+        assert!(matches!(e, SourceError::Empty { .. }), "{e}");
+    }
+
+    #[test]
+    fn bad_and_unparseable_lines_are_skipped() {
+        let lines = fixture_lines();
+        let text = format!(
+            "{{\"type\":\"user\",\"message\":{{\n[1,2]\n{}\n\u{0}\n{}\n",
+            lines[2], lines[7]
+        );
+        let f = write(text.as_bytes());
+        let ex = excerpt(f.path(), Selection::Lines(1, 5), &rd()).unwrap();
+        let labels: Vec<&str> = ex.content.lines().filter(|l| l.starts_with("[L")).collect();
+        assert_eq!(labels.len(), 2, "{}", ex.content);
+        assert!(labels[0].starts_with("[L3] user:"));
+        assert!(labels[1].starts_with("[L5] user:"));
+    }
+
+    #[test]
+    fn out_of_range_names_the_file_and_what_it_has() {
+        let f = write(FIXTURE.as_bytes());
+        let p = f.path().display().to_string();
+        let e = excerpt(f.path(), Selection::Lines(900, 950), &rd()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("lines 900:950 are outside {p}, which has 12 lines")
+        );
+        let e = excerpt(f.path(), Selection::Lines(10, 13), &rd()).unwrap_err();
+        assert!(
+            matches!(e, SourceError::RangeOutsideFile { available: 12, .. }),
+            "{e}"
+        );
+        let e = excerpt(f.path(), Selection::Turns(7, 9), &rd()).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("turns 7:9 are outside {p}, which has 3 turns")
+        );
+        let one = write(fixture_lines()[2].as_bytes());
+        let e = excerpt(one.path(), Selection::Turns(2, 2), &rd()).unwrap_err();
+        assert!(e.to_string().ends_with("which has 1 turn"), "{e}");
+        let e = excerpt(f.path(), Selection::Lines(5, 2), &rd()).unwrap_err();
+        assert!(matches!(e, SourceError::BadRange(_)), "{e}");
+    }
+
+    #[test]
+    fn unreadable_and_empty_are_errors_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("nope.jsonl");
+        let e = excerpt(&missing, Selection::Lines(1, 1), &rd()).unwrap_err();
+        assert!(matches!(e, SourceError::Unreadable { .. }));
+        assert_eq!(e.to_string(), format!("cannot read {}", missing.display()));
+        // A folder opens but cannot be read.
+        let e = excerpt(dir.path(), Selection::Lines(1, 1), &rd()).unwrap_err();
+        assert!(matches!(e, SourceError::Unreadable { .. }), "{e}");
+        // Bookkeeping only: a snapshot and a progress line.
+        let f = write(
+            b"{\"type\":\"file-history-snapshot\",\"messageId\":\"m\",\"snapshot\":{}}\n\
+              {\"type\":\"progress\",\"data\":{\"type\":\"hook_progress\"}}\n",
+        );
+        let e = excerpt(f.path(), Selection::Lines(1, 2), &rd()).unwrap_err();
+        assert!(e.to_string().starts_with("lines 1:2 of "), "{e}");
+        assert!(e.to_string().contains("nothing readable"), "{e}");
+    }
+
+    #[test]
+    fn long_tool_output_is_cut() {
+        let lines = fixture_lines();
+        let mut v: serde_json::Value = serde_json::from_str(lines[9]).unwrap();
+        let big: String = (0..500).map(|i| format!("output line {i}\n")).collect();
+        v["message"]["content"][0]["content"] = serde_json::Value::String(big);
+        let f = write(format!("{v}\n").as_bytes());
+        let ex = excerpt(f.path(), Selection::Lines(1, 1), &rd()).unwrap();
+        assert!(ex.content.len() < 1000, "{}", ex.content.len());
+        assert!(ex.content.contains('…'));
+    }
+
+    #[test]
+    fn secrets_are_redacted_before_outputs_are_cut() {
+        let lines = fixture_lines();
+        let mut v: serde_json::Value = serde_json::from_str(lines[9]).unwrap();
+        // A private key printed in a long output: cutting first would keep its last base64
+        // lines without the BEGIN line that makes them recognisable.
+        let mut out: String = (0..30).map(|i| format!("config line {i}\n")).collect();
+        out.push_str("-----BEGIN PRIVATE KEY-----\n");
+        for i in 0..25 {
+            out.push_str(&format!(
+                "MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC{i:02}\n"
+            ));
+        }
+        out.push_str("-----END PRIVATE KEY-----\n");
+        v["message"]["content"][0]["content"] = serde_json::Value::String(out);
+        // A token right at the byte limit of one output, and one in a command.
+        let token = "ghp_L5sffHkGClQPZR42lO8kvAd4FyXmzDW9I9hN";
+        let mut w = v.clone();
+        let long = format!("{} {token} tail", "x".repeat(TOOL_OUTPUT_BYTES - 20));
+        w["message"]["content"][0]["content"] = serde_json::Value::String(long);
+        let mut c: serde_json::Value = serde_json::from_str(lines[4]).unwrap();
+        c["message"]["content"][0]["input"]["command"] =
+            serde_json::Value::String(format!("curl -H 'Authorization: token {token}' x"));
+        let f = write(format!("{v}\n{w}\n{c}\n").as_bytes());
+        let ex = excerpt(f.path(), Selection::Lines(1, 3), &rd()).unwrap();
+        assert!(!ex.content.contains("MIIEvQIBADAN"), "{}", ex.content);
+        assert!(!ex.content.contains("ghp_"), "{}", ex.content);
+        assert!(ex.content.contains("[REDACTED:"), "{}", ex.content);
+        assert!(ex.redacted >= 3, "{}", ex.redacted);
+        // Redacting the result again changes nothing (the CLI redacts the whole once more).
+        let mut counts = BTreeMap::new();
+        assert_eq!(rd().redact(&ex.content, &mut counts), ex.content);
+        assert!(counts.is_empty(), "{counts:?}");
+    }
+
+    /// Over the real corpus: the number of turns of a main file is its number of human
+    /// message items, and the excerpt of its last turn ends at its last line.
+    #[test]
+    fn corpus_turns_match_feedback_messages() {
+        let mut checked = 0;
+        for p in crate::test_support::corpus_files() {
+            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if name.starts_with("agent-") || p.components().any(|c| c.as_os_str() == "subagents") {
+                continue;
+            }
+            let bytes = std::fs::read(&p).unwrap();
+            if bytes.len() > 4 * 1024 * 1024 {
+                continue;
+            }
+            let mut parts: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+            if parts.last().is_some_and(|l| l.is_empty()) {
+                parts.pop(); // after the final '\n'
+            }
+            let lines = parts.len() as u64;
+            let mut messages = 0u64;
+            for (i, line) in parts.into_iter().enumerate() {
+                let mut line = line.strip_suffix(b"\r").unwrap_or(line);
+                if i == 0 {
+                    line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+                }
+                for r in parse_line(line).records {
+                    messages += feedback::items(&r, false)
+                        .iter()
+                        .filter(|it| it.feedback_type == FeedbackType::Message)
+                        .count() as u64;
+                }
+            }
+            let past =
+                excerpt(&p, Selection::Turns(messages + 1, messages + 1), &rd()).unwrap_err();
+            assert!(
+                matches!(past, SourceError::RangeOutsideFile { available, .. } if available == messages),
+                "{}: {past}",
+                p.display()
+            );
+            if messages > 0 {
+                match excerpt(&p, Selection::Turns(messages, messages), &rd()) {
+                    Ok(ex) => {
+                        assert_eq!(ex.line_end, lines, "{}", p.display());
+                        assert_eq!(ex.lines_in_file, lines, "{}", p.display());
+                    }
+                    Err(e) => panic!("{}: {e}", p.display()),
+                }
+                let first = excerpt(&p, Selection::Turns(1, 1), &rd()).unwrap();
+                assert!(first.content.contains("user: "), "{}", p.display());
+                checked += 1;
+            }
+        }
+        assert!(checked > 20, "only {checked} corpus files with prompts");
+    }
+}

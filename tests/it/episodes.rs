@@ -1,0 +1,371 @@
+//! Episodes and automatic snippets over the real corpus, on both backends: episodes tile every
+//! session, every snippet passes the gates and limits and points at lines that exist, a second
+//! ingest adds nothing, and the database itself refuses a bad snippet. Live: an episode is
+//! written open, closed when the next one starts, and the last one closed when the session
+//! ends.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::process::Stdio;
+use std::time::Duration;
+
+use gleaner::store::Store;
+
+use crate::both_backends;
+use crate::common::*;
+
+type EpisodeRow = (i64, i64, String, i64, i64, i64, String, String, f64, String);
+
+async fn episodes(store: &Store) -> Vec<EpisodeRow> {
+    let sql = "SELECT e.id, e.file_id, f.path, e.generation, e.start_line, e.end_line, e.status, \
+               e.triage, e.confidence, e.evidence FROM episodes e JOIN files f ON f.id = e.file_id \
+               ORDER BY e.file_id, e.generation, e.start_line";
+    match store {
+        Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
+        Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
+    }
+    .expect("episodes")
+}
+
+type SnippetRow = (
+    i64,
+    Option<i64>,
+    String,
+    String,
+    String,
+    String,
+    i64,
+    i64,
+    String,
+    String,
+);
+
+async fn snippets(store: &Store) -> Vec<SnippetRow> {
+    let sql = "SELECT id, episode_id, snippet_type, title, content, source_file, line_start, \
+               line_end, content_hash, tags FROM snippets ORDER BY id";
+    match store {
+        Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
+        Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
+    }
+    .expect("snippets")
+}
+
+async fn scalar_i64(store: &Store, sql: &str) -> i64 {
+    match store {
+        Store::Sqlite(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await,
+        Store::Postgres(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await,
+    }
+    .expect(sql)
+}
+
+async fn execute(store: &Store, sql: &str) -> Result<u64, sqlx::Error> {
+    match store {
+        Store::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|r| r.rows_affected()),
+        Store::Postgres(p) => sqlx::query(sql).execute(p).await.map(|r| r.rows_affected()),
+    }
+}
+
+/// Physical lines of a file, as the tailer counts them (complete lines).
+fn line_count(path: &str) -> i64 {
+    let bytes = std::fs::read(path).expect("read source");
+    bytes.iter().filter(|&&b| b == b'\n').count() as i64
+}
+
+async fn corpus(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    // Sessions finish by file mtime, and a freshly provisioned machine (CI) copies the corpus
+    // minutes before the tests run: a one-second idle timeout finishes them all whatever the
+    // copy's age, so every episode must come out closed.
+    let quick_idle = [("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1")];
+    env.ingest_dir_env(&corpus_dir(), &quick_idle);
+    let store = env.store().await;
+
+    let eps = episodes(&store).await;
+    assert!(eps.len() > 100, "{} episodes", eps.len());
+    assert_eq!(
+        scalar_i64(
+            &store,
+            "SELECT COUNT(*) FROM sessions WHERE status <> 'finished'"
+        )
+        .await,
+        0,
+        "sessions left active"
+    );
+    assert!(eps.iter().all(|e| e.6 == "closed"), "open episodes left");
+
+    // Tiling: per file, consecutive ranges touch, the first starts on a user line, the last
+    // ends at the file's last line.
+    let lines: HashMap<i64, i64> = {
+        let sql = "SELECT id, lines FROM files";
+        let rows: Vec<(i64, i64)> = match &store {
+            Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
+            Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
+        }
+        .expect("files");
+        rows.into_iter().collect()
+    };
+    let mut by_file: BTreeMap<(i64, i64), Vec<&EpisodeRow>> = BTreeMap::new();
+    for e in &eps {
+        by_file.entry((e.1, e.3)).or_default().push(e);
+    }
+    for ((file_id, generation), list) in &by_file {
+        for w in list.windows(2) {
+            assert_eq!(w[1].4, w[0].5 + 1, "gap or overlap in {}", w[0].2);
+        }
+        let last = list.last().expect("non-empty");
+        assert_eq!(
+            last.5, lines[file_id],
+            "last episode of {} ends early",
+            last.2
+        );
+        for e in list {
+            let kind: String = {
+                let sql = format!(
+                    "SELECT kind FROM messages WHERE file_id = {file_id} AND generation = \
+                     {generation} AND line_no = {} ORDER BY seq LIMIT 1",
+                    e.4
+                );
+                match &store {
+                    Store::Sqlite(p) => sqlx::query_scalar(&sql).fetch_one(p).await,
+                    Store::Postgres(p) => sqlx::query_scalar(&sql).fetch_one(p).await,
+                }
+                .expect("message at episode start")
+            };
+            assert_eq!(kind, "user", "episode of {} starts on a {kind} line", e.2);
+            assert!([
+                "routine",
+                "error_recovery",
+                "user_correction",
+                "pivot",
+                "design_decision"
+            ]
+            .contains(&e.7.as_str()));
+            assert!((0.0..=1.0).contains(&e.8));
+            let ev: serde_json::Value = serde_json::from_str(&e.9).expect("evidence JSON");
+            let ev = ev.as_array().expect("evidence array");
+            if e.7 != "routine" {
+                assert!(!ev.is_empty(), "{} has no evidence", e.7);
+                assert_eq!(ev[0]["label"], e.7.as_str());
+            }
+            for item in ev {
+                let line = item["line"].as_i64().expect("evidence line");
+                assert!(
+                    (e.4..=e.5).contains(&line),
+                    "evidence line {line} outside {}..{} of {}",
+                    e.4,
+                    e.5,
+                    e.2
+                );
+                assert!(!item["signal"].as_str().unwrap_or("").is_empty());
+            }
+        }
+    }
+    let labels: std::collections::BTreeSet<&str> = eps.iter().map(|e| e.7.as_str()).collect();
+    for l in [
+        "routine",
+        "error_recovery",
+        "user_correction",
+        "design_decision",
+    ] {
+        assert!(
+            labels.contains(l),
+            "no {l} episode in the corpus: {labels:?}"
+        );
+    }
+
+    // Snippets: gates, limits, sources.
+    let snips = snippets(&store).await;
+    assert!(snips.len() > 30, "{} snippets", snips.len());
+    let ep_by_id: HashMap<i64, &EpisodeRow> = eps.iter().map(|e| (e.0, e)).collect();
+    let mut per_episode: HashMap<i64, usize> = HashMap::new();
+    let mut lines_of: HashMap<String, i64> = HashMap::new();
+    let mut types = std::collections::BTreeSet::new();
+    for s in &snips {
+        let (_, episode_id, kind, title, content, source, start, end, _, tags) = s;
+        types.insert(kind.clone());
+        gleaner::snippet::validate(title, content)
+            .unwrap_or_else(|e| panic!("snippet {} fails the gates: {e}\n{content}", s.0));
+        assert!((100..=10_240).contains(&content.len()));
+        assert!(title.chars().count() <= 256);
+        let ep = ep_by_id[&episode_id.expect("auto snippets have an episode")];
+        *per_episode.entry(ep.0).or_default() += 1;
+        assert_eq!(source, &ep.2);
+        assert!(
+            ep.4 <= *start && start <= end && *end <= ep.5,
+            "snippet {} lines {start}..{end} outside its episode {}..{}",
+            s.0,
+            ep.4,
+            ep.5
+        );
+        let n = *lines_of
+            .entry(source.clone())
+            .or_insert_with(|| line_count(source));
+        assert!(*end <= n, "snippet {} points past the end of {source}", s.0);
+        if ep.7 == "routine" {
+            assert_eq!(
+                kind, "learning_pattern",
+                "routine episodes only keep lessons"
+            );
+        }
+        let tags: Vec<String> = serde_json::from_str(tags).expect("tags JSON");
+        assert!(tags.iter().any(|t| t.starts_with("project:")), "{tags:?}");
+        let stored_tags = scalar_i64(
+            &store,
+            &format!(
+                "SELECT COUNT(*) FROM snippet_tags WHERE snippet_id = {}",
+                s.0
+            ),
+        )
+        .await;
+        assert_eq!(stored_tags as usize, tags.len());
+    }
+    assert!(
+        per_episode.values().all(|&n| n <= 2),
+        "more than two per episode"
+    );
+    assert_eq!(
+        types.into_iter().collect::<Vec<_>>(),
+        ["decision_rationale", "error_reasoning", "learning_pattern"]
+    );
+
+    // A second ingest adds and changes nothing.
+    let before = (episodes(&store).await, snippets(&store).await);
+    env.ingest_dir_env(&corpus_dir(), &quick_idle);
+    let after = (episodes(&store).await, snippets(&store).await);
+    assert_eq!(before, after);
+
+    // The database enforces the type list and the size range.
+    let good = "x".repeat(120);
+    let insert = |kind: &str, content: &str| {
+        format!(
+            "INSERT INTO snippets (session_id, origin, snippet_type, title, content, \
+             content_hash, project, source_file, line_start, line_end, tags, metadata, \
+             created_at) VALUES ('s', 'manual', '{kind}', 't', '{content}', '{}', 'p', 'f', 1, \
+             1, '[]', '{{}}', '2026-01-01')",
+            content.len()
+        )
+    };
+    execute(&store, &insert("error_reasoning", &good))
+        .await
+        .expect("a valid row is accepted");
+    for (kind, content) in [
+        ("tip", good.clone()),
+        ("error_reasoning", "x".repeat(99)),
+        ("error_reasoning", "x".repeat(10_241)),
+    ] {
+        let r = execute(&store, &insert(kind, &content)).await;
+        assert!(
+            r.is_err(),
+            "{kind} with {} bytes was accepted",
+            content.len()
+        );
+    }
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(corpus_episodes_tile_and_snippets_pass_the_gates, corpus);
+
+const S: &str = "eeeeeeee-0000-4000-8000-000000000001";
+
+fn assistant_line(uuid: &str, text: &str) -> String {
+    format!(
+        r#"{{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/home/u/p","sessionId":"{S}","version":"2.1.12","type":"assistant","message":{{"role":"assistant","model":"m","content":[{{"type":"text","text":{}}}]}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:01.000Z"}}"#,
+        serde_json::to_string(text).expect("json")
+    ) + "\n"
+}
+
+async fn live(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let path = env.path(&format!("p/{S}.jsonl"));
+    append(
+        &path,
+        user_line(S, "u1", "Refactor the tailer partial line buffer handling").as_bytes(),
+    );
+    let mut daemon = env.spawn_daemon(&[]);
+    let store = env.store().await;
+    let open = |store: Store| async move {
+        scalar_i64(
+            &store,
+            "SELECT COUNT(*) FROM episodes WHERE status = 'open'",
+        )
+        .await
+    };
+    wait_for(Duration::from_secs(10), "open episode", || {
+        let store = store.clone();
+        async move { open(store).await == 1 }
+    })
+    .await;
+    append(
+        &path,
+        assistant_line(
+            "a1",
+            "The root cause was that the tailer dropped its partial line buffer whenever the \
+             file went idle, so the next read started in the middle of a line and the JSON \
+             parser rejected it; keeping the buffer until the line completes fixes it.",
+        )
+        .as_bytes(),
+    );
+    append(
+        &path,
+        user_line(S, "u2", "Write a haiku about autumn leaves falling slowly").as_bytes(),
+    );
+    wait_for(Duration::from_secs(10), "first episode closed", || {
+        let store = store.clone();
+        async move {
+            scalar_i64(
+                &store,
+                "SELECT COUNT(*) FROM episodes WHERE status = 'closed'",
+            )
+            .await
+                == 1
+        }
+    })
+    .await;
+    let eps = episodes(&store).await;
+    assert_eq!(
+        eps.iter()
+            .map(|e| (e.4, e.5, e.6.as_str()))
+            .collect::<Vec<_>>(),
+        [(1, 2, "closed"), (3, 3, "open")]
+    );
+    let snips = snippets(&store).await;
+    assert_eq!(snips.len(), 1, "the lesson of the first episode");
+    assert_eq!(snips[0].2, "learning_pattern");
+
+    // The session ends: the last episode is closed.
+    let mut hook = env
+        .cmd()
+        .args(["hook", "session-end"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("hook");
+    let input = serde_json::json!({"session_id": S, "transcript_path": path, "reason": "exit"});
+    hook.stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .expect("hook input");
+    assert!(hook.wait().expect("hook").success());
+    let eps = episodes(&store).await;
+    assert!(eps.iter().all(|e| e.6 == "closed"), "{eps:?}");
+    assert_eq!(eps.len(), 2);
+
+    // The CLI shows them.
+    let out = env
+        .cmd()
+        .args(["episodes", &S[..8], "--json"])
+        .output()
+        .expect("episodes");
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("episodes JSON");
+    assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success());
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(episodes_open_close_live_and_at_session_end, live);
