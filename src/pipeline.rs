@@ -254,7 +254,8 @@ impl Pipeline {
                         .map(|m| m.len())
                         .unwrap_or(batch.checkpoint.offset)
                         .max(batch.checkpoint.offset);
-                    at_eof = size == batch.checkpoint.offset;
+                    // Caught up: nothing but (at most) a partial last line is left.
+                    at_eof = batch.drained || size == batch.checkpoint.offset;
                     let mut prepared = extract(&mut ctx, &batch, expected, size, &redactor, &rules);
                     prepared.mtime_ms = meta.as_ref().map_or(0, mtime_ms);
                     let now_ms = std::time::SystemTime::now()

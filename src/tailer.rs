@@ -171,6 +171,11 @@ pub struct Batch {
     /// unchanged" checks in the DB). 0 when `resume` is set: the new generation
     /// starts from scratch, so compare the generation as well.
     pub start_offset: u64,
+    /// No complete line was left unread: the file, as large as it was when read,
+    /// is consumed up to its last '\n' (what follows, if anything, is a partial
+    /// line). A file whose final line never gets its newline is caught up here
+    /// even though its size stays above the checkpoint offset.
+    pub drained: bool,
 }
 
 impl Batch {
@@ -587,6 +592,8 @@ impl Tailer {
             }
         }
         drop(file);
+        let drained =
+            read_error.is_none() && self.read_pos >= size && self.scanned == self.buf.len();
         self.compact();
         self.refresh_fingerprints();
         // Give memory back between calls: an idle file must not pin a read chunk, and a
@@ -612,6 +619,7 @@ impl Tailer {
             diagnostics: out.diags,
             checkpoint: self.cp.clone(),
             start_offset,
+            drained,
         }))
     }
 

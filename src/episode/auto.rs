@@ -128,7 +128,10 @@ fn error_reasoning(open: &Open) -> Option<Draft> {
     // A failure, its error and at least one word on what was tried or why the fix works: an
     // error followed by a silent re-run teaches nothing.
     let r = open.recoveries.iter().find(|r| {
-        !r.failure.error.trim().is_empty() && (!r.failure.tried.is_empty() || r.fix_text.is_some())
+        !r.failure.error.trim().is_empty()
+            && (!r.failure.tried.is_empty()
+                || r.fix_text.is_some()
+                || !r.failure.actions.is_empty())
     })?;
     let f = &r.failure;
     let what = match &f.target {
@@ -149,6 +152,13 @@ fn error_reasoning(open: &Open) -> Option<Draft> {
         c.push_str("\nWhat was tried:\n");
         for (l, t) in &f.tried {
             c.push_str(&format!("- (line {l}) {t}\n"));
+        }
+    }
+    let changes: Vec<&(u64, String)> = f.actions.iter().filter(|(l, _)| *l < r.line).collect();
+    if !changes.is_empty() {
+        c.push_str("\nChanges made before it worked:\n");
+        for (l, a) in changes {
+            c.push_str(&format!("- (line {l}) {a}\n"));
         }
     }
     let call = crate::snippet::clip_chars(r.call.lines().next().unwrap_or(""), 300);
@@ -268,7 +278,10 @@ pub fn is_mechanics(kind: &Option<String>, tool: Option<&str>) -> bool {
 /// A coarse kind for an error text, for tags.
 pub fn error_kind(text: &str) -> Option<String> {
     let t = text.to_ascii_lowercase();
-    let kind = if t.contains("string to replace not found") || t.contains("old_string") {
+    let kind = if t.contains("string to replace not found")
+        || t.contains("old_string")
+        || t.contains("matches of the string to replace")
+    {
         "edit_mismatch"
     } else if t.contains("has not been read yet") || t.contains("file has been modified") {
         "stale_read"

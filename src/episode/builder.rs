@@ -316,6 +316,7 @@ impl Builder {
                     error,
                     kind,
                     tried: Vec::new(),
+                    actions: Vec::new(),
                 });
             } else if let Some(c) = call {
                 // Success: does it close a failure on the same tool or target?
@@ -524,6 +525,10 @@ impl Builder {
                 );
             }
             let prev = self.last_text.clone();
+            // A message that ends by asking the user ("Which one feels right?", "should I
+            // commit them?") lays out choices; the decision is not made there, so it is a
+            // design-decision signal but no rationale to keep.
+            let asks_user = ends_with_question(text);
             for (kind, phrases, label, weight) in [
                 (NoteKind::Pivot, &rules.pivot, Label::Pivot, 0.75),
                 (
@@ -559,6 +564,7 @@ impl Builder {
                     let question = sentence.trim_end().ends_with('?');
                     if n < MAX_NOTES_PER_KIND
                         && !question
+                        && !(kind == NoteKind::Decision && asks_user)
                         && !open.notes.iter().any(|n| n.kind == kind && n.line == line)
                     {
                         open.notes.push(Note {
@@ -591,6 +597,7 @@ impl Builder {
             let key = terms::call_key(name, target.as_deref());
             if let Some(open) = &mut self.open {
                 *open.tools.entry(name.to_string()).or_default() += 1;
+                note_action(open, line, name, &key, target.as_deref());
                 if let Some(t) = &target {
                     if FILE_TOOLS.contains(&name.as_ref()) {
                         if !open.files.contains(t) {
@@ -639,6 +646,15 @@ impl Builder {
     }
 }
 
+/// Whether the last line of prose in `text` is a question.
+fn ends_with_question(text: &str) -> bool {
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with("```"))
+        .is_some_and(|l| l.trim_end_matches(['*', '_', ')', ' ']).ends_with('?'))
+}
+
 /// JSON text of a small collection stored as a text column.
 fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
@@ -653,6 +669,30 @@ fn set_max(slot: &mut Option<String>, ts: &str) {
         }
         Some(_) => {}
         None => *slot = Some(ts.to_string()),
+    }
+}
+
+/// Record a change (a file edit, a command other than the failed one) against every failure
+/// still waiting for its fix.
+fn note_action(open: &mut Open, line: u64, tool: &str, key: &str, target: Option<&str>) {
+    let is_edit = EDIT_TOOLS.contains(&tool);
+    if !(is_edit || tool == "Bash") || open.failures.is_empty() {
+        return;
+    }
+    let what = match target {
+        Some(t) => format!("{tool} {}", first_line(t)),
+        None => tool.to_string(),
+    };
+    for f in &mut open.failures {
+        // Retrying the failed call (the same command, the same file) is the test of the fix,
+        // shown as "what fixed it", not a change.
+        if f.key == key || f.actions.len() >= MAX_ACTIONS || line <= f.line {
+            continue;
+        }
+        if f.actions.last().is_some_and(|(_, w)| *w == what) {
+            continue;
+        }
+        f.actions.push((line, clip_chars(&what, ACTION_CHARS)));
     }
 }
 

@@ -46,6 +46,10 @@ const MAX_RECOVERIES: usize = 4;
 const MAX_NOTES_PER_KIND: usize = 3;
 const MAX_PENDING_CALLS: usize = 256;
 const MAX_TRIED: usize = 2;
+/// Changes (edits, commands) kept per failure, made between it and its fix.
+const MAX_ACTIONS: usize = 4;
+/// Longest description of one change.
+const ACTION_CHARS: usize = 160;
 /// Longest text kept for one piece of a snippet.
 const PIECE_BYTES: usize = 2500;
 /// Longest latest-assistant-text kept (the "what fixed it" / context of a snippet).
@@ -56,6 +60,9 @@ const EVIDENCE_CHARS: usize = 200;
 const VOCAB_SCAN_BYTES: usize = 1024;
 /// Prompt text scanned for correction phrases (a pasted log further down is not a correction).
 const PROMPT_SCAN_BYTES: usize = 600;
+
+/// Tools that change files: their calls after a failure are part of its fix.
+const EDIT_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
 
 /// Tools whose target is a file path.
 const FILE_TOOLS: &[&str] = &[
@@ -95,6 +102,10 @@ pub struct Failure {
     error: String,
     kind: Option<String>,
     tried: Vec<(u64, String)>,
+    /// What was changed after it (file edits, other commands): usually the actual fix, since
+    /// the success is often a plain re-run.
+    #[serde(default)]
+    actions: Vec<(u64, String)>,
 }
 
 /// A failure followed by a success on the same tool or target.

@@ -60,22 +60,24 @@ impl Default for Settings {
     }
 }
 
-/// Default `triage.correction_phrases`.
+/// Default `triage.correction_phrases`. A leading `^` means "only at the start of a clause":
+/// "No, keep it" and "ok, don't" correct, while "columns No. 1", "a $1 hard stop", "we don't
+/// log it" and "it never actually worked" describe (see [`Phrases::hits`]).
 pub const DEFAULT_CORRECTION: &[&str] = &[
-    "no,",
-    "no.",
-    "nope",
-    "don't",
-    "do not",
+    "^no,",
+    "^no.",
+    "^nope",
+    "^don't",
+    "^do not",
     "instead",
     "that's wrong",
     "that is wrong",
     "that's not",
-    "actually",
+    "^actually",
     "why did you",
     "you shouldn't",
     "not what i",
-    "stop",
+    "^stop",
     "wrong",
 ];
 /// Default `triage.pivot_phrases`.
@@ -143,11 +145,41 @@ pub struct Rules {
     pub(super) learning: Phrases,
 }
 
-/// Case-insensitive phrases matched at word boundaries.
+/// Case-insensitive phrases matched at word boundaries; those written with a leading `^` only
+/// at the start of a clause.
 #[derive(Debug, Clone)]
 pub(super) struct Phrases {
     list: Vec<String>,
+    /// Per phrase: must it open a clause?
+    clause_initial: Vec<bool>,
     ac: Option<AhoCorasick>,
+}
+
+/// Words that may stand between a clause boundary and a clause-initial phrase ("ok, please
+/// don't", "hmm no, ..."): fillers and politeness, not content.
+const LEAD_INS: &[&str] = &[
+    "and", "but", "so", "oh", "ok", "okay", "uh", "um", "hmm", "wait", "please", "hey", "no",
+    "nah", "well", "yeah", "yes", "sorry", "again", "then", "just",
+];
+
+/// Whether byte `at` of `text` opens a clause: only lead-in words (at most two) stand between
+/// it and the start of the text or a clause boundary (`. ! ? , ; :`, a dash, a bracket, a
+/// line break). A hyphen is no boundary ("top-level").
+fn opens_clause(text: &str, at: usize) -> bool {
+    let before = &text[..at];
+    let boundary = before
+        .rfind(|c: char| ".!?,;:\n()[]—–".contains(c))
+        .map_or(0, |i| {
+            i + before[i..].chars().next().map_or(1, char::len_utf8)
+        });
+    let words: Vec<&str> = before[boundary..].split_whitespace().collect();
+    words.len() <= 2
+        && words.iter().all(|w| {
+            let w = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            w.is_empty() || LEAD_INS.contains(&w.as_str())
+        })
 }
 
 /// A phrase found in a text: which, and where (byte offsets).
@@ -160,23 +192,36 @@ pub(super) struct Hit {
 
 impl Phrases {
     fn new(list: &[String]) -> Result<Phrases, String> {
-        let list: Vec<String> = list
+        let (clause_initial, list): (Vec<bool>, Vec<String>) = list
             .iter()
-            .map(|p| p.trim().to_lowercase())
-            .filter(|p| !p.is_empty())
-            .collect();
+            .map(|p| p.trim())
+            .map(|p| match p.strip_prefix('^') {
+                Some(rest) => (true, rest.trim().to_lowercase()),
+                None => (false, p.to_lowercase()),
+            })
+            .filter(|(_, p)| !p.is_empty())
+            .unzip();
         if list.is_empty() {
-            return Ok(Phrases { list, ac: None });
+            return Ok(Phrases {
+                list,
+                clause_initial,
+                ac: None,
+            });
         }
         let ac = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
             .build(&list)
             .map_err(|e| e.to_string())?;
-        Ok(Phrases { list, ac: Some(ac) })
+        Ok(Phrases {
+            list,
+            clause_initial,
+            ac: Some(ac),
+        })
     }
 
-    /// Matches whose ends fall on word boundaries (so "no," does not match "piano, ").
+    /// Matches whose ends fall on word boundaries (so "no," does not match "piano, "), and
+    /// that open a clause where the phrase asks for it.
     pub(super) fn hits(&self, text: &str, max: usize) -> Vec<Hit> {
         let Some(ac) = &self.ac else {
             return Vec::new();
@@ -185,7 +230,8 @@ impl Phrases {
         let is_word = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
         let mut out = Vec::new();
         for m in ac.find_iter(text) {
-            let p = &self.list[m.pattern().as_usize()];
+            let i = m.pattern().as_usize();
+            let p = &self.list[i];
             let pb = p.as_bytes();
             let left_ok = m.start() == 0
                 || !pb.first().copied().is_some_and(is_word)
@@ -193,7 +239,7 @@ impl Phrases {
             let right_ok = m.end() >= bytes.len()
                 || !pb.last().copied().is_some_and(is_word)
                 || !is_word(bytes[m.end()]);
-            if left_ok && right_ok {
+            if left_ok && right_ok && (!self.clause_initial[i] || opens_clause(text, m.start())) {
                 out.push(Hit {
                     phrase: p.clone(),
                     start: m.start(),
@@ -229,5 +275,40 @@ impl Rules {
             // The defaults are literals that always compile.
             Err(_) => unreachable!("default phrase lists compile"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phrases(list: &[&str]) -> Phrases {
+        Phrases::new(&strings(list)).unwrap()
+    }
+
+    #[test]
+    fn clause_initial_phrases_need_a_clause_start() {
+        let p = phrases(&["^no.", "^stop", "^don't", "instead"]);
+        let found = |t: &str| {
+            p.hits(t, 4)
+                .into_iter()
+                .map(|h| h.phrase)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(found("No. Use the other file"), ["no."]);
+        assert_eq!(found("ok. uh. no. the ci checks main"), ["no."]);
+        assert_eq!(found("ok, please don't touch the lock"), ["don't"]);
+        assert_eq!(found("it works.\nStop changing the tests"), ["stop"]);
+        assert!(found("columns order is No. Opportunity, Stage").is_empty());
+        assert!(found("max_cost: 1.00  # $1 hard stop").is_empty());
+        assert!(found("in that case we don't report anything").is_empty());
+        // Without `^` a phrase counts anywhere.
+        assert_eq!(found("replace them with one link instead?"), ["instead"]);
+    }
+
+    #[test]
+    fn caret_is_not_part_of_the_phrase() {
+        let p = phrases(&["  ^Actually "]);
+        assert_eq!(p.hits("Actually, revert it", 1)[0].phrase, "actually");
     }
 }

@@ -246,6 +246,14 @@ fn error_then_success_is_error_recovery_with_a_snippet() {
     assert!(s.title.starts_with("`cargo build` failed"), "{}", s.title);
     assert!(s.title.contains("mismatched types"), "{}", s.title);
     assert!(s.content.contains("widen the return type"), "{}", s.content);
+    // The edit between the failure and the re-run is the fix; the re-run is not a change.
+    assert!(
+        s.content
+            .contains("Changes made before it worked:\n- (line 5) Edit /x/src/lib.rs\n"),
+        "{}",
+        s.content
+    );
+    assert!(!s.content.contains("- (line 7)"), "{}", s.content);
     assert_eq!((s.line_start, s.line_end), (3, 8));
     assert!(
         s.tags.contains(&"error:compile".to_string()),
@@ -369,6 +377,17 @@ fn pivot_and_decision_phrases() {
         "{}",
         ep.snippets[0].title
     );
+
+    // Options laid out for the user to pick from: a design-decision episode, but nothing was
+    // decided there, so no rationale is kept.
+    let lines = vec![
+        prompt(1, "Pick a storage engine for the tailer checkpoints"),
+        say(2, "There are two options for the checkpoint store, each with its own costs:\n\n1. **Option 1**: SQLite, embedded and zero setup for a single machine\n2. **Option 2**: PostgreSQL, shared by a whole team across machines\n\nWhich direction feels right to you?"),
+    ];
+    let (b, _) = run(&lines);
+    let ep = b.finish(SID).unwrap();
+    assert_eq!(ep.triage, "design_decision");
+    assert!(ep.snippets.is_empty(), "{:?}", ep.snippets);
 
     // In a code block a phrase is an example, not a statement.
     let lines = vec![

@@ -247,7 +247,8 @@ pub fn normalized_hash(content: &str) -> String {
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(norm.as_bytes()))
 }
 
-/// Words that mark the lines of a tool output worth keeping.
+/// Words that mark the lines of a tool output worth keeping. (Not "warning": in a failed
+/// build or a server log, warnings crowd out the error.)
 const ERROR_MARKERS: &[&str] = &[
     "error",
     "failed",
@@ -265,15 +266,26 @@ const ERROR_MARKERS: &[&str] = &[
     "unexpected",
     "expected",
     "fatal",
-    "warning",
     "assert",
     "exit code",
     "-->",
 ];
 
-/// The lines of a tool output that matter, at most `max_lines`: lines naming an error (with
-/// the line after each, which usually holds the location or the detail), else the first and
-/// last lines. Omitted stretches are marked `…`.
+/// An error statement: `KeyError: ...`, `error[E0425]: ...`, `error: ...`, `FAILED ...`,
+/// `thread 'x' panicked at ...`. `l` is trimmed.
+fn is_error_statement(l: &str) -> bool {
+    let head = l.split(':').next().unwrap_or("");
+    let word = !head.is_empty() && head.len() < 40 && !head.contains(' ');
+    word && (head.ends_with("Error") || head.ends_with("Exception") || head.starts_with("error"))
+        || l.starts_with("FAILED ")
+        || l.contains("panicked at")
+}
+
+/// The lines of a tool output that matter, at most `max_lines`, in their order: the first
+/// line (tools put their summary there), the last error statement (a traceback ends with the
+/// exception that was raised), the other error statements from the top, then lines naming an
+/// error; each statement or naming line brings the line after it (the location or the detail).
+/// Without any, the first and last lines. Omitted stretches are marked `…`.
 pub fn cut_tool_output(text: &str, max_lines: usize) -> String {
     let text = strip_ansi(text);
     let lines: Vec<&str> = text
@@ -285,28 +297,38 @@ pub fn cut_tool_output(text: &str, max_lines: usize) -> String {
     }
     let mut keep = vec![false; lines.len()];
     let mut kept = 0;
-    for (i, l) in lines.iter().enumerate() {
-        let lower = l.to_ascii_lowercase();
-        if ERROR_MARKERS.iter().any(|m| lower.contains(m)) {
-            for j in [i, i + 1] {
-                if j < lines.len() && !keep[j] && kept < max_lines {
-                    keep[j] = true;
-                    kept += 1;
-                }
-            }
+    let mut take = |i: usize, keep: &mut [bool]| {
+        if i < keep.len() && !keep[i] && kept < max_lines {
+            keep[i] = true;
+            kept += 1;
         }
-        if kept >= max_lines {
-            break;
+    };
+    let statements: Vec<usize> = (0..lines.len())
+        .filter(|&i| is_error_statement(lines[i].trim()))
+        .collect();
+    let naming: Vec<usize> = (0..lines.len())
+        .filter(|&i| {
+            let lower = lines[i].to_ascii_lowercase();
+            ERROR_MARKERS.iter().any(|m| lower.contains(m))
+        })
+        .collect();
+    if !statements.is_empty() || !naming.is_empty() {
+        take(0, &mut keep);
+        if let Some(&last) = statements.last() {
+            take(last, &mut keep);
+            take(last + 1, &mut keep);
         }
-    }
-    if kept == 0 {
+        for &i in statements.iter().chain(&naming) {
+            take(i, &mut keep);
+            take(i + 1, &mut keep);
+        }
+    } else {
         let head = max_lines / 2;
-        for k in keep.iter_mut().take(head) {
-            *k = true;
+        for i in 0..head {
+            take(i, &mut keep);
         }
-        let tail = max_lines - head;
-        for k in keep.iter_mut().rev().take(tail) {
-            *k = true;
+        for i in lines.len().saturating_sub(max_lines - head)..lines.len() {
+            take(i, &mut keep);
         }
     }
     let mut out = String::new();
@@ -371,14 +393,17 @@ pub fn strip_ansi(s: &str) -> std::borrow::Cow<'_, str> {
 
 /// The line of an error text that says most: an error statement (`KeyError: ...`,
 /// `error[E0425]: ...`, `FAILED ...`, `panicked at ...`), else a line naming an error or a
-/// failure, else the first line that is not an exit status; tool-error tags, decoration and
-/// terminal escapes removed.
+/// failure (strong words before weak ones: "failed" says more than "can't"), else the first
+/// line of a few words that is not an exit status; tool-error tags, decoration (box drawing,
+/// prompt arrows) and terminal escapes removed, log-level warnings and infos passed over.
 pub fn headline(error: &str) -> String {
     let clean = |l: &str| {
         l.replace("<tool_use_error>", "")
             .replace("</tool_use_error>", "")
-            .trim()
-            .trim_matches(|c: char| matches!(c, '=' | '-' | '_' | '*' | '#') || c.is_whitespace())
+            .trim_matches(|c: char| {
+                !(c.is_alphanumeric() || "'\"`([{<$~/.".contains(c))
+                    || matches!(c, '=' | '-' | '_' | '*' | '#')
+            })
             .trim_start_matches("Error: ")
             .trim()
             .to_string()
@@ -393,39 +418,39 @@ pub fn headline(error: &str) -> String {
     let not_status = |l: &&String| {
         let lower = l.to_ascii_lowercase();
         !lower.starts_with("exit code")
+            && !lower.starts_with("exit status")
             && !lower.contains("passed")
             && !lower.starts_with("traceback")
     };
-    let statement = |l: &&String| {
-        let head = l.split(':').next().unwrap_or("");
-        let word = !head.is_empty() && head.len() < 40 && !head.contains(' ');
-        word && (head.ends_with("Error")
-            || head.ends_with("Exception")
-            || head.starts_with("error"))
-            || l.starts_with("FAILED ")
-            || l.contains("panicked at")
-    };
-    let naming = |l: &&String| {
+    let not_minor = |l: &&String| {
         let lower = l.to_ascii_lowercase();
-        [
-            "error",
-            "failed",
-            "failure",
-            "fatal",
-            "panic",
-            "not found",
-            "cannot",
-            "can't",
-            "denied",
-        ]
-        .iter()
-        .any(|m| lower.contains(m))
+        !["warn", "info", "debug", "note:", "hint:"]
+            .iter()
+            .any(|p| lower.starts_with(p))
     };
-    lines
-        .iter()
-        .filter(not_status)
-        .find(statement)
-        .or_else(|| lines.iter().filter(not_status).find(naming))
+    let naming = |words: &'static [&'static str]| {
+        move |l: &&String| {
+            let lower = l.to_ascii_lowercase();
+            words.iter().any(|m| lower.contains(m))
+        }
+    };
+    const STRONG: &[&str] = &["error", "failed", "failure", "fatal", "panic", "exception"];
+    const WEAK: &[&str] = &[
+        "not found",
+        "cannot",
+        "can't",
+        "denied",
+        "refused",
+        "no such",
+        "does not exist",
+        "unable to",
+    ];
+    let candidates = || lines.iter().filter(not_status).filter(not_minor);
+    candidates()
+        .find(|l| is_error_statement(l))
+        .or_else(|| candidates().find(naming(STRONG)))
+        .or_else(|| candidates().find(naming(WEAK)))
+        .or_else(|| candidates().find(|l| l.split_whitespace().count() >= 4))
         .or_else(|| lines.iter().find(not_status))
         .or_else(|| lines.first())
         .cloned()
@@ -620,7 +645,19 @@ mod tests {
         assert!(cut.contains("error[E0308]"), "{cut}");
         assert!(cut.contains("src/main.rs:4:5"), "{cut}");
         assert!(!cut.contains("crate5 "), "{cut}");
-        assert!(cut.starts_with('…'), "{cut}");
+        // The first line is the tool's own summary: always kept.
+        assert!(cut.starts_with("   Compiling crate0 v0.1.0\n…\n"), "{cut}");
+        // A traceback ends with the exception: kept even when earlier lines fill the budget.
+        let mut tb = String::from("Exit code 1\nTraceback (most recent call last):\n");
+        for i in 0..20 {
+            tb.push_str(&format!(
+                "  File \"m{i}.py\", line {i}, in f\n    raise_error_{i}()\n"
+            ));
+        }
+        tb.push_str("odoo.tools.convert.ParseError: while parsing views.xml:12\n");
+        let cut = cut_tool_output(&tb, 6);
+        assert!(cut.contains("ParseError: while parsing"), "{cut}");
+        assert!(cut.starts_with("Exit code 1"), "{cut}");
         let plain: String = (0..50).map(|i| format!("line {i}\n")).collect();
         let cut = cut_tool_output(&plain, 4);
         assert_eq!(cut, "line 0\nline 1\n…\nline 48\nline 49");
@@ -677,6 +714,16 @@ mod tests {
         assert_eq!(
             headline("a::test_cache_invalidation PASSED\n==== FAILURES ====\nboom"),
             "FAILURES"
+        );
+        // Log-level warnings and weak words give way to a failure.
+        assert_eq!(
+            headline("Exit code 255\nWarn: Can't find .pfb for face 'Courier'\n12:00 ERROR db: Failed to load registry"),
+            "12:00 ERROR db: Failed to load registry"
+        );
+        // Decoration is not a headline; a sentence is.
+        assert_eq!(
+            headline("┃  biome-fix ❯\nThe following paths are ignored by your .gitignore:\nexit status 1"),
+            "The following paths are ignored by your .gitignore"
         );
     }
 

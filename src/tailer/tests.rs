@@ -211,6 +211,30 @@ fn growth_returns_each_line_once_in_order() {
 }
 
 #[test]
+fn drained_means_no_complete_line_left() {
+    let (_d, p) = setup();
+    // Three lines and a final line that never gets its newline.
+    write(&p, b"a\nb\nc\npartial");
+    let (mut t, _) = Tailer::open(&p, None, cfg(1024, 2)).unwrap();
+    let b = t.read_batch(usize::MAX, 2).unwrap().unwrap();
+    assert_eq!(b.lines.len(), 2);
+    assert!(!b.drained, "line c is still unread");
+    let b = t.read_batch(usize::MAX, 2).unwrap().unwrap();
+    assert_eq!(b.lines.len(), 1);
+    assert!(b.drained, "only the partial line is left");
+    assert!(b.checkpoint.offset < std::fs::metadata(&p).unwrap().len());
+    assert!(t.read_batch(usize::MAX, 2).unwrap().is_none());
+    // A batch cut by the line limit exactly at the end of the file is drained too.
+    let (_d2, p2) = setup();
+    write(&p2, b"a\nb\n");
+    let (mut t, _) = Tailer::open(&p2, None, TailerConfig::default()).unwrap();
+    assert!(t.read_batch(usize::MAX, 2).unwrap().unwrap().drained);
+    // A byte limit leaves lines unread.
+    let (mut t, _) = Tailer::open(&p2, None, TailerConfig::default()).unwrap();
+    assert!(!t.read_batch(2, usize::MAX).unwrap().unwrap().drained);
+}
+
+#[test]
 fn partial_line_is_buffered_not_reread() {
     let (_d, p) = setup();
     write(&p, b"first\n");

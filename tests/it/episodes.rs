@@ -71,33 +71,12 @@ fn line_count(path: &str) -> i64 {
     bytes.iter().filter(|&&b| b == b'\n').count() as i64
 }
 
-async fn corpus(backend: Backend) {
-    let env = TestEnv::new(backend).await;
-    // Sessions finish by file mtime, and a freshly provisioned machine (CI) copies the corpus
-    // minutes before the tests run: a one-second idle timeout finishes them all whatever the
-    // copy's age, so every episode must come out closed.
-    let quick_idle = [("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1")];
-    env.ingest_dir_env(&corpus_dir(), &quick_idle);
-    let store = env.store().await;
-
-    let eps = episodes(&store).await;
-    assert!(eps.len() > 100, "{} episodes", eps.len());
-    assert_eq!(
-        scalar_i64(
-            &store,
-            "SELECT COUNT(*) FROM sessions WHERE status <> 'finished'"
-        )
-        .await,
-        0,
-        "sessions left active"
-    );
-    assert!(eps.iter().all(|e| e.6 == "closed"), "open episodes left");
-
-    // Tiling: per file, consecutive ranges touch, the first starts on a user line, the last
-    // ends at the file's last line.
+/// Episodes of each file generation tile its turns: consecutive ranges touch, each starts on a
+/// user line, the last ends at the file's last line; labels, confidence and evidence are sane.
+async fn assert_tiling(store: &Store, eps: &[EpisodeRow]) {
     let lines: HashMap<i64, i64> = {
         let sql = "SELECT id, lines FROM files";
-        let rows: Vec<(i64, i64)> = match &store {
+        let rows: Vec<(i64, i64)> = match store {
             Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
             Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
         }
@@ -105,12 +84,17 @@ async fn corpus(backend: Backend) {
         rows.into_iter().collect()
     };
     let mut by_file: BTreeMap<(i64, i64), Vec<&EpisodeRow>> = BTreeMap::new();
-    for e in &eps {
+    for e in eps {
         by_file.entry((e.1, e.3)).or_default().push(e);
     }
     for ((file_id, generation), list) in &by_file {
         for w in list.windows(2) {
             assert_eq!(w[1].4, w[0].5 + 1, "gap or overlap in {}", w[0].2);
+            assert_eq!(
+                w[0].6, "closed",
+                "an episode before the last is open in {}",
+                w[0].2
+            );
         }
         let last = list.last().expect("non-empty");
         assert_eq!(
@@ -125,7 +109,7 @@ async fn corpus(backend: Backend) {
                      {generation} AND line_no = {} ORDER BY seq LIMIT 1",
                     e.4
                 );
-                match &store {
+                match store {
                     Store::Sqlite(p) => sqlx::query_scalar(&sql).fetch_one(p).await,
                     Store::Postgres(p) => sqlx::query_scalar(&sql).fetch_one(p).await,
                 }
@@ -160,6 +144,64 @@ async fn corpus(backend: Backend) {
             }
         }
     }
+}
+
+async fn corpus(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    // Sessions finish by file mtime, and a freshly provisioned machine (CI) copies the corpus
+    // minutes before the tests run. So the timeout is set both ways: first so long that every
+    // session is active (each file's last episode must be visible, open, even in files whose
+    // last line never got its newline), then one second, which finishes them all.
+    let long_idle = [("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "315360000")];
+    let quick_idle = [("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1")];
+    env.ingest_dir_env(&corpus_dir(), &long_idle);
+    let store = env.store().await;
+
+    let live = episodes(&store).await;
+    assert!(live.len() > 100, "{} episodes", live.len());
+    assert_tiling(&store, &live).await;
+    let files_with_episodes: std::collections::BTreeSet<i64> = live.iter().map(|e| e.1).collect();
+    let open = live.iter().filter(|e| e.6 == "open").count();
+    assert_eq!(open, files_with_episodes.len(), "one open episode per file");
+    assert_eq!(
+        scalar_i64(
+            &store,
+            "SELECT COUNT(*) FROM snippets s JOIN episodes e ON e.id = s.episode_id \
+             WHERE e.status = 'open'"
+        )
+        .await,
+        0,
+        "open episodes carry no snippets yet"
+    );
+    let prompted_files_without_episode = scalar_i64(
+        &store,
+        "SELECT COUNT(DISTINCT fb.file_id) FROM feedback fb JOIN files f ON f.id = fb.file_id \
+         WHERE fb.feedback_type = 'message' AND f.kind = 'main' \
+         AND NOT EXISTS (SELECT 1 FROM episodes e WHERE e.file_id = fb.file_id)",
+    )
+    .await;
+    assert_eq!(prompted_files_without_episode, 0);
+
+    // The sessions finish: the same episodes (same ids), all closed, still tiling.
+    env.ingest_dir_env(&corpus_dir(), &quick_idle);
+    let eps = episodes(&store).await;
+    assert_eq!(
+        scalar_i64(
+            &store,
+            "SELECT COUNT(*) FROM sessions WHERE status <> 'finished'"
+        )
+        .await,
+        0,
+        "sessions left active"
+    );
+    assert!(eps.iter().all(|e| e.6 == "closed"), "open episodes left");
+    assert_eq!(
+        eps.iter().map(|e| e.0).collect::<Vec<_>>(),
+        live.iter().map(|e| e.0).collect::<Vec<_>>(),
+        "closing changed the set of episodes"
+    );
+    assert_tiling(&store, &eps).await;
+
     let labels: std::collections::BTreeSet<&str> = eps.iter().map(|e| e.7.as_str()).collect();
     for l in [
         "routine",
