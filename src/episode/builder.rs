@@ -564,7 +564,7 @@ impl Builder {
                     let question = sentence.trim_end().ends_with('?');
                     if n < MAX_NOTES_PER_KIND
                         && !question
-                        && !(kind == NoteKind::Decision && asks_user)
+                        && (kind != NoteKind::Decision || !asks_user)
                         && !open.notes.iter().any(|n| n.kind == kind && n.line == line)
                     {
                         open.notes.push(Note {
