@@ -94,7 +94,10 @@ pub async fn run(cfg: &Config, args: AddArgs) -> Outcome {
         });
     }
 
-    let mut tags = vec!["manual".to_string(), format!("project:{}", session.project)];
+    let mut tags = vec!["manual".to_string()];
+    tags.extend(snip::project_tag(
+        session.cwd.as_deref().unwrap_or(&session.project),
+    ));
     tags.extend(
         cut.tools
             .iter()

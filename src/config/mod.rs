@@ -100,6 +100,7 @@ struct RawTriage {
     pivot_phrases: Vec<String>,
     decision_phrases: Vec<String>,
     learning_phrases: Vec<String>,
+    choice_words: Vec<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -506,6 +507,7 @@ fn episode_settings(e: RawEpisodes, t: RawTriage) -> Result<crate::episode::Sett
         pivot_phrases: t.pivot_phrases,
         decision_phrases: t.decision_phrases,
         learning_phrases: t.learning_phrases,
+        choice_words: t.choice_words,
     };
     Rules::new(settings.clone()).map_err(|message| ConfigError::Invalid {
         key: "triage".into(),

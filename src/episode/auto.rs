@@ -102,7 +102,19 @@ pub fn snippets(
     out
 }
 
-/// Drop lines that are noise on their own and collapse runs of blank lines.
+/// A command as a snippet shows it: its first lines (a heredoc'd commit message or PR body is
+/// not the point), at most 400 characters.
+fn clip_command(cmd: &str) -> String {
+    const LINES: usize = 4;
+    let mut out = cmd.lines().take(LINES).collect::<Vec<_>>().join("\n");
+    if cmd.lines().nth(LINES).is_some() {
+        out.push_str("\n…");
+    }
+    clip_chars(&out, 400)
+}
+
+/// Drop lines that are noise on their own, collapse runs of blank lines, and drop a heading
+/// left dangling at the end (it introduces text that was cut).
 fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut blank = false;
@@ -121,7 +133,25 @@ fn clean(text: &str) -> String {
         out.push_str(line.trim_end());
         out.push('\n');
     }
-    out.trim().to_string()
+    let mut out = out.trim().to_string();
+    // A paragraph cut inside a code block: close the fence so the rest does not read as code.
+    if out
+        .lines()
+        .filter(|l| l.trim_start().starts_with("```"))
+        .count()
+        % 2
+        == 1
+    {
+        out.push_str("\n```");
+    }
+    while let Some(i) = out.rfind('\n') {
+        if !out[i + 1..].trim_start().starts_with('#') {
+            break;
+        }
+        out.truncate(i);
+        out.truncate(out.trim_end().len());
+    }
+    out
 }
 
 fn error_reasoning(open: &Open) -> Option<Draft> {
@@ -135,7 +165,7 @@ fn error_reasoning(open: &Open) -> Option<Draft> {
     })?;
     let f = &r.failure;
     let what = match &f.target {
-        Some(t) => format!("{} {}", f.tool, t),
+        Some(t) => format!("{} {}", f.tool, clip_command(t)),
         None => f.tool.clone(),
     };
     let first_error = crate::snippet::headline(&f.error);
@@ -230,9 +260,16 @@ fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
         // No sentence to name it by: not readable on its own.
         return None;
     }
+    // "Key design decision: ..." needs no "Decision: " in front.
+    let lead = head.chars().take(40).collect::<String>().to_lowercase();
+    let title = if lead.contains(&prefix.to_lowercase()) {
+        head
+    } else {
+        format!("{prefix}: {head}")
+    };
     Some(Draft {
         kind: snippet_kind,
-        title: format!("{prefix}: {head}"),
+        title,
         content,
         lines: (start, n.line),
     })
@@ -261,7 +298,7 @@ fn tags(open: &Open, project: Option<&str>) -> Vec<String> {
     out.extend(open.files.iter().filter_map(|f| path_tags(f)));
     out.extend(open.error_kinds.iter().map(|k| format!("error:{k}")));
     if let Some(p) = project {
-        out.insert(format!("project:{}", p.to_lowercase()));
+        out.extend(crate::snippet::project_tag(p));
     }
     out.into_iter().collect()
 }
@@ -330,4 +367,36 @@ pub fn error_kind(text: &str) -> Option<String> {
         return None;
     };
     Some(kind.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clean_drops_noise_blank_runs_and_a_dangling_heading() {
+        let text = "**Root cause**:\nThe cache key ignored the version.\n\n\n\nSo stale rows came back.\n\n## The Fix\n";
+        assert_eq!(
+            clean(text),
+            "The cache key ignored the version.\n\nSo stale rows came back."
+        );
+        // A heading followed by its text stays.
+        assert_eq!(clean("## Why\nBecause."), "## Why\nBecause.");
+        // A code block cut short is closed.
+        assert_eq!(
+            clean("The options are:\n```bash\npython3 -m http.server"),
+            "The options are:\n```bash\npython3 -m http.server\n```"
+        );
+    }
+
+    #[test]
+    fn long_commands_are_clipped() {
+        let cmd = "git commit -m \"$(cat <<'EOF'\nline 1\nline 2\nline 3\nline 4\nEOF\n)\"";
+        assert_eq!(
+            clip_command(cmd),
+            "git commit -m \"$(cat <<'EOF'\nline 1\nline 2\nline 3\n…"
+        );
+        assert_eq!(clip_command(&"x".repeat(500)).chars().count(), 400);
+        assert_eq!(clip_command("cargo build"), "cargo build");
+    }
 }

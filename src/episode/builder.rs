@@ -318,7 +318,10 @@ impl Builder {
                     tried: Vec::new(),
                     actions: Vec::new(),
                 });
-            } else if let Some(c) = call {
+            } else if let Some(c) = call.filter(|c| {
+                // Asking a program for its help or version fixes nothing.
+                !(c.name == "Bash" && c.target.as_deref().is_some_and(terms::is_help_query))
+            }) {
                 // Success: does it close a failure on the same tool or target?
                 let Some(i) = open
                     .failures
@@ -546,6 +549,9 @@ impl Builder {
                     .take(2)
                 {
                     let sentence = sentence_around(text, hit.start, hit.end);
+                    if hit.needs_choice && rules.choice.hits(&sentence, 1).is_empty() {
+                        continue;
+                    }
                     if label != Label::Routine {
                         push_signal(
                             open,
@@ -646,13 +652,15 @@ impl Builder {
     }
 }
 
-/// Whether the last line of prose in `text` is a question.
+/// Whether `text` ends by asking: one of its last three lines of prose is a question ("Which
+/// would you prefer?" followed by the options).
 fn ends_with_question(text: &str) -> bool {
     text.lines()
         .rev()
         .map(str::trim)
-        .find(|l| !l.is_empty() && !l.starts_with("```"))
-        .is_some_and(|l| l.trim_end_matches(['*', '_', ')', ' ']).ends_with('?'))
+        .filter(|l| !l.is_empty() && !l.starts_with("```"))
+        .take(3)
+        .any(|l| l.trim_end_matches(['*', '_', ')', ' ']).ends_with('?'))
 }
 
 /// JSON text of a small collection stored as a text column.

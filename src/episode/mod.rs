@@ -32,7 +32,8 @@ use serde::{Deserialize, Serialize};
 
 pub use builder::Input;
 pub use rules::{
-    Mode, Rules, Settings, DEFAULT_CORRECTION, DEFAULT_DECISION, DEFAULT_LEARNING, DEFAULT_PIVOT,
+    Mode, Rules, Settings, DEFAULT_CHOICE, DEFAULT_CORRECTION, DEFAULT_DECISION, DEFAULT_LEARNING,
+    DEFAULT_PIVOT,
 };
 pub use triage::Label;
 

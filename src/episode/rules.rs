@@ -36,6 +36,9 @@ pub struct Settings {
     pub decision_phrases: Vec<String>,
     /// Assistant phrases that state a lesson.
     pub learning_phrases: Vec<String>,
+    /// Words that make a sentence a choice; phrases written `~phrase` count only in a
+    /// sentence holding one ("X rather than Y" describes, "I'll use X rather than Y" decides).
+    pub choice_words: Vec<String>,
 }
 
 fn strings(v: &[&str]) -> Vec<String> {
@@ -56,6 +59,7 @@ impl Default for Settings {
             pivot_phrases: strings(DEFAULT_PIVOT),
             decision_phrases: strings(DEFAULT_DECISION),
             learning_phrases: strings(DEFAULT_LEARNING),
+            choice_words: strings(DEFAULT_CHOICE),
         }
     }
 }
@@ -100,7 +104,10 @@ pub const DEFAULT_PIVOT: &[&str] = &[
     "back out",
     "start over",
 ];
-/// Default `triage.decision_phrases`.
+/// Default `triage.decision_phrases`. A leading `~` means "only in a sentence that makes a
+/// choice" (holds one of `triage.choice_words`): "names rather than IDs" describes, "I'll shell
+/// out to the CLI rather than add the SDK" decides. Options laid out ("Option 1 ... Option 2")
+/// are alternatives weighed even when the user is left to pick.
 pub const DEFAULT_DECISION: &[&str] = &[
     "trade-off",
     "tradeoff",
@@ -111,14 +118,42 @@ pub const DEFAULT_DECISION: &[&str] = &[
     "i'll go with",
     "i will go with",
     "let's go with",
-    "rather than",
+    "~rather than",
     "decided to",
     "pros and cons",
-    "the alternative",
-    "alternatives",
+    "~the alternative",
+    "~alternatives",
     "i chose",
     "i'm choosing",
     "the better choice",
+];
+/// Default `triage.choice_words`: what turns a sentence naming alternatives into a choice.
+pub const DEFAULT_CHOICE: &[&str] = &[
+    "i'll",
+    "i will",
+    "we'll",
+    "we will",
+    "let's",
+    "let me",
+    "i'd",
+    "we'd",
+    "go with",
+    "going with",
+    "decide",
+    "decided",
+    "decision",
+    "choose",
+    "chose",
+    "chosen",
+    "prefer",
+    "recommend",
+    "opt for",
+    "pick",
+    "better",
+    "because",
+    "so that",
+    "simpler",
+    "safer",
 ];
 /// Default `triage.learning_phrases`.
 pub const DEFAULT_LEARNING: &[&str] = &[
@@ -143,15 +178,19 @@ pub struct Rules {
     pub(super) pivot: Phrases,
     pub(super) decision: Phrases,
     pub(super) learning: Phrases,
+    pub(super) choice: Phrases,
 }
 
 /// Case-insensitive phrases matched at word boundaries; those written with a leading `^` only
-/// at the start of a clause.
+/// at the start of a clause; those written with a leading `~` are flagged (the caller checks
+/// their sentence for a choice word).
 #[derive(Debug, Clone)]
 pub(super) struct Phrases {
     list: Vec<String>,
     /// Per phrase: must it open a clause?
     clause_initial: Vec<bool>,
+    /// Per phrase: does it need a choice word in its sentence?
+    needs_choice: Vec<bool>,
     ac: Option<AhoCorasick>,
 }
 
@@ -188,23 +227,37 @@ pub(super) struct Hit {
     pub(super) phrase: String,
     pub(super) start: usize,
     pub(super) end: usize,
+    /// Written `~phrase`: counts only in a sentence that makes a choice.
+    pub(super) needs_choice: bool,
 }
 
 impl Phrases {
     fn new(list: &[String]) -> Result<Phrases, String> {
-        let (clause_initial, list): (Vec<bool>, Vec<String>) = list
-            .iter()
-            .map(|p| p.trim())
-            .map(|p| match p.strip_prefix('^') {
-                Some(rest) => (true, rest.trim().to_lowercase()),
-                None => (false, p.to_lowercase()),
-            })
-            .filter(|(_, p)| !p.is_empty())
-            .unzip();
+        let mut phrases = Vec::new();
+        let (mut clause_initial, mut needs_choice) = (Vec::new(), Vec::new());
+        for p in list {
+            let p = p.trim();
+            let (initial, p) = match p.strip_prefix('^') {
+                Some(rest) => (true, rest.trim()),
+                None => (false, p),
+            };
+            let (choice, p) = match p.strip_prefix('~') {
+                Some(rest) => (true, rest.trim()),
+                None => (false, p),
+            };
+            if p.is_empty() {
+                continue;
+            }
+            phrases.push(p.to_lowercase());
+            clause_initial.push(initial);
+            needs_choice.push(choice);
+        }
+        let list = phrases;
         if list.is_empty() {
             return Ok(Phrases {
                 list,
                 clause_initial,
+                needs_choice,
                 ac: None,
             });
         }
@@ -216,6 +269,7 @@ impl Phrases {
         Ok(Phrases {
             list,
             clause_initial,
+            needs_choice,
             ac: Some(ac),
         })
     }
@@ -244,6 +298,7 @@ impl Phrases {
                     phrase: p.clone(),
                     start: m.start(),
                     end: m.end(),
+                    needs_choice: self.needs_choice[i],
                 });
                 if out.len() >= max {
                     break;
@@ -264,6 +319,7 @@ impl Rules {
             pivot: build("pivot_phrases", &settings.pivot_phrases)?,
             decision: build("decision_phrases", &settings.decision_phrases)?,
             learning: build("learning_phrases", &settings.learning_phrases)?,
+            choice: build("choice_words", &settings.choice_words)?,
             settings,
         })
     }
@@ -304,6 +360,18 @@ mod tests {
         assert!(found("in that case we don't report anything").is_empty());
         // Without `^` a phrase counts anywhere.
         assert_eq!(found("replace them with one link instead?"), ["instead"]);
+    }
+
+    #[test]
+    fn tilde_flags_phrases_that_need_a_choice() {
+        let p = phrases(&["~rather than", "trade-off"]);
+        let hits = p.hits("names rather than IDs; a trade-off", 4);
+        assert_eq!(
+            hits.iter()
+                .map(|h| (h.phrase.as_str(), h.needs_choice))
+                .collect::<Vec<_>>(),
+            [("rather than", true), ("trade-off", false)]
+        );
     }
 
     #[test]

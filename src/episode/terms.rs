@@ -272,6 +272,25 @@ pub fn command_head(cmd: &str) -> String {
     }
 }
 
+/// A command that only asks a program about itself (`--help`, `--version`, `help`, `man`,
+/// `which`): its success is no fix of an earlier failure of that program.
+pub fn is_help_query(cmd: &str) -> bool {
+    let last = cmd
+        .rsplit("&&")
+        .map(str::trim)
+        .find(|c| !c.is_empty())
+        .unwrap_or(cmd);
+    let last = last.split(['|', ';', '\n']).next().unwrap_or(last);
+    let words: Vec<&str> = last.split_whitespace().collect();
+    matches!(
+        words.first().copied(),
+        Some("man" | "which" | "type" | "whereis")
+    ) || words
+        .iter()
+        .skip(1)
+        .any(|w| matches!(*w, "--help" | "-h" | "--version" | "-V" | "help"))
+}
+
 fn prog_takes_subcommand(prog: &str) -> bool {
     matches!(
         prog,
@@ -362,6 +381,16 @@ mod tests {
             call_key("Read", Some("/a/b.rs"))
         );
         assert_eq!(call_key("TodoWrite", None), "tool:TodoWrite");
+    }
+
+    #[test]
+    fn help_queries() {
+        assert!(is_help_query("cd /tmp && skill-seekers github --help 2>&1"));
+        assert!(is_help_query("cargo --version"));
+        assert!(is_help_query("git help rebase"));
+        assert!(is_help_query("which figlet"));
+        assert!(!is_help_query("cargo build -p x"));
+        assert!(!is_help_query("git commit -m \"help text\""));
     }
 
     #[test]

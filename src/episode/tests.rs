@@ -382,12 +382,28 @@ fn pivot_and_decision_phrases() {
     // decided there, so no rationale is kept.
     let lines = vec![
         prompt(1, "Pick a storage engine for the tailer checkpoints"),
-        say(2, "There are two options for the checkpoint store, each with its own costs:\n\n1. **Option 1**: SQLite, embedded and zero setup for a single machine\n2. **Option 2**: PostgreSQL, shared by a whole team across machines\n\nWhich direction feels right to you?"),
+        say(2, "There are two ways to store the checkpoints, each with its own costs:\n\n1. **Option 1** is simpler: SQLite, embedded and zero setup for a single machine\n2. **Option 2** is better for teams: PostgreSQL, shared across machines\n\nWhich direction feels right to you?"),
     ];
     let (b, _) = run(&lines);
     let ep = b.finish(SID).unwrap();
     assert_eq!(ep.triage, "design_decision");
     assert!(ep.snippets.is_empty(), "{:?}", ep.snippets);
+
+    // "rather than" in a description decides nothing; with a choice word it does.
+    let lines = vec![
+        prompt(1, "Why do the provider counts of the care teams come out empty"),
+        say(2, "The route matches provider IDs directly, but care teams contain provider names rather than IDs, so nothing matches and every count stays at zero."),
+    ];
+    let (b, _) = run(&lines);
+    assert_eq!(b.finish(SID).unwrap().triage, "routine");
+    let lines = vec![
+        prompt(1, "How should the summaries be generated for each session"),
+        say(2, "I'll shell out to the claude CLI rather than add the Anthropic SDK, because the user already has Claude Code installed and authenticated, so no new dependency or key management is needed."),
+    ];
+    let (b, _) = run(&lines);
+    let ep = b.finish(SID).unwrap();
+    assert_eq!(ep.triage, "design_decision");
+    assert_eq!(ep.snippets.len(), 1, "{:?}", ep.snippets);
 
     // In a code block a phrase is an example, not a statement.
     let lines = vec![

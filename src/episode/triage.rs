@@ -4,13 +4,21 @@
 //! - `user_correction`: a tool denial (0.9, 0.95 with a typed reason); an interruption followed
 //!   by a prompt (0.85); a correction phrase (`triage.correction_phrases`) at the start of a
 //!   prompt (0.8) or elsewhere in its first 600 bytes (0.55). Never the session's first prompt.
+//!   Phrases written `^phrase` ("no,", "don't", "stop", "actually") count only where they open
+//!   a clause: "No, keep it" corrects, "a $1 hard stop" and "we don't log it" do not.
 //! - `error_recovery`: a tool call that failed (an error result that is not a denial or an
 //!   interruption) later followed by a success on the same target, or for `Bash` the same
 //!   program and subcommand (0.85).
 //! - `pivot`: a pivot phrase in assistant text (0.75); a shell command that throws its own
 //!   changes away: `git checkout --`, `git restore`, `git reset --hard`, `git revert`,
 //!   `git stash` (0.8).
-//! - `design_decision`: a decision phrase in assistant text (0.7).
+//! - `design_decision`: a decision phrase in assistant text (0.7). Phrases written `~phrase`
+//!   ("rather than", "alternatives") count only in a sentence holding a `triage.choice_words`
+//!   word: "names rather than IDs" describes, "I'll use the CLI rather than the SDK" decides.
+//!
+//! Phrases in assistant text count only in prose (not in code blocks, tables, headings or
+//! quotes). A decision laid out as a question to the user ("Option 1 ... Option 2 ... which do
+//! you prefer?") labels the episode but yields no `decision_rationale`: nothing was decided yet.
 //!
 //! A label's confidence is its strongest signal's weight plus 0.05 for each further distinct
 //! signal (capped at 0.99). The label with the highest confidence wins; ties go by precedence

@@ -398,11 +398,14 @@ pub fn strip_ansi(s: &str) -> std::borrow::Cow<'_, str> {
 /// prompt arrows) and terminal escapes removed, log-level warnings and infos passed over.
 pub fn headline(error: &str) -> String {
     let clean = |l: &str| {
+        let decoration = |c: char| matches!(c, '=' | '-' | '_' | '*' | '#');
         l.replace("<tool_use_error>", "")
             .replace("</tool_use_error>", "")
-            .trim_matches(|c: char| {
-                !(c.is_alphanumeric() || "'\"`([{<$~/.".contains(c))
-                    || matches!(c, '=' | '-' | '_' | '*' | '#')
+            .trim_start_matches(|c: char| {
+                !(c.is_alphanumeric() || "'\"`([{<$~/.".contains(c)) || decoration(c)
+            })
+            .trim_end_matches(|c: char| {
+                !(c.is_alphanumeric() || "'\"`)]}>.!?".contains(c)) || decoration(c)
             })
             .trim_start_matches("Error: ")
             .trim()
@@ -532,6 +535,23 @@ pub fn metadata_json(
         m.insert("version".into(), v.into());
     }
     serde_json::Value::Object(m).to_string()
+}
+
+/// `project:<name>`: the last component of the session's working directory (or, when that is
+/// unknown, of its project folder), lowercase, runs of whitespace as `-`, so automatic and
+/// manual snippets of one project share one tag that `--tag` can name without quoting.
+pub fn project_tag(cwd_or_folder: &str) -> Option<String> {
+    let base = cwd_or_folder
+        .trim_end_matches(['/', '\\'])
+        .rsplit(['/', '\\'])
+        .next()
+        .unwrap_or("");
+    let name = base
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join("-")
+        .to_lowercase();
+    (!name.is_empty()).then(|| format!("project:{name}"))
 }
 
 /// `ext:rs` for a path with an extension (lowercase, at most 8 characters).
@@ -676,6 +696,23 @@ mod tests {
     }
 
     #[test]
+    fn project_tags() {
+        assert_eq!(
+            project_tag("S:\\OneDrive\\Grand Rapids  IT Hub").as_deref(),
+            Some("project:grand-rapids-it-hub")
+        );
+        assert_eq!(
+            project_tag("/home/u/Gleaner/").as_deref(),
+            Some("project:gleaner")
+        );
+        assert_eq!(
+            project_tag("-Users-testuser-proj").as_deref(),
+            Some("project:-users-testuser-proj")
+        );
+        assert_eq!(project_tag("/"), None);
+    }
+
+    #[test]
     fn tags_and_metadata() {
         assert_eq!(path_tags("/a/b/main.RS").as_deref(), Some("ext:rs"));
         assert_eq!(path_tags("/a/Makefile"), None);
@@ -710,6 +747,11 @@ mod tests {
         assert_eq!(
             headline("Traceback (most recent call last):\n  File \"a.py\"\nKeyError: 'x'"),
             "KeyError: 'x'"
+        );
+        // Closing brackets and quotes belong to the message.
+        assert_eq!(
+            headline("x.go:68:13: Error return value is not checked (errcheck)"),
+            "x.go:68:13: Error return value is not checked (errcheck)"
         );
         assert_eq!(
             headline("a::test_cache_invalidation PASSED\n==== FAILURES ====\nboom"),

@@ -11,6 +11,8 @@ use crate::common::*;
 /// Session of the fixture (lines 301 and 303-313 of a real corpus transcript).
 const SID: &str = "0fae0449-64d3-4788-8622-d3a47d82c14b";
 const PROJECT: &str = "-Users-testuser-proj";
+/// The fixture's working directory is `.../example-project/.worktrees/streaming`.
+const PROJECT_TAG: &str = "project:streaming";
 /// A fake GitHub token (the shape the redactor knows).
 const TOKEN: &str = "ghp_L5sffHkGClQPZR42lO8kvAd4FyXmzDW9I9hN";
 
@@ -191,7 +193,8 @@ async fn stores_from_each_source(backend: Backend) {
         .iter()
         .filter_map(|t| t.as_str())
         .collect();
-    assert_eq!(tags, ["manual", &format!("project:{PROJECT}")]);
+    // The project tag names the session's working directory, as automatic snippets do.
+    assert_eq!(tags, ["manual", PROJECT_TAG]);
 
     // 2. Physical lines of the transcript: tools and file extensions become tags.
     let out = add_path(
@@ -310,7 +313,7 @@ async fn stores_from_each_source(backend: Backend) {
         assert_eq!(r.session_id, SID);
         assert_eq!(r.project, PROJECT);
         assert!(r.tags.contains(&"manual".to_string()), "{r:?}");
-        assert!(r.tags.contains(&format!("project:{PROJECT}")), "{r:?}");
+        assert!(r.tags.contains(&PROJECT_TAG.to_string()), "{r:?}");
         assert!(
             r.tags.windows(2).all(|w| w[0] < w[1]),
             "sorted, no duplicates: {r:?}"
