@@ -172,6 +172,7 @@ fn run() -> Result<usize> {
     println!("sqlite without episodes: ingest into noep.db");
     let without = b.ingest(&projects, &url, &work.join("ingest-noep.log"))?;
     b.env.clear();
+    let mut without = vec![("sqlite", without)];
     let url = format!("sqlite://{}", work.join("live.db").display());
     lives.push(("sqlite", b.latency("sqlite", &url, &lines)?));
     let session = b.session(&corpus, 11_000_000)?;
@@ -186,12 +187,23 @@ fn run() -> Result<usize> {
                 let secs = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
                 let db = format!("gleaner_bench_{}_{secs}", std::process::id());
                 let live_db = format!("{db}_live");
+                let noep_db = format!("{db}_noep");
                 let mut result = (|| -> Result<()> {
                     b.rt.block_on(pg_exec(&admin, &format!("CREATE DATABASE \"{db}\"")))?;
                     table.push((
                         "postgres",
                         b.bulk("postgres", &projects, &pg_url(&admin, &db))?,
                     ));
+                    b.rt.block_on(pg_exec(&admin, &format!("CREATE DATABASE \"{noep_db}\"")))?;
+                    b.env = vec![("GLEANER_EPISODES__ENABLED".into(), "false".into())];
+                    println!("postgres without episodes: ingest into {noep_db}");
+                    let wo = b.ingest(
+                        &projects,
+                        &pg_url(&admin, &noep_db),
+                        &work.join("ingest-pg-noep.log"),
+                    );
+                    b.env.clear();
+                    without.push(("postgres", wo?));
                     b.rt.block_on(pg_exec(&admin, &format!("CREATE DATABASE \"{live_db}\"")))?;
                     lives.push((
                         "postgres",
@@ -199,7 +211,7 @@ fn run() -> Result<usize> {
                     ));
                     Ok(())
                 })();
-                for d in [&db, &live_db] {
+                for d in [&db, &live_db, &noep_db] {
                     let sql = format!("DROP DATABASE IF EXISTS \"{d}\" WITH (FORCE)");
                     if let Err(e) = b.rt.block_on(pg_exec(&admin, &sql)) {
                         result = result.and(Err(e.context(format!("cannot drop database {d}"))));
@@ -231,13 +243,16 @@ fn run() -> Result<usize> {
         let (pct, rss) = (cpu * 10.0, *rss as f64 / 1e6);
         println!("idle CPU {name:<8} {cpu:.2} s over 10 s ({pct:.1}% of a core)  RSS {rss:.1} MB");
     }
-    if let Some((_, Ingest(with, _, cpu_with, _))) = table.iter().find(|t| t.0 == "sqlite") {
-        let Ingest(wo, _, cpu_wo, _) = &without;
+    for (name, Ingest(wo, wo_wall, cpu_wo, _)) in &without {
+        let Some((_, Ingest(with, wall, cpu_with, _))) = table.iter().find(|t| t.0 == *name) else {
+            continue;
+        };
         println!(
-            "episodes sqlite  with {:.1} MB/s, CPU {cpu_with:.2} s; without {:.1} MB/s, CPU {cpu_wo:.2} s: stage costs {:.1}% CPU",
+            "episodes {name:<8} with {:.1} MB/s, CPU {cpu_with:.2} s; without {:.1} MB/s, CPU {cpu_wo:.2} s: stage costs {:.1}% CPU, {:.1}% wall",
             with.mb_per_s,
             wo.mb_per_s,
-            (cpu_with - cpu_wo) / cpu_wo.max(1e-9) * 100.0
+            (cpu_with - cpu_wo) / cpu_wo.max(1e-9) * 100.0,
+            (wall - wo_wall) / wo_wall.max(1e-9) * 100.0
         );
     }
     println!(

@@ -54,7 +54,14 @@ CREATE TABLE snippets (
     CHECK (line_end >= line_start),
     UNIQUE (session_id, content_hash)
 );
-CREATE INDEX snippets_created ON snippets (created_at, id);
+-- `gleaner snippets` lists snippets newest first under any mix of filters, and counts all
+-- matches. This index holds that order and the columns the filters read besides the text
+-- (session, type; the id for tags and keyword), so a page walks it backwards and reads only
+-- the rows it returns, and a count is an index-only scan instead of a pass over the texts.
+CREATE INDEX snippets_listing ON snippets (created_at, id, session_id, snippet_type);
+-- `--session` and `--project` (resolved to the sessions of the project): the session's
+-- snippets in listing order, from the index alone.
+CREATE INDEX snippets_session ON snippets (session_id, created_at, id);
 CREATE INDEX snippets_episode ON snippets (episode_id);
 
 CREATE TABLE snippet_tags (
@@ -62,6 +69,18 @@ CREATE TABLE snippet_tags (
     snippet_id BIGINT NOT NULL REFERENCES snippets (id) ON DELETE CASCADE,
     PRIMARY KEY (tag, snippet_id)
 );
+-- Deleting a snippet (a re-closed episode replaces its automatic ones) cascades here.
+CREATE INDEX snippet_tags_snippet ON snippet_tags (snippet_id);
+
+-- `--tag` filters on PostgreSQL: the tags as an array with a GIN index, so a tag condition is
+-- a bitmap ANDed with the others (trigram, listing) before any row is read, instead of a join
+-- after the text recheck (a tag + keyword + type + since query: 26 ms -> 9 ms at 100,000
+-- snippets). Derived from the `tags` JSON column, so no writer can let the two disagree.
+CREATE FUNCTION gleaner_tag_array(tags TEXT) RETURNS TEXT[]
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+    AS $$ SELECT COALESCE(ARRAY(SELECT json_array_elements_text(tags::json)), '{}') $$;
+ALTER TABLE snippets ADD COLUMN tag_list TEXT[] GENERATED ALWAYS AS (gleaner_tag_array(tags)) STORED;
+CREATE INDEX snippets_tag_list ON snippets USING gin (tag_list);
 
 -- Substring search over title and content (`snippets --keyword`): a trigram index serves
 -- ILIKE '%word%'. pg_trgm is a trusted extension (PostgreSQL 13+): any user allowed to create

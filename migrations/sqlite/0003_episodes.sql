@@ -63,7 +63,14 @@ CREATE TABLE snippets (
     CHECK (line_end >= line_start),
     UNIQUE (session_id, content_hash)
 );
-CREATE INDEX snippets_created ON snippets (created_at, id);
+-- `gleaner snippets` lists snippets newest first under any mix of filters, and counts all
+-- matches. This index holds that order and the columns the filters read besides the text
+-- (session, type; the id for tags and keyword), so a page walks it backwards and reads only
+-- the rows it returns, and a count is an index-only scan instead of a pass over the texts.
+CREATE INDEX snippets_listing ON snippets (created_at, id, session_id, snippet_type);
+-- `--session` and `--project` (resolved to the sessions of the project): the session's
+-- snippets in listing order, from the index alone.
+CREATE INDEX snippets_session ON snippets (session_id, created_at, id);
 CREATE INDEX snippets_episode ON snippets (episode_id);
 
 CREATE TABLE snippet_tags (
@@ -71,6 +78,8 @@ CREATE TABLE snippet_tags (
     snippet_id INTEGER NOT NULL REFERENCES snippets (id),
     PRIMARY KEY (tag, snippet_id)
 ) WITHOUT ROWID;
+-- Deleting a snippet (a re-closed episode replaces its automatic ones) deletes its tags.
+CREATE INDEX snippet_tags_snippet ON snippet_tags (snippet_id);
 
 -- Substring search over title and content (`snippets --keyword`): trigram index, kept in step
 -- with the table by triggers.

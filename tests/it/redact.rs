@@ -50,7 +50,12 @@ async fn no_secret_is_stored(backend: Backend) {
     let target = env.path(&format!("-home-u-proj/{SESSION}.jsonl"));
     std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
     std::fs::copy(fixture("secrets.jsonl"), &target).expect("copy fixture");
-    let summary = env.ingest();
+    // A one-second idle timeout finishes the session, so its episodes close and their
+    // snippets (made of the same lines) are written and checked too.
+    let summary = env.ingest_dir_env(
+        &env.projects,
+        &[("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1")],
+    );
     assert_eq!(
         summary["diagnostics"], 0,
         "fixture lines are valid JSON: {summary}"
@@ -79,6 +84,18 @@ async fn no_secret_is_stored(backend: Backend) {
             );
         }
     }
+    let redacted_snippets = {
+        let sql = "SELECT COUNT(*) FROM snippets WHERE content LIKE '%[REDACTED:%'";
+        match &store {
+            Store::Sqlite(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await,
+            Store::Postgres(p) => sqlx::query_scalar::<_, i64>(sql).fetch_one(p).await,
+        }
+        .expect("snippets")
+    };
+    assert!(
+        redacted_snippets >= 1,
+        "no automatic snippet carried a redacted secret"
+    );
     let counts = redaction_counts(&store).await;
     let total: i64 = counts.iter().map(|(_, n)| n).sum();
     assert!(total >= 60, "{counts:?}");

@@ -152,6 +152,13 @@ fn expect(specs: &[Spec], keep: impl Fn(&Spec) -> bool) -> Vec<usize> {
 /// Run a filter; returns the indices (insertion order) of the page, and the page's counters.
 async fn run(store: &Store, specs: &[Spec], f: &SnippetFilter) -> (Vec<usize>, i64, bool) {
     let page = store.list_snippets(f).await.expect("list snippets");
+    // SQLite's other plan (every tag and keyword list tested against the newest-first walk
+    // instead of driving the query) must give the same answer.
+    let walked = store
+        .list_snippets_with(f, 0)
+        .await
+        .expect("list snippets, walking");
+    assert_eq!(walked, page, "the two plans disagree on {f:?}");
     let idx = page
         .snippets
         .iter()
@@ -269,7 +276,7 @@ async fn filters(backend: Backend) {
         check(&store, &specs, f, want, t).await;
     }
 
-    // Project: the snippet's project folder, or the session's cwd.
+    // Project: the session's project folder or its cwd.
     let project = |p: &str| SnippetFilter {
         project: Some(p.into()),
         ..SnippetFilter::default()
