@@ -337,12 +337,9 @@ impl Command {
                 json,
             } => {
                 let store = Store::connect(&cfg.database).await?;
-                let ids = match session_prefix {
-                    Some(p) => match resolve_prefix(&store, &p).await? {
-                        Ok(id) => Some(vec![id]),
-                        Err(code) => return Ok(code),
-                    },
-                    None => None,
+                let ids = match resolve_optional_prefix(&store, session_prefix.as_deref()).await? {
+                    Ok(ids) => ids,
+                    Err(code) => return Ok(code),
                 };
                 let kind = kind.map(value_name);
                 let rows = store
@@ -359,13 +356,11 @@ impl Command {
                 json,
             } => {
                 let store = Store::connect(&cfg.database).await?;
-                let session_ids = match session_prefix {
-                    Some(p) => match resolve_prefix(&store, &p).await? {
-                        Ok(id) => Some(vec![id]),
+                let session_ids =
+                    match resolve_optional_prefix(&store, session_prefix.as_deref()).await? {
+                        Ok(ids) => ids,
                         Err(code) => return Ok(code),
-                    },
-                    None => None,
-                };
+                    };
                 let filter = FeedbackFilter {
                     session_ids,
                     feedback_type: feedback_type.map(value_name),
@@ -396,11 +391,11 @@ impl Command {
                 session_prefix,
                 triage,
                 json,
-            } => snippets::episodes(&cfg, session_prefix, triage.map(value_name), json).await,
-            Command::Snippets(args) => snippets::query(&cfg, args).await,
+            } => snippet_query::episodes(&cfg, session_prefix, triage.map(value_name), json).await,
+            Command::Snippets(args) => snippet_query::snippets(&cfg, args).await,
             Command::Snippet {
                 command: SnippetCommand::Add(args),
-            } => snippets::add(&cfg, args).await,
+            } => snippet_add::run(&cfg, args).await,
             Command::Hook { .. } => Ok(EXIT_OK),
         }
     }
@@ -410,6 +405,18 @@ fn hook_kind(h: &HookCommand) -> hook::Kind {
     match h {
         HookCommand::SessionEnd => hook::Kind::SessionEnd,
     }
+}
+
+/// An optional session prefix as the filter of a listing: `Ok(None)` without one, `Ok(Some([id]))`
+/// for a unique match; otherwise [`resolve_prefix`] has said why and this is the exit code.
+pub(crate) async fn resolve_optional_prefix(
+    store: &Store,
+    prefix: Option<&str>,
+) -> anyhow::Result<Result<Option<Vec<String>>, u8>> {
+    Ok(match prefix {
+        None => Ok(None),
+        Some(p) => resolve_prefix(store, p).await?.map(|id| Some(vec![id])),
+    })
 }
 
 /// Resolve a session id prefix: `Ok(id)` for exactly one match; otherwise say why on stderr and

@@ -10,7 +10,7 @@ use anyhow::anyhow;
 
 use super::output::ellipsize;
 use super::snippets::SnippetsArgs;
-use super::{parse_since, resolve_prefix, value_name, Outcome, EXIT_OK};
+use super::{parse_since, resolve_optional_prefix, value_name, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::store::{
     EpisodeFilter, EpisodeListing, SnippetFilter, SnippetListing, SnippetPage, Store,
@@ -24,12 +24,9 @@ pub async fn episodes(
     json: bool,
 ) -> Outcome {
     let store = Store::connect(&cfg.database).await?;
-    let session_ids = match session_prefix {
-        Some(p) => match resolve_prefix(&store, &p).await? {
-            Ok(id) => Some(vec![id]),
-            Err(code) => return Ok(code),
-        },
-        None => None,
+    let session_ids = match resolve_optional_prefix(&store, session_prefix.as_deref()).await? {
+        Ok(ids) => ids,
+        Err(code) => return Ok(code),
     };
     let rows = store
         .list_episodes(&EpisodeFilter {
@@ -52,12 +49,9 @@ pub async fn snippets(cfg: &Config, args: SnippetsArgs) -> Outcome {
         None => None,
     };
     let store = Store::connect(&cfg.database).await?;
-    let session_ids = match args.session {
-        Some(p) => match resolve_prefix(&store, &p).await? {
-            Ok(id) => Some(vec![id]),
-            Err(code) => return Ok(code),
-        },
-        None => None,
+    let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
+        Ok(ids) => ids,
+        Err(code) => return Ok(code),
     };
     let filter = SnippetFilter {
         session_ids,

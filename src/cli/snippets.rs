@@ -1,11 +1,10 @@
-//! `gleaner episodes`, `gleaner snippets` and `gleaner snippet add`.
+//! Flags of `gleaner snippets` and `gleaner snippet add` (run by `snippet_query` and `snippet_add`).
 
 use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{Outcome, SnippetKind};
-use crate::config::Config;
+use super::SnippetKind;
 
 /// `gleaner snippets` flags.
 #[derive(Debug, Args)]
@@ -70,24 +69,4 @@ pub struct AddArgs {
     /// Print the stored snippet as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `gleaner episodes`.
-pub async fn episodes(
-    cfg: &Config,
-    session_prefix: Option<String>,
-    triage: Option<String>,
-    json: bool,
-) -> Outcome {
-    super::snippet_query::episodes(cfg, session_prefix, triage, json).await
-}
-
-/// `gleaner snippets`.
-pub async fn query(cfg: &Config, args: SnippetsArgs) -> Outcome {
-    super::snippet_query::snippets(cfg, args).await
-}
-
-/// `gleaner snippet add`.
-pub async fn add(cfg: &Config, args: AddArgs) -> Outcome {
-    super::snippet_add::run(cfg, args).await
 }
