@@ -173,6 +173,9 @@ fn episodes(
         batch.checkpoint.lines,
         &targets,
     );
+    if !rows.is_empty() {
+        out.path = ctx.info.path.to_string_lossy().into_owned();
+    }
     out.episodes = rows;
     out.episode_state = Some(builder.to_json());
 }

@@ -52,6 +52,9 @@ pub struct PreparedBatch {
     pub episodes: Vec<EpisodeRow>,
     /// The episode builder's state after this batch (JSON), stored with the checkpoint.
     pub episode_state: Option<String>,
+    /// The file's path as stored in `files.path` (the source of its snippets); set when the
+    /// batch carries episodes.
+    pub path: String,
 }
 
 /// Facts about a session learnt from one batch; merged with `min`/`max`/first-wins rules.

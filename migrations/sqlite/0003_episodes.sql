@@ -41,7 +41,9 @@ CREATE TABLE episodes (
 CREATE INDEX episodes_session ON episodes (session_id, start_line);
 
 CREATE TABLE snippets (
-    id            INTEGER PRIMARY KEY,
+    -- AUTOINCREMENT: an id is a handle people and agents quote; a re-closed episode deletes
+    -- stale snippets, and a deleted id must never come back naming other content.
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
     session_id    TEXT    NOT NULL,
     episode_id    INTEGER REFERENCES episodes (id),
     origin        TEXT    NOT NULL CHECK (origin IN ('auto', 'manual')),

@@ -742,6 +742,7 @@ impl Store {
 
             write_knowledge!(tx, accepted, now, dialect, leaves);
 
+            let mut episode_writes = Vec::new();
             for b in &accepted {
                 if b.checkpoint.generation != b.expected.0 {
                     // Truncated or rewritten: the old generation's last episode will never
@@ -756,20 +757,15 @@ impl Store {
                     .execute(&mut *tx)
                     .await?;
                 }
-                if b.episodes.is_empty() {
-                    continue;
-                }
-                let path: String = if b.episodes.iter().any(|e| !e.snippets.is_empty()) {
-                    sqlx::query_scalar("SELECT path FROM files WHERE id = $1")
-                        .bind(b.file_id)
-                        .fetch_one(&mut *tx)
-                        .await?
-                } else {
-                    String::new()
-                };
-                for ep in &b.episodes {
-                    episodes::write_episode!(tx, b.file_id, &path, &b.project, ep, now.as_str());
-                }
+                episode_writes.extend(b.episodes.iter().map(|ep| episodes::EpisodeWrite {
+                    file_id: b.file_id,
+                    path: &b.path,
+                    project: &b.project,
+                    ep,
+                }));
+            }
+            if !episode_writes.is_empty() {
+                episodes::write_episodes!(tx, &episode_writes, now.as_str());
             }
 
             for b in &accepted {
@@ -844,7 +840,7 @@ const UPSERT_SESSION: &str =
 /// Every distinct row count is a distinct SQL text that SQLite must parse (a 500-row insert has
 /// 9,000 parameters); with a fixed ladder only five texts per table exist and all of them stay in
 /// sqlx's prepared-statement cache.
-fn ladder_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+pub(crate) fn ladder_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
     const LADDER: [usize; 5] = [ROWS_PER_INSERT, 100, 20, 5, 1];
     let mut rest = rows;
     std::iter::from_fn(move || {

@@ -411,3 +411,134 @@ async fn live(backend: Backend) {
 }
 
 both_backends!(episodes_open_close_live_and_at_session_end, live);
+
+fn tool_call_line(uuid: &str, id: &str, command: &str) -> String {
+    format!(
+        r#"{{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/home/u/p","sessionId":"{S}","version":"2.1.12","type":"assistant","message":{{"role":"assistant","model":"m","content":[{{"type":"tool_use","id":"{id}","name":"Bash","input":{{"command":{}}}}}]}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:02.000Z"}}"#,
+        serde_json::to_string(command).expect("json")
+    ) + "\n"
+}
+
+fn tool_result_line(uuid: &str, id: &str, is_error: bool, output: &str) -> String {
+    format!(
+        r#"{{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/home/u/p","sessionId":"{S}","version":"2.1.12","type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"{id}","is_error":{is_error},"content":{}}}]}},"uuid":"{uuid}","timestamp":"2026-01-01T00:00:03.000Z"}}"#,
+        serde_json::to_string(output).expect("json")
+    ) + "\n"
+}
+
+/// Run `gleaner hook session-end` for session `S` (no daemon: it ingests the session itself).
+fn session_end(env: &TestEnv, path: &std::path::Path) {
+    let mut hook = env
+        .cmd()
+        .args(["hook", "session-end"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("hook");
+    let input = serde_json::json!({"session_id": S, "transcript_path": path, "reason": "exit"});
+    hook.stdin
+        .take()
+        .expect("stdin")
+        .write_all(input.to_string().as_bytes())
+        .expect("hook input");
+    assert!(hook.wait().expect("hook").success());
+}
+
+async fn snippet_types(store: &Store) -> Vec<(i64, String)> {
+    let sql = "SELECT id, snippet_type FROM snippets ORDER BY id";
+    match store {
+        Store::Sqlite(p) => sqlx::query_as(sql).fetch_all(p).await,
+        Store::Postgres(p) => sqlx::query_as(sql).fetch_all(p).await,
+    }
+    .expect("snippets")
+}
+
+/// A finished session resumes and its last episode changes: closing it again replaces the
+/// automatic snippets that are no longer produced (and their tags), keeps the ones that still
+/// are, and adds the new ones.
+async fn reclose(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let path = env.path(&format!("p/{S}.jsonl"));
+    append(
+        &path,
+        user_line(
+            S,
+            "u1",
+            "Pick the storage engine for the tailer checkpoints",
+        )
+        .as_bytes(),
+    );
+    append(
+        &path,
+        assistant_line(
+            "a1",
+            "There is a trade-off between the two engines. I'll go with SQLite by default rather \
+             than PostgreSQL, because most users run a single machine and an embedded database \
+             needs no setup at all.",
+        )
+        .as_bytes(),
+    );
+    session_end(&env, &path);
+    let store = env.store().await;
+    let first = snippet_types(&store).await;
+    assert_eq!(
+        first.iter().map(|s| s.1.as_str()).collect::<Vec<_>>(),
+        ["decision_rationale"]
+    );
+
+    // The session resumes in the same episode: a failure fixed, with its root cause. The
+    // episode becomes error_recovery; its two snippets are the error reasoning and the lesson,
+    // so the decision rationale goes.
+    let lines = [
+        tool_call_line("a2", "t1", "cargo build -p store"),
+        tool_result_line(
+            "r1",
+            "t1",
+            true,
+            "Exit code 101\nerror[E0433]: failed to resolve: use of undeclared crate `sqlx`",
+        ),
+        assistant_line(
+            "a3",
+            "The root cause was that the sqlx dependency sat under dev-dependencies only, so the \
+             library build could not see it; moving it to dependencies fixes the build for good.",
+        ),
+        tool_call_line("a4", "t2", "cargo build -p store"),
+        tool_result_line("r2", "t2", false, "Finished dev profile"),
+    ];
+    for l in &lines {
+        append(&path, l.as_bytes());
+    }
+    session_end(&env, &path);
+    let second = snippet_types(&store).await;
+    let mut types: Vec<&str> = second.iter().map(|s| s.1.as_str()).collect();
+    types.sort_unstable();
+    assert_eq!(types, ["error_reasoning", "learning_pattern"], "{second:?}");
+    assert!(
+        !second.iter().any(|s| s.0 == first[0].0),
+        "the stale rationale is gone, and its id is not reused"
+    );
+    assert_eq!(
+        scalar_i64(
+            &store,
+            "SELECT COUNT(*) FROM snippet_tags t WHERE NOT EXISTS \
+             (SELECT 1 FROM snippets s WHERE s.id = t.snippet_id)"
+        )
+        .await,
+        0,
+        "its tags are gone too"
+    );
+    let eps = episodes(&store).await;
+    assert_eq!(eps.len(), 1, "{eps:?}");
+    assert_eq!(
+        (eps[0].6.as_str(), eps[0].7.as_str()),
+        ("closed", "error_recovery")
+    );
+
+    // Closing once more with nothing new changes nothing.
+    session_end(&env, &path);
+    assert_eq!(snippet_types(&store).await, second);
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(reclosing_an_episode_replaces_stale_snippets, reclose);
