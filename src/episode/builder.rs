@@ -606,10 +606,11 @@ impl Builder {
                 note_action(open, line, name, &key, target.as_deref());
                 if let Some(t) = &target {
                     if FILE_TOOLS.contains(&name.as_ref()) {
+                        // A file's words join the vocabulary the first time it is touched.
                         if !open.files.contains(t) {
                             push_capped(&mut open.files, t.clone(), MAX_FILES);
+                            add_vocab(&mut open.vocab, terms::of_path(t));
                         }
-                        add_vocab(&mut open.vocab, terms::of_path(t));
                     }
                     if name == "Bash" && terms::is_revert(t) {
                         push_signal(
@@ -716,7 +717,7 @@ fn push_capped(v: &mut Vec<String>, s: String, cap: usize) {
     }
 }
 
-fn add_vocab(vocab: &mut BTreeSet<String>, terms: impl IntoIterator<Item = String>) {
+fn add_vocab(vocab: &mut BTreeSet<terms::Term>, terms: impl IntoIterator<Item = terms::Term>) {
     for t in terms {
         if vocab.len() >= MAX_VOCAB {
             break;

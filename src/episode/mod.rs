@@ -159,7 +159,7 @@ pub struct Open {
     ended_at: Option<String>,
     cut_reason: String,
     title: Option<String>,
-    vocab: BTreeSet<String>,
+    vocab: BTreeSet<terms::Term>,
     files: Vec<String>,
     tools: BTreeMap<String, i64>,
     agents: Vec<String>,

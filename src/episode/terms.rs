@@ -163,44 +163,21 @@ fn is_stopword(w: &str) -> bool {
             .contains(w)
 }
 
-/// Distinct content words of `text` (lowercase, 3 to 30 characters, not only digits, not a
-/// stopword), at most `max`, in order of first appearance.
-pub fn of(text: &str, max: usize) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut seen: std::collections::HashSet<String> = std::collections::HashSet::new();
-    for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\'')) {
-        let w = raw.trim_matches('\'');
-        if w.len() < 3 || w.len() > 120 {
-            continue;
-        }
-        let n = w.chars().count();
-        if !(3..=30).contains(&n) || w.bytes().all(|c| c.is_ascii_digit()) {
-            continue;
-        }
-        let lower = if w.bytes().any(|b| b.is_ascii_uppercase() || !b.is_ascii()) {
-            w.to_lowercase()
-        } else {
-            w.to_string()
-        };
-        if is_stopword(&lower) || !seen.insert(lower.clone()) {
-            continue;
-        }
-        out.push(lower);
-        if out.len() >= max {
-            break;
-        }
-    }
-    out
+/// A content word as the vocabulary keeps it: the xxh3 hash of its lowercase form. Hashes,
+/// not strings: the vocabulary is consulted for every word of every reply and stored with
+/// every checkpoint, and eight bytes compare and serialise faster than the word.
+pub type Term = u64;
+
+/// The term of a lowercase word.
+pub fn term(word: &str) -> Term {
+    xxhash_rust::xxh3::xxh3_64(word.as_bytes())
 }
 
-/// Add the content words of `text` to `vocab` (same rules as [`of`]) until it holds `cap`;
-/// words already there cost no allocation.
-pub fn add_to(vocab: &mut std::collections::BTreeSet<String>, text: &str, cap: usize) {
+/// Call `f` with each content word of `text` (lowercase, 3 to 30 characters, not only digits,
+/// not a stopword), in order, until it returns false. One buffer serves every word.
+fn for_each_word(text: &str, mut f: impl FnMut(&str) -> bool) {
     let mut buf = String::new();
     for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\'')) {
-        if vocab.len() >= cap {
-            return;
-        }
         let w = raw.trim_matches('\'');
         if w.len() < 3 || w.len() > 120 {
             continue;
@@ -220,15 +197,38 @@ pub fn add_to(vocab: &mut std::collections::BTreeSet<String>, text: &str, cap: u
         } else {
             buf.extend(w.chars().flat_map(char::to_lowercase));
         }
-        if is_stopword(&buf) || vocab.contains(buf.as_str()) {
-            continue;
+        if !is_stopword(&buf) && !f(&buf) {
+            return;
         }
-        vocab.insert(buf.clone());
     }
 }
 
+/// Distinct content words of `text`, at most `max`, in order of first appearance.
+pub fn of(text: &str, max: usize) -> Vec<Term> {
+    let mut out: Vec<Term> = Vec::new();
+    for_each_word(text, |w| {
+        let t = term(w);
+        if !out.contains(&t) {
+            out.push(t);
+        }
+        out.len() < max
+    });
+    out
+}
+
+/// Add the content words of `text` to `vocab` until it holds `cap`.
+pub fn add_to(vocab: &mut std::collections::BTreeSet<Term>, text: &str, cap: usize) {
+    for_each_word(text, |w| {
+        if vocab.len() >= cap {
+            return false;
+        }
+        vocab.insert(term(w));
+        true
+    });
+}
+
 /// Words of a file path: its file stem and the two folders above it.
-pub fn of_path(path: &str) -> Vec<String> {
+pub fn of_path(path: &str) -> Vec<Term> {
     let parts: Vec<&str> = path.rsplit(['/', '\\']).take(3).collect();
     let mut text = String::new();
     for p in parts {
@@ -333,16 +333,25 @@ pub fn is_revert(cmd: &str) -> bool {
 mod tests {
     use super::*;
 
+    fn terms(words: &[&str]) -> Vec<Term> {
+        words.iter().map(|w| term(w)).collect()
+    }
+
     #[test]
     fn content_words() {
         assert_eq!(
             of(
-                "Please fix the FAILING test in parser.rs, then run it again",
+                "Please fix the FAILING test in parser.rs, then run it again; fix it",
                 10
             ),
-            ["fix", "failing", "test", "parser"]
+            terms(&["fix", "failing", "test", "parser"])
         );
-        assert_eq!(of("ok yes go", 10), Vec::<String>::new());
+        assert_eq!(of("ok yes go", 10), Vec::<Term>::new());
+        assert_eq!(
+            of("Überprüfung der Übersetzung", 10),
+            terms(&["überprüfung", "der", "übersetzung"])
+        );
+        assert_eq!(of("one two three four five", 2).len(), 2);
     }
 
     #[test]
@@ -350,7 +359,7 @@ mod tests {
         let text = "Please fix the FAILING test in parser.rs, then run it again; fix it";
         let mut v = std::collections::BTreeSet::new();
         add_to(&mut v, text, 100);
-        let mut want: Vec<String> = of(text, 100);
+        let mut want: Vec<Term> = of(text, 100);
         want.sort();
         assert_eq!(v.into_iter().collect::<Vec<_>>(), want);
         let mut v = std::collections::BTreeSet::new();
@@ -362,7 +371,7 @@ mod tests {
     fn path_words() {
         assert_eq!(
             of_path("/home/u/src/gleaner/src/store/query_builder.rs"),
-            ["query", "builder", "store", "src"]
+            terms(&["query", "builder", "store", "src"])
         );
     }
 
