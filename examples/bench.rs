@@ -488,7 +488,7 @@ impl Bench {
     /// `gleaner ingest` end to end into a fresh SQLite database.
     fn session(&mut self, corpus: &Corpus, target: u64) -> Result<Session> {
         use gleaner::discovery::classify;
-        use gleaner::episode::{Builder, Rules};
+        use gleaner::episode::{Rules, Settings};
         use gleaner::extract::{extract, FileContext};
         use gleaner::redact::Redactor;
         use gleaner::tailer::{Tailer, TailerConfig};
@@ -537,58 +537,40 @@ impl Bench {
             .open(&path)?
             .set_modified(day_ago)?;
 
-        // In process: the pipeline's pure part, batch by batch as the daemon reads it.
+        // In process: the pipeline's pure part, batch by batch as the daemon reads it; the
+        // episode share is the difference with the stage switched off (best of three each).
         let redactor = Redactor::builtin();
-        let rules = Rules::defaults();
-        let mut best = (f64::MAX, 0.0);
-        for _ in 0..3 {
-            let info = classify(&root, &path);
-            let mut ctx = FileContext::new(1, MACHINE.into(), info, Some(SID.into()));
-            let cfg = TailerConfig {
-                max_line_bytes: 64 << 20,
-                read_chunk: 1 << 20,
-            };
-            let t0 = Instant::now();
-            let (mut t, _) = Tailer::open(&path, None, cfg)?;
-            let mut expected = (1, 0);
-            let (mut side, mut feed) = (Duration::ZERO, Duration::ZERO);
-            while let Some(batch) = t.read_batch(8 << 20, 20_000)? {
-                let pb = extract(&mut ctx, &batch, expected, 0, &redactor, &rules);
-                expected = (pb.checkpoint.generation, pb.checkpoint.offset);
-                // Episode share: the same records through a fresh builder.
-                let t1 = Instant::now();
-                let mut b = Builder::new(1);
-                let parsed: Vec<_> = batch
-                    .lines
-                    .iter()
-                    .map(|l| (l.line_no, gleaner::parse::parse_line(batch.line_bytes(l))))
-                    .collect();
-                let texts: Vec<Vec<Option<String>>> = parsed
-                    .iter()
-                    .map(|(_, p)| p.records.iter().map(|r| r.text()).collect())
-                    .collect();
-                let inputs = parsed.iter().zip(&texts).flat_map(|((n, p), t)| {
-                    p.records
-                        .iter()
-                        .zip(t)
-                        .map(move |(rec, text)| gleaner::episode::Input {
-                            line_no: *n,
-                            rec,
-                            text: text.as_deref(),
-                        })
-                });
-                let t2 = Instant::now();
-                b.feed(&rules, &redactor, SID, inputs, batch.checkpoint.lines);
-                feed += t2.elapsed();
-                side += t1.elapsed();
+        let extract_ms = |rules: &Rules| -> Result<f64> {
+            let mut best = f64::MAX;
+            for _ in 0..3 {
+                let info = classify(&root, &path);
+                let mut ctx = FileContext::new(1, MACHINE.into(), info, Some(SID.into()));
+                let cfg = TailerConfig {
+                    max_line_bytes: 64 << 20,
+                    read_chunk: 1 << 20,
+                };
+                let t0 = Instant::now();
+                let (mut t, _) = Tailer::open(&path, None, cfg)?;
+                let mut expected = (1, 0);
+                while let Some(batch) = t.read_batch(8 << 20, 20_000)? {
+                    let pb = extract(&mut ctx, &batch, expected, 0, &redactor, rules, true);
+                    expected = (pb.checkpoint.generation, pb.checkpoint.offset);
+                    std::hint::black_box(&pb);
+                }
+                std::hint::black_box(ctx.episodes.as_ref().and_then(|b| b.finish(SID)));
+                best = best.min(t0.elapsed().as_secs_f64() * 1000.0);
             }
-            let fin = ctx.episodes.as_ref().and_then(|b| b.finish(SID));
-            let total = (t0.elapsed() - side).as_secs_f64() * 1000.0;
-            std::hint::black_box(fin);
-            if total < best.0 {
-                best = (total, feed.as_secs_f64() * 1000.0);
-            }
-        }
+            Ok(best)
+        };
+        let with = extract_ms(&Rules::defaults())?;
+        let without = extract_ms(
+            &Rules::new(Settings {
+                enabled: false,
+                ..Settings::default()
+            })
+            .map_err(|e| anyhow!(e))?,
+        )?;
+        let best = (with, (with - without).max(0.0));
 
         // End to end: gleaner ingest (finishes the session: its mtime is a day old).
         for f in ["session.db", "session.db-wal", "session.db-shm"] {

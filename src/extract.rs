@@ -69,6 +69,7 @@ pub fn extract(
     size: u64,
     redactor: &Redactor,
     rules: &episode::Rules,
+    emit_open: bool,
 ) -> PreparedBatch {
     let mut redacted: BTreeMap<&'static str, u64> = BTreeMap::new();
     let parsed: Vec<(&Line, Parsed<'_>)> = batch
@@ -79,7 +80,7 @@ pub fn extract(
     let mut out = extract_rows(ctx, batch, &parsed, expected, size);
     scrub_batch(&mut out, redactor, &mut redacted);
     if ctx.info.kind == FileKind::Main && rules.settings.enabled {
-        episodes(ctx, batch, &parsed, &mut out, redactor, rules);
+        episodes(ctx, batch, &parsed, &mut out, redactor, rules, emit_open);
     }
     out.kinds
         .extend(redacted.into_iter().map(|(kind, n)| KindCount {
@@ -116,8 +117,9 @@ fn scrub_batch(out: &mut PreparedBatch, r: &Redactor, counts: &mut BTreeMap<&'st
     }
 }
 
-/// Feed the batch to the file's episode builder: the episodes it closes and the open one go
-/// into the batch, with the builder's new state.
+/// Feed the batch to the file's episode builder: the episodes it closes and (with
+/// `emit_open`) the open one go into the batch, with the builder's new state. The builder gets
+/// the rows extraction made (message text, feedback, tool targets), already redacted.
 fn episodes(
     ctx: &mut FileContext,
     batch: &Batch,
@@ -125,6 +127,7 @@ fn episodes(
     out: &mut PreparedBatch,
     redactor: &Redactor,
     rules: &episode::Rules,
+    emit_open: bool,
 ) {
     let Some(session_id) = ctx.session_id.clone() else {
         return;
@@ -137,26 +140,44 @@ fn episodes(
         // Truncated or rewritten: line numbers start again.
         **builder = episode::Builder::new(generation);
     }
-    // Message rows are in record order; their text is the redacted one.
+    // Message and feedback rows are in record order, each tagged with its (line, seq).
     let mut texts = out.messages.iter().peekable();
+    let mut fb = 0;
     let mut inputs = Vec::new();
     for (line, p) in parsed {
         for (seq, rec) in p.records.iter().enumerate() {
+            let at = (line.line_no, seq as u32);
             let mut text = None;
             while let Some(m) = texts.peek() {
-                if (m.line_no, m.seq as usize) < (line.line_no, seq) {
+                if (m.line_no, m.seq) < at {
                     texts.next();
                     continue;
                 }
-                if (m.line_no, m.seq as usize) == (line.line_no, seq) {
+                if (m.line_no, m.seq) == at {
                     text = m.text.as_deref();
                 }
                 break;
+            }
+            while out
+                .feedback
+                .get(fb)
+                .is_some_and(|f| (f.line_no, f.seq) < at)
+            {
+                fb += 1;
+            }
+            let start = fb;
+            while out
+                .feedback
+                .get(fb)
+                .is_some_and(|f| (f.line_no, f.seq) == at)
+            {
+                fb += 1;
             }
             inputs.push(episode::Input {
                 line_no: line.line_no,
                 rec,
                 text,
+                feedback: &out.feedback[start..fb],
             });
         }
     }
@@ -165,13 +186,14 @@ fn episodes(
         .iter()
         .filter_map(|t| Some((t.tool_use_id.as_str(), t.target.as_deref()?)))
         .collect();
-    let rows = builder.feed_with_targets(
+    let rows = builder.feed(
         rules,
         redactor,
         &session_id,
         inputs,
         batch.checkpoint.lines,
         &targets,
+        emit_open,
     );
     if !rows.is_empty() {
         out.path = ctx.info.path.to_string_lossy().into_owned();
@@ -387,7 +409,7 @@ fn knowledge(
                 ),
                 ts: ts.clone(),
                 session_id: session_id.to_string(),
-                feedback_type: item.feedback_type.as_str(),
+                feedback_type: item.feedback_type,
                 content: item.content,
                 reason: item.reason,
                 agent_id: agent_id.clone(),
@@ -395,6 +417,7 @@ fn knowledge(
                 tool_use_id: item.tool_use_id,
                 uuid: uuid.clone(),
                 line_no: at.line_no,
+                seq: at.seq,
             });
         }
     }
@@ -565,6 +588,7 @@ mod tests {
                 0,
                 &redactor,
                 &episode::Rules::defaults(),
+                true,
             );
             expected = (pb.checkpoint.generation, pb.checkpoint.offset);
             out.push(pb);
@@ -733,7 +757,7 @@ mod tests {
         let fb: Vec<(&str, Option<&str>)> = b
             .feedback
             .iter()
-            .map(|f| (f.feedback_type, f.reason.as_deref()))
+            .map(|f| (f.feedback_type.as_str(), f.reason.as_deref()))
             .collect();
         assert_eq!(
             fb,

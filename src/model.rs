@@ -147,7 +147,7 @@ pub struct SummaryRow {
 }
 
 /// One user-feedback item.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct FeedbackRow {
     /// Line uuid + type + block or tool_use_id.
     pub dedup_key: String,
@@ -156,7 +156,7 @@ pub struct FeedbackRow {
     /// Session.
     pub session_id: String,
     /// `message`, `tool_denial` or `interruption`.
-    pub feedback_type: &'static str,
+    pub feedback_type: crate::feedback::FeedbackType,
     /// The text.
     pub content: String,
     /// What the user typed when rejecting a tool use.
@@ -171,6 +171,8 @@ pub struct FeedbackRow {
     pub uuid: Option<String>,
     /// 1-based line number.
     pub line_no: u64,
+    /// Position of its record on the line (glued objects share a line); not stored.
+    pub seq: u32,
 }
 
 /// A tool call or a failed tool result, keyed by the tool use id.

@@ -256,19 +256,19 @@ impl Pipeline {
                         .max(batch.checkpoint.offset);
                     // Caught up: nothing but (at most) a partial last line is left.
                     at_eof = batch.drained || size == batch.checkpoint.offset;
-                    let mut prepared = extract(&mut ctx, &batch, expected, size, &redactor, &rules);
-                    prepared.mtime_ms = meta.as_ref().map_or(0, mtime_ms);
+                    let file_mtime_ms = meta.as_ref().map_or(0, mtime_ms);
                     let now_ms = std::time::SystemTime::now()
                         .duration_since(std::time::UNIX_EPOCH)
                         .map_or(0, |d| d.as_millis() as i64);
-                    let stale = now_ms - prepared.mtime_ms > idle_ms;
-                    if !at_eof || stale {
-                        // The open episode is written when the file is caught up (its state
-                        // travels with every batch anyway), and not at all for a file idle
-                        // past the session timeout: the idle sweep closes that session and
-                        // writes the episode closed (a backfill saves one upsert per file).
-                        prepared.episodes.retain(|e| e.closed);
-                    }
+                    // The open episode is written when the file is caught up (its state travels
+                    // with every batch anyway), and not at all for a file idle past the session
+                    // timeout: the idle sweep closes that session and writes the episode closed
+                    // (a backfill saves one upsert per file).
+                    let emit_open = at_eof && now_ms - file_mtime_ms <= idle_ms;
+                    let mut prepared = extract(
+                        &mut ctx, &batch, expected, size, &redactor, &rules, emit_open,
+                    );
+                    prepared.mtime_ms = file_mtime_ms;
                     if ctx.info.kind == FileKind::Agent && !ctx.agent_meta_seen {
                         prepared.agent_meta = read_agent_meta(tailer.path());
                         ctx.agent_meta_seen = prepared.agent_meta.is_some();

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::text::{first_line, head_bytes, in_prose, paragraph_around, sentence_around};
 use super::*;
 use crate::feedback::{self, FeedbackType};
-use crate::model::{unix_millis_from_iso, EpisodeRow};
+use crate::model::{unix_millis_from_iso, EpisodeRow, FeedbackRow};
 use crate::parse::{Block, Kind, Record};
 use crate::redact::Redactor;
 use crate::snippet::clip_chars;
@@ -21,7 +21,8 @@ struct Ctx<'c> {
     targets: &'c HashMap<&'c str, &'c str>,
 }
 
-/// One record as the builder sees it.
+/// One record as the builder sees it, with what extraction already made of it (redacted), so
+/// nothing is parsed or redacted twice.
 #[derive(Debug)]
 pub struct Input<'r, 'a> {
     /// Physical line.
@@ -30,6 +31,8 @@ pub struct Input<'r, 'a> {
     pub rec: &'r Record<'a>,
     /// Its message text, already redacted (from the message row).
     pub text: Option<&'r str>,
+    /// Its feedback rows (prompts, denials, interruptions), already redacted.
+    pub feedback: &'r [FeedbackRow],
 }
 
 impl Builder {
@@ -51,8 +54,11 @@ impl Builder {
         serde_json::to_string(self).unwrap_or_default()
     }
 
-    /// Feed one batch's records (in line order) and note the last line read. Returns the
-    /// episodes that closed, then the open one.
+    /// Feed one batch's records (in line order) and note the last line read. `targets` are the
+    /// batch's tool targets as extraction redacted them (tool use id -> target). Returns the
+    /// episodes that closed, then, with `emit_open`, the open one (the caller asks for it only
+    /// when it will write it: building it costs a triage and some JSON).
+    #[allow(clippy::too_many_arguments)]
     pub fn feed<'r, 'a: 'r>(
         &mut self,
         rules: &Rules,
@@ -60,27 +66,8 @@ impl Builder {
         session_id: &str,
         inputs: impl IntoIterator<Item = Input<'r, 'a>>,
         last_line: u64,
-    ) -> Vec<EpisodeRow> {
-        self.feed_with_targets(
-            rules,
-            redactor,
-            session_id,
-            inputs,
-            last_line,
-            &HashMap::new(),
-        )
-    }
-
-    /// [`Builder::feed`] with the tool targets already redacted (tool use id -> target), as
-    /// extraction has them: they are not redacted twice.
-    pub fn feed_with_targets<'r, 'a: 'r>(
-        &mut self,
-        rules: &Rules,
-        redactor: &Redactor,
-        session_id: &str,
-        inputs: impl IntoIterator<Item = Input<'r, 'a>>,
-        last_line: u64,
         targets: &HashMap<&str, &str>,
+        emit_open: bool,
     ) -> Vec<EpisodeRow> {
         let mut out = Vec::new();
         let ctx = Ctx {
@@ -92,8 +79,8 @@ impl Builder {
             self.record(&ctx, session_id, &input, &mut out);
         }
         self.last_line = self.last_line.max(last_line);
-        if let Some(row) = self.open_row(session_id, false) {
-            out.push(row);
+        if emit_open {
+            out.extend(self.open_row(session_id, false));
         }
         out
     }
@@ -153,7 +140,7 @@ impl Builder {
         input: &Input<'_, '_>,
         out: &mut Vec<EpisodeRow>,
     ) {
-        let (rules, redactor) = (ctx.rules, ctx.redactor);
+        let rules = ctx.rules;
         let rec = input.rec;
         let line = input.line_no;
         if let Some(v) = rec.version.as_deref() {
@@ -178,7 +165,7 @@ impl Builder {
                 Kind::System if rec.subtype.as_deref() == Some("compact_boundary") => {
                     self.pending_cut = Some("compaction".into());
                 }
-                Kind::User => self.user(rules, redactor, session_id, input, out),
+                Kind::User => self.user(rules, ctx.redactor, session_id, input, out),
                 Kind::Assistant => self.assistant(ctx, line, rec, input.text),
                 _ => {}
             }
@@ -201,18 +188,15 @@ impl Builder {
     ) {
         let rec = input.rec;
         let line = input.line_no;
-        for item in feedback::items(rec, false) {
+        for item in input.feedback {
             match item.feedback_type {
                 FeedbackType::Message => {
-                    let text = redactor
-                        .redact(&item.content, &mut BTreeMap::new())
-                        .into_owned();
                     let previous_ts = self.last_ts.clone();
                     self.prompt(
                         rules,
                         session_id,
                         line,
-                        &text,
+                        &item.content,
                         rec,
                         previous_ts.as_deref(),
                         out,
@@ -220,10 +204,7 @@ impl Builder {
                 }
                 FeedbackType::ToolDenial => {
                     if let Some(open) = &mut self.open {
-                        let reason = item
-                            .reason
-                            .as_deref()
-                            .map(|r| redactor.redact(r, &mut BTreeMap::new()).into_owned());
+                        let reason = item.reason.as_deref();
                         let tool = item
                             .tool_use_id
                             .as_deref()
@@ -605,7 +586,7 @@ impl Builder {
                 *open.tools.entry(name.to_string()).or_default() += 1;
                 note_action(open, line, name, &key, target.as_deref());
                 if let Some(t) = &target {
-                    if FILE_TOOLS.contains(&name.as_ref()) {
+                    if crate::snippet::FILE_TOOLS.contains(&name.as_ref()) {
                         // A file's words join the vocabulary the first time it is touched.
                         if !open.files.contains(t) {
                             push_capped(&mut open.files, t.clone(), MAX_FILES);

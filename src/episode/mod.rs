@@ -65,16 +65,6 @@ const PROMPT_SCAN_BYTES: usize = 600;
 /// Tools that change files: their calls after a failure are part of its fix.
 const EDIT_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
 
-/// Tools whose target is a file path.
-const FILE_TOOLS: &[&str] = &[
-    "Read",
-    "Edit",
-    "Write",
-    "MultiEdit",
-    "NotebookEdit",
-    "NotebookRead",
-];
-
 /// One piece of evidence: an event or phrase that points at a label.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Signal {

@@ -3,7 +3,6 @@
 use super::text::sentence_around;
 use super::*;
 use crate::model::EpisodeRow;
-use crate::parse::parse_line;
 use crate::redact::Redactor;
 
 const SID: &str = "11111111-2222-4333-8444-555555555555";
@@ -71,36 +70,38 @@ fn compact(min: u32) -> String {
     )
 }
 
-/// Feed `lines` (line numbers from 1) in batches of `split` lines, round-tripping the state
-/// through JSON between batches. Returns every row emitted, in order.
+/// Feed `lines` (line numbers from 1) through the real extraction path (tailer, parse, rows,
+/// redaction, builder) in batches of `split` lines, round-tripping the builder's state through
+/// JSON between batches as the database does. Returns the builder and every row emitted.
 fn run_split(rules: &Rules, lines: &[String], split: usize) -> (Builder, Vec<EpisodeRow>) {
-    let redactor = Redactor::builtin();
-    let mut b = Builder::new(1);
-    let mut rows = Vec::new();
-    let mut n = 0u64;
-    for chunk in lines.chunks(split.max(1)) {
-        let parsed: Vec<(u64, crate::parse::Parsed<'_>)> = chunk
-            .iter()
-            .map(|l| {
-                n += 1;
-                (n, parse_line(l.as_bytes()))
-            })
-            .collect();
-        let texts: Vec<Vec<Option<String>>> = parsed
-            .iter()
-            .map(|(_, p)| p.records.iter().map(|r| r.text()).collect())
-            .collect();
-        let inputs = parsed.iter().zip(&texts).flat_map(|((line_no, p), t)| {
-            p.records.iter().zip(t).map(move |(rec, text)| Input {
-                line_no: *line_no,
-                rec,
-                text: text.as_deref(),
-            })
-        });
-        rows.extend(b.feed(rules, &redactor, SID, inputs, n));
-        b = Builder::from_json(&b.to_json()).unwrap();
+    use crate::extract::{extract, FileContext};
+    use crate::tailer::{Tailer, TailerConfig};
+    use std::io::Write;
+
+    let dir = tempfile::tempdir().unwrap();
+    let proj = dir.path().join("-home-u-gleaner");
+    std::fs::create_dir_all(&proj).unwrap();
+    let path = proj.join(format!("{SID}.jsonl"));
+    let mut f = std::fs::File::create(&path).unwrap();
+    for l in lines {
+        writeln!(f, "{l}").unwrap();
     }
-    (b, rows)
+    drop(f);
+    let info = crate::discovery::classify(dir.path(), &path);
+    let mut ctx = FileContext::new(1, "m".into(), info, None);
+    let (mut t, _) = Tailer::open(&path, None, TailerConfig::default()).unwrap();
+    let redactor = Redactor::builtin();
+    let mut rows = Vec::new();
+    let mut expected = (1, 0);
+    let mut state = Builder::new(1);
+    while let Some(b) = t.read_batch(usize::MAX, split.max(1)).unwrap() {
+        let pb = extract(&mut ctx, &b, expected, 0, &redactor, rules, true);
+        expected = (pb.checkpoint.generation, pb.checkpoint.offset);
+        rows.extend(pb.episodes);
+        state = Builder::from_json(pb.episode_state.as_deref().unwrap()).unwrap();
+        ctx.episodes = Some(Box::new(state.clone()));
+    }
+    (state, rows)
 }
 
 fn run(lines: &[String]) -> (Builder, Vec<EpisodeRow>) {

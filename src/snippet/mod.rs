@@ -11,6 +11,17 @@ pub mod source;
 use std::fmt::Write as _;
 use std::str::FromStr;
 
+/// Tools whose target (see [`crate::parse::Block::ToolUse`]) is a file path rather than a
+/// command, URL or pattern: their targets give `ext:` tags and episode vocabulary.
+pub const FILE_TOOLS: &[&str] = &[
+    "Read",
+    "Edit",
+    "Write",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+];
+
 /// Smallest content stored, in bytes.
 pub const MIN_CONTENT_BYTES: usize = 100;
 /// Largest content stored, in bytes.

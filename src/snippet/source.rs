@@ -43,17 +43,6 @@ const TOOL_OUTPUT_LINES: usize = 20;
 /// minified or base64 line would otherwise fill the whole snippet.
 const TOOL_OUTPUT_BYTES: usize = 2048;
 
-/// Tools whose target (see [`Block::ToolUse`]) is a file path rather than a command, URL or
-/// pattern; their targets become [`Excerpt::paths`].
-const PATH_TOOLS: &[&str] = &[
-    "Read",
-    "Write",
-    "Edit",
-    "MultiEdit",
-    "NotebookEdit",
-    "NotebookRead",
-];
-
 /// Which part of a transcript to cut. Why two units: lines are exact (what an editor or
 /// `gleaner episodes` shows), turns are what a person remembers ("the second prompt and what
 /// followed").
@@ -375,7 +364,7 @@ impl<'r> Render<'r> {
         let target = target.map(str::trim).filter(|t| !t.is_empty());
         if let Some(t) = target {
             let t = self.redactor.redact(t, &mut self.counts);
-            if PATH_TOOLS.contains(&name) {
+            if super::FILE_TOOLS.contains(&name) {
                 self.paths.insert(t.to_string());
             }
             self.blocks.push(format!("[L{n}] tool {name}: {t}"));

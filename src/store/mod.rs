@@ -199,7 +199,7 @@ macro_rules! write_knowledge {
                 row.push_bind(r.dedup_key.as_str())
                     .push_bind(r.ts.as_deref())
                     .push_bind(r.session_id.as_str())
-                    .push_bind(r.feedback_type)
+                    .push_bind(r.feedback_type.as_str())
                     .push_bind(r.content.as_str())
                     .push_bind(r.reason.as_deref())
                     .push_bind(r.agent_id.as_deref())

@@ -155,6 +155,30 @@ impl TestEnv {
         c
     }
 
+    /// Run `gleaner hook session-end` for `session_id` (transcript `path`) as Claude Code does:
+    /// the hook's JSON on stdin; it must exit 0.
+    pub fn hook_session_end(&self, session_id: &str, path: &Path) {
+        use std::io::Write;
+        let mut hook = self
+            .cmd()
+            .args(["hook", "session-end"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("hook");
+        let input = serde_json::json!({
+            "session_id": session_id,
+            "transcript_path": path,
+            "reason": "exit",
+        });
+        hook.stdin
+            .take()
+            .expect("stdin")
+            .write_all(input.to_string().as_bytes())
+            .expect("hook input");
+        assert!(hook.wait().expect("hook").success());
+    }
+
     /// Run `gleaner ingest --json` to completion and return its summary.
     pub fn ingest(&self) -> serde_json::Value {
         self.ingest_dir(&self.projects)

@@ -5,8 +5,6 @@
 //! ends.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::Write;
-use std::process::Stdio;
 use std::time::Duration;
 
 use gleaner::store::Store;
@@ -376,20 +374,7 @@ async fn live(backend: Backend) {
     assert_eq!(snips[0].2, "learning_pattern");
 
     // The session ends: the last episode is closed.
-    let mut hook = env
-        .cmd()
-        .args(["hook", "session-end"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("hook");
-    let input = serde_json::json!({"session_id": S, "transcript_path": path, "reason": "exit"});
-    hook.stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.to_string().as_bytes())
-        .expect("hook input");
-    assert!(hook.wait().expect("hook").success());
+    env.hook_session_end(S, &path);
     let eps = episodes(&store).await;
     assert!(eps.iter().all(|e| e.6 == "closed"), "{eps:?}");
     assert_eq!(eps.len(), 2);
@@ -426,24 +411,6 @@ fn tool_result_line(uuid: &str, id: &str, is_error: bool, output: &str) -> Strin
     ) + "\n"
 }
 
-/// Run `gleaner hook session-end` for session `S` (no daemon: it ingests the session itself).
-fn session_end(env: &TestEnv, path: &std::path::Path) {
-    let mut hook = env
-        .cmd()
-        .args(["hook", "session-end"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("hook");
-    let input = serde_json::json!({"session_id": S, "transcript_path": path, "reason": "exit"});
-    hook.stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.to_string().as_bytes())
-        .expect("hook input");
-    assert!(hook.wait().expect("hook").success());
-}
-
 async fn snippet_types(store: &Store) -> Vec<(i64, String)> {
     let sql = "SELECT id, snippet_type FROM snippets ORDER BY id";
     match store {
@@ -478,7 +445,7 @@ async fn reclose(backend: Backend) {
         )
         .as_bytes(),
     );
-    session_end(&env, &path);
+    env.hook_session_end(S, &path);
     let store = env.store().await;
     let first = snippet_types(&store).await;
     assert_eq!(
@@ -508,7 +475,7 @@ async fn reclose(backend: Backend) {
     for l in &lines {
         append(&path, l.as_bytes());
     }
-    session_end(&env, &path);
+    env.hook_session_end(S, &path);
     let second = snippet_types(&store).await;
     let mut types: Vec<&str> = second.iter().map(|s| s.1.as_str()).collect();
     types.sort_unstable();
@@ -535,7 +502,7 @@ async fn reclose(backend: Backend) {
     );
 
     // Closing once more with nothing new changes nothing.
-    session_end(&env, &path);
+    env.hook_session_end(S, &path);
     assert_eq!(snippet_types(&store).await, second);
     store.close().await;
     env.cleanup().await;

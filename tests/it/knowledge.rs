@@ -528,24 +528,7 @@ async fn hook_without_daemon(backend: Backend) {
     let env = TestEnv::new(backend).await;
     let b = env.path(&format!("p/{B}.jsonl"));
     append(&b, user_line(B, "b1", "no daemon here").as_bytes());
-    let mut hook = env
-        .cmd()
-        .args(["hook", "session-end"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("hook");
-    let input = format!(
-        "{{\"session_id\":\"{B}\",\"transcript_path\":{:?}}}",
-        b.display().to_string()
-    );
-    hook.stdin
-        .as_mut()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write");
-    let status = hook.wait().expect("hook");
-    assert!(status.success());
+    env.hook_session_end(B, &b);
     let store = env.store().await;
     assert_eq!(
         session_status(&store, B).await,
