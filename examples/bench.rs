@@ -487,11 +487,11 @@ impl Bench {
     /// in process (parse, rows, redaction, episodes and snippets, no database), then
     /// `gleaner ingest` end to end into a fresh SQLite database.
     fn session(&mut self, corpus: &Corpus, target: u64) -> Result<Session> {
-        use gleaner::discovery::classify;
         use gleaner::episode::{Rules, Settings};
+        use gleaner::extract::redact::Redactor;
         use gleaner::extract::{extract, FileContext};
-        use gleaner::redact::Redactor;
-        use gleaner::tailer::{Tailer, TailerConfig};
+        use gleaner::tail::discovery::classify;
+        use gleaner::tail::{Tailer, TailerConfig};
 
         const SID: &str = "5e551011-0000-4000-8000-00000000b11e";
         let root = self.work.join("session");

@@ -3,46 +3,32 @@
 //! It tails the JSONL transcripts Claude Code writes under `~/.claude/projects`, extracts rows
 //! and commits them, together with each file's new offset, to SQLite or PostgreSQL.
 //!
-//! # Layout
-//! Pure, synchronous core (no IO beyond reading a file):
-//! - [`discovery`]: find `*.jsonl` files and classify them (main / sub-agent, session, agent).
-//! - [`tailer`]: per-file offset, identity and partial-line state; yields complete lines.
-//! - [`parse`]: one line to typed records; never fails, unknown input is data.
-//! - [`prompt`]: what a human typed versus what Claude Code injected.
-//! - [`feedback`]: which user lines are feedback (messages, tool denials, interruptions).
-//! - [`redact`]: secrets out of every text before it is stored.
-//! - [`extract`]: records to rows ([`model`]).
+//! # Layout, in flow order
+//! - [`config`]: settings, validated once, and what is built from them (redactor, rules).
+//! - [`tail`]: stage 1, files on disk to complete lines ([`tail::discovery`] finds them).
+//! - [`parse`]: stage 2, one line to typed records; never fails, unknown input is data.
+//! - [`extract`]: stage 3, records to rows ([`extract::rows`]), human prompts versus plumbing
+//!   ([`extract::prompt`]), user feedback ([`extract::feedback`]), secrets out of every text
+//!   ([`extract::redact`]).
+//! - [`episode`]: stage 4, turns, episodes, triage and automatic snippets.
+//! - [`snippet`]: what a snippet is (gates, tags, hash) and excerpts cut for `snippet add`.
+//! - [`store`]: stage 5, the database, sink and checkpoint, both backends; its single writer.
+//! - [`run`]: the async shell: engine, pump, daemon, one-shot ingest, status socket.
+//! - [`cli`], [`telemetry`]: the edges.
 //!
-//! Async shell:
-//! - [`store`]: the database, sink and checkpoint; both backends.
-//! - [`pipeline`]: pump one file from its checkpoint to its last line, batch by batch.
-//! - [`writer`]: the single writer task; group commit of batches from many files.
-//! - [`engine`]: decide which file to pump; shared by the daemon and `ingest`.
-//! - [`daemon`]: watcher, signals, lock, shutdown.
-//! - [`ingest`]: one pass, then exit.
-//! - [`status`]: the daemon's Unix socket (status, session end).
-//! - [`cli`], [`telemetry`], [`config`]: the edges.
+//! The stages `tail`, `parse`, `extract`, `episode` and `snippet` are synchronous and know
+//! nothing of the store, the shell or the CLI (see ARCHITECTURE.md, "Dependency rules").
 
-pub mod cli;
 pub mod config;
-pub mod daemon;
-pub mod discovery;
-pub mod engine;
-pub mod episode;
-pub mod extract;
-pub mod feedback;
-pub mod ingest;
-pub mod model;
+pub mod tail;
 pub mod parse;
-pub mod pipeline;
-pub mod prompt;
-pub mod redact;
+pub mod extract;
+pub mod episode;
 pub mod snippet;
-pub mod status;
 pub mod store;
-pub mod tailer;
+pub mod run;
+pub mod cli;
 pub mod telemetry;
-pub mod writer;
 
 /// Helpers shared by the unit tests.
 #[cfg(test)]
@@ -57,7 +43,7 @@ pub(crate) mod test_support {
             .unwrap_or_else(|| {
                 std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus/real")
             });
-        let files = crate::discovery::scan(&root);
+        let files = crate::tail::discovery::scan(&root);
         assert!(!files.is_empty(), "no corpus at {}", root.display());
         files
     }

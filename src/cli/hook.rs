@@ -12,8 +12,8 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use crate::config::{self, Overrides};
-use crate::daemon::DaemonError;
-use crate::status::{self, ClientError, Request, Response};
+use crate::run::daemon::DaemonError;
+use crate::run::socket::{self, ClientError, Request, Response};
 use crate::store::Store;
 
 /// Which hook.
@@ -66,20 +66,20 @@ async fn session_end(
     session_id: String,
     transcript_path: Option<PathBuf>,
 ) -> anyhow::Result<()> {
-    let sock = status::socket_path(&cfg.data_dir);
+    let sock = socket::socket_path(&cfg.data_dir);
     let req = Request::SessionEnd {
         session_id: session_id.clone(),
         transcript_path: transcript_path.clone(),
     };
-    match status::request(&sock, &req, DAEMON_WAIT).await {
+    match socket::request(&sock, &req, DAEMON_WAIT).await {
         Ok(Response::SessionEnded { .. }) => Ok(()),
         Ok(Response::Error { message }) => anyhow::bail!("daemon: {message}"),
         Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
         Err(ClientError::NotRunning { .. }) => {
             // No daemon: do the work here, through the same engine.
             let store = Store::connect(&cfg.database).await?;
-            let r =
-                crate::ingest::end_session(cfg, store.clone(), session_id, transcript_path).await;
+            let r = crate::run::once::end_session(cfg, store.clone(), session_id, transcript_path)
+                .await;
             store.close().await;
             match r {
                 Ok(_) => Ok(()),

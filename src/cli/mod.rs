@@ -281,10 +281,10 @@ impl Command {
                 Ok(EXIT_OK)
             }
             Command::Daemon => {
-                let cancel =
-                    crate::daemon::install_signals().context("cannot install signal handlers")?;
+                let cancel = crate::run::daemon::install_signals()
+                    .context("cannot install signal handlers")?;
                 let store = Store::connect(&cfg.database).await?;
-                crate::daemon::run(cfg, store, cancel).await?;
+                crate::run::daemon::run(cfg, store, cancel).await?;
                 Ok(EXIT_OK)
             }
             Command::Ingest { json } => {
@@ -294,9 +294,9 @@ impl Command {
                     Box::new(move |done: u64, total: u64| {
                         bar.set_length(total.max(done));
                         bar.set_position(done);
-                    }) as crate::ingest::Progress
+                    }) as crate::run::once::Progress
                 });
-                let summary = crate::ingest::run_once(cfg, store.clone(), cb).await?;
+                let summary = crate::run::once::run_once(cfg, store.clone(), cb).await?;
                 if let Some(bar) = bar {
                     bar.finish_and_clear();
                 }
@@ -372,15 +372,17 @@ impl Command {
                 Ok(EXIT_OK)
             }
             Command::Status { json } => {
-                let sock = crate::status::socket_path(&cfg.data_dir);
-                let req = crate::status::Request::Status;
-                match crate::status::request(&sock, &req, std::time::Duration::from_secs(5)).await {
-                    Ok(crate::status::Response::Status(report)) => {
+                let sock = crate::run::socket::socket_path(&cfg.data_dir);
+                let req = crate::run::socket::Request::Status;
+                match crate::run::socket::request(&sock, &req, std::time::Duration::from_secs(5))
+                    .await
+                {
+                    Ok(crate::run::socket::Response::Status(report)) => {
                         output::print_status(&report, json)?;
                         Ok(EXIT_OK)
                     }
                     Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
-                    Err(e @ crate::status::ClientError::NotRunning { .. }) => {
+                    Err(e @ crate::run::socket::ClientError::NotRunning { .. }) => {
                         eprintln!("{e}");
                         Ok(EXIT_NOT_FOUND)
                     }
@@ -470,7 +472,9 @@ pub fn parse_since(s: &str) -> anyhow::Result<String> {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
-        return Ok(crate::model::iso_from_unix_millis(now - secs * 1000));
+        return Ok(crate::extract::rows::iso_from_unix_millis(
+            now - secs * 1000,
+        ));
     }
     let b = s.as_bytes();
     if b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-' {

@@ -8,8 +8,8 @@ use std::io::Write;
 use serde::Serialize;
 
 use crate::config::{redact_url, Config};
-use crate::ingest::IngestSummary;
-use crate::status::StatusReport;
+use crate::run::once::IngestSummary;
+use crate::run::socket::StatusReport;
 use crate::store::{FeedbackListing, FileListing, SessionListing, SummaryListing};
 
 fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {

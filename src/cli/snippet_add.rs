@@ -17,9 +17,9 @@ use anyhow::{anyhow, Context};
 use super::snippets::AddArgs;
 use super::{resolve_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
-use crate::model::{now_iso, SnippetRow};
-use crate::redact::Redactor;
-use crate::snippet::source::{self, Selection};
+use crate::extract::redact::Redactor;
+use crate::extract::rows::{now_iso, SnippetRow};
+use crate::snippet::excerpt::{self, Selection};
 use crate::snippet::{self as snip, SnippetError, SnippetType};
 use crate::store::{SessionFilter, SnippetSource, Store};
 
@@ -150,11 +150,11 @@ fn origin(args: &AddArgs) -> anyhow::Result<Origin> {
         (None, Some(f)) => {
             let sel = match (&args.lines, &args.turns) {
                 (Some(r), None) => {
-                    let (a, b) = source::parse_range(r)?;
+                    let (a, b) = excerpt::parse_range(r)?;
                     Selection::Lines(a, b)
                 }
                 (None, Some(r)) => {
-                    let (a, b) = source::parse_range(r)?;
+                    let (a, b) = excerpt::parse_range(r)?;
                     Selection::Turns(a, b)
                 }
                 _ => anyhow::bail!("--file needs exactly one of --lines A:B or --turns A:B"),
@@ -189,7 +189,7 @@ fn read_origin(origin: &Origin, redactor: &Redactor) -> anyhow::Result<Cut> {
             })
         }
         Origin::Transcript(path, sel) => {
-            let ex = source::excerpt(path, *sel, redactor)?;
+            let ex = excerpt::excerpt(path, *sel, redactor)?;
             Ok(Cut {
                 content: ex.content,
                 source_file: canonical(path),

@@ -646,7 +646,7 @@ impl Config {
             episodes: episode_settings(raw.episodes, raw.triage)?,
             redact_extra: {
                 let extra: Vec<(String, String)> = raw.redact.extra.into_iter().collect();
-                if let Err(e) = crate::redact::Redactor::new(&extra) {
+                if let Err(e) = crate::extract::redact::Redactor::new(&extra) {
                     return Err(ConfigError::Invalid {
                         key: format!("redact.extra.{}", e.pattern),
                         message: e.message,

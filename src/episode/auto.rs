@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 
 use super::triage::{Label, Triage};
 use super::{NoteKind, Open};
-use crate::model::SnippetRow;
+use crate::extract::rows::SnippetRow;
 use crate::snippet::{
     clip_chars, is_noise_line, metadata_json, normalized_hash, path_tags, title_from,
     truncate_bytes, validate, SnippetType, MAX_CONTENT_BYTES, MAX_TITLE_CHARS,

@@ -8,10 +8,10 @@ use serde::Serialize;
 
 use super::text::{first_line, head_bytes, in_prose, paragraph_around, sentence_around};
 use super::*;
-use crate::feedback::{self, FeedbackType};
-use crate::model::{unix_millis_from_iso, EpisodeRow, FeedbackRow};
+use crate::extract::feedback::{self, FeedbackType};
+use crate::extract::redact::Redactor;
+use crate::extract::rows::{unix_millis_from_iso, EpisodeRow, FeedbackRow};
 use crate::parse::{Block, Kind, Record};
-use crate::redact::Redactor;
 use crate::snippet::clip_chars;
 
 /// What every record is judged with.

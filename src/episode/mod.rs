@@ -1,7 +1,7 @@
 //! Cutting a session into turns and episodes, labelling each episode, and drafting its
 //! snippets. Pure and synchronous: records in, rows out.
 //!
-//! A **turn** is one human prompt (a feedback `message`, see [`crate::feedback`]) and everything
+//! A **turn** is one human prompt (a feedback `message`, see [`crate::extract::feedback`]) and everything
 //! until the next: assistant text, tool calls and their results, denials, interruptions, and the
 //! sub-agents it started (linked by id, not inlined). An **episode** is a run of turns about one
 //! task. In `topic` mode a new episode starts at the first prompt after a compaction boundary,

@@ -2,8 +2,8 @@
 
 use super::text::sentence_around;
 use super::*;
-use crate::model::EpisodeRow;
-use crate::redact::Redactor;
+use crate::extract::redact::Redactor;
+use crate::extract::rows::EpisodeRow;
 
 const SID: &str = "11111111-2222-4333-8444-555555555555";
 
@@ -75,7 +75,7 @@ fn compact(min: u32) -> String {
 /// JSON between batches as the database does. Returns the builder and every row emitted.
 fn run_split(rules: &Rules, lines: &[String], split: usize) -> (Builder, Vec<EpisodeRow>) {
     use crate::extract::{extract, FileContext};
-    use crate::tailer::{Tailer, TailerConfig};
+    use crate::tail::{Tailer, TailerConfig};
     use std::io::Write;
 
     let dir = tempfile::tempdir().unwrap();
@@ -87,7 +87,7 @@ fn run_split(rules: &Rules, lines: &[String], split: usize) -> (Builder, Vec<Epi
         writeln!(f, "{l}").unwrap();
     }
     drop(f);
-    let info = crate::discovery::classify(dir.path(), &path);
+    let info = crate::tail::discovery::classify(dir.path(), &path);
     let mut ctx = FileContext::new(1, "m".into(), info, None);
     let (mut t, _) = Tailer::open(&path, None, TailerConfig::default()).unwrap();
     let redactor = Redactor::builtin();

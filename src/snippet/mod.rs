@@ -6,7 +6,7 @@
 //! [`noise_reason`] and the size limits ([`validate`]); the database enforces the type list and
 //! the size range again, so no writer can bypass them.
 
-pub mod source;
+pub mod excerpt;
 
 use std::fmt::Write as _;
 use std::str::FromStr;

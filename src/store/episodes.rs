@@ -8,7 +8,7 @@
 //! same content twice in one session is stored once, whoever writes it.
 
 use super::{with_pool, Store, StoreError};
-use crate::model::SnippetRow;
+use crate::extract::rows::SnippetRow;
 
 /// Columns of an episode row, in bind order (20 binds: `created_at` and `updated_at` share one).
 pub(super) const EPISODE_INSERT: &str =
@@ -61,7 +61,7 @@ pub(crate) struct EpisodeWrite<'a> {
     /// The file's project folder.
     pub project: &'a str,
     /// The episode.
-    pub ep: &'a crate::model::EpisodeRow,
+    pub ep: &'a crate::extract::rows::EpisodeRow,
 }
 
 impl EpisodeWrite<'_> {
@@ -93,7 +93,7 @@ macro_rules! insert_snippets {
     ($tx:expr, $pairs:expr) => {{
         let pairs: &[(
             $crate::store::episodes::SnippetSource<'_>,
-            &$crate::model::SnippetRow,
+            &$crate::extract::rows::SnippetRow,
         )] = $pairs;
         let mut new_ids: std::collections::HashMap<(String, String), i64> =
             std::collections::HashMap::new();
@@ -236,7 +236,7 @@ macro_rules! write_episodes {
         }
         let pairs: Vec<(
             $crate::store::episodes::SnippetSource<'_>,
-            &$crate::model::SnippetRow,
+            &$crate::extract::rows::SnippetRow,
         )> = closed
             .iter()
             .flat_map(|(id, w)| {

@@ -13,6 +13,7 @@
 pub(crate) mod episodes;
 mod query;
 mod snippet_query;
+pub mod writer;
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -22,14 +23,14 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{PgPool, QueryBuilder, SqlitePool};
 
 use crate::config::{redact_url, Backend, DatabaseConfig};
-use crate::discovery::FileInfo;
+use crate::tail::discovery::FileInfo;
 use std::collections::{HashMap, HashSet};
 
-use crate::model::{
+use crate::extract::rows::{
     now_iso, uuid_key, DiagnosticRow, FeedbackRow, KindCount, MessageRow, PreparedBatch,
     SummaryRow, ToolUseRow, UsageRow,
 };
-use crate::tailer::Checkpoint;
+use crate::tail::Checkpoint;
 
 pub use episodes::SnippetSource;
 pub use query::{

@@ -11,7 +11,7 @@ use serde::Serialize;
 use sqlx::QueryBuilder;
 
 use super::{with_pool, Store, StoreError};
-use crate::model::{now_iso, unix_millis_from_iso};
+use crate::extract::rows::{now_iso, unix_millis_from_iso};
 
 /// One file as `gleaner files` shows it.
 #[derive(Debug, Clone, sqlx::FromRow, Serialize)]

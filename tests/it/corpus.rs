@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use crate::both_backends;
 use crate::common::*;
-use gleaner::discovery;
+use gleaner::tail::discovery;
 
 /// Independent oracle: JSON objects of the message kinds on complete lines.
 fn expected_messages(bytes: &[u8]) -> u64 {

@@ -67,7 +67,7 @@ async fn episode_keys(store: &Store) -> (Vec<EpisodeKey>, Vec<(String, String)>)
 /// Real transcript lines to replay (several corpus files, complete lines only).
 fn source_lines() -> Vec<Vec<u8>> {
     let corpus = corpus_dir();
-    let mut files = gleaner::discovery::scan(&corpus);
+    let mut files = gleaner::tail::discovery::scan(&corpus);
     files.retain(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0) > 100_000);
     files.truncate(3);
     let mut out = Vec::new();

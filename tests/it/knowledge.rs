@@ -57,7 +57,7 @@ fn is_denial(text: &str) -> bool {
 
 fn oracle(corpus: &std::path::Path) -> Expected {
     let mut e = Expected::default();
-    for p in gleaner::discovery::scan(corpus) {
+    for p in gleaner::tail::discovery::scan(corpus) {
         let bytes = std::fs::read(&p).expect("read");
         let (end, _) = expected_checkpoint(&bytes);
         for (n, line) in bytes[..end as usize].split(|&b| b == b'\n').enumerate() {
@@ -226,11 +226,15 @@ async fn corpus_knowledge(backend: Backend) {
     assert!(messages.len() > 300, "{} messages", messages.len());
     for m in &messages {
         assert!(
-            !gleaner::feedback::is_trivial(&m.content),
+            !gleaner::extract::feedback::is_trivial(&m.content),
             "{:?}",
             m.content
         );
-        assert!(!gleaner::prompt::is_plumbing(&m.content), "{:?}", m.content);
+        assert!(
+            !gleaner::extract::prompt::is_plumbing(&m.content),
+            "{:?}",
+            m.content
+        );
         assert!(m.agent_id.is_none(), "{m:?}");
         assert!(!m.source_file.contains("/subagents/"), "{m:?}");
     }

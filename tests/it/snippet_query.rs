@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use gleaner::model::SnippetRow;
+use gleaner::extract::rows::SnippetRow;
 use gleaner::store::{EpisodeFilter, SnippetFilter, SnippetSource, Store};
 
 use crate::both_backends;

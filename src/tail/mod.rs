@@ -17,6 +17,8 @@
 //! - Head and tail fingerprints in the checkpoint let a restart tell "same file,
 //!   more data" from truncation, in-place rewrites and rename-over replacement.
 
+pub mod discovery;
+
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};

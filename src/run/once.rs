@@ -12,9 +12,9 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::daemon::{acquire_lock, DaemonError};
-use crate::engine::{sweep_idle_sessions, Engine, Hint, Mode};
-use crate::pipeline::{Pipeline, Stats};
+use crate::run::daemon::{acquire_lock, DaemonError};
+use crate::run::engine::{sweep_idle_sessions, Engine, Hint, Mode};
+use crate::run::pump::{Pipeline, Stats};
 use crate::store::Store;
 
 /// What one ingest pass did.

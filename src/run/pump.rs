@@ -15,14 +15,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::discovery::{classify, FileInfo, FileKind};
 use crate::episode;
+use crate::extract::redact::{PatternError, Redactor};
+use crate::extract::rows::PreparedBatch;
 use crate::extract::{extract, FileContext};
-use crate::model::PreparedBatch;
-use crate::redact::{PatternError, Redactor};
+use crate::store::writer::Writer;
 use crate::store::{CommitStats, FileRecord, Store, StoreError};
-use crate::tailer::{Checkpoint, TailError, Tailer, TailerConfig};
-use crate::writer::Writer;
+use crate::tail::discovery::{classify, FileInfo, FileKind};
+use crate::tail::{Checkpoint, TailError, Tailer, TailerConfig};
 
 /// Counters shared by all file tasks; read by the progress bar, the summary and the status.
 #[derive(Debug, Default)]

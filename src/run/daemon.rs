@@ -18,9 +18,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
-use crate::engine::{Engine, Hint, Mode};
-use crate::pipeline::{Pipeline, Stats};
-use crate::status::{self, Request, Response, StatusReport};
+use crate::run::engine::{Engine, Hint, Mode};
+use crate::run::pump::{Pipeline, Stats};
+use crate::run::socket::{self, Request, Response, StatusReport};
 use crate::store::{Store, StoreError};
 
 /// Longest wait for in-flight batches after a stop signal.
@@ -60,7 +60,7 @@ pub enum DaemonError {
     Store(#[from] StoreError),
     /// A redaction pattern does not compile.
     #[error(transparent)]
-    Redact(#[from] crate::redact::PatternError),
+    Redact(#[from] crate::extract::redact::PatternError),
 }
 
 /// The single-instance lock: an exclusive advisory lock on `<data_dir>/gleaner.lock`, released
@@ -124,8 +124,8 @@ pub async fn run(
     );
     let (hint_tx, hint_rx) = mpsc::channel(256);
 
-    let sock = status::socket_path(&cfg.data_dir);
-    let listener = status::bind(&sock).map_err(|source| DaemonError::Socket {
+    let sock = socket::socket_path(&cfg.data_dir);
+    let listener = socket::bind(&sock).map_err(|source| DaemonError::Socket {
         path: sock.clone(),
         source,
     })?;
@@ -137,7 +137,7 @@ pub async fn run(
             async move { answer(req, &cfg, &stats, &hints, started).await }
         }
     };
-    let server = tokio::spawn(status::serve(listener, sock, handler, cancel.clone()));
+    let server = tokio::spawn(socket::serve(listener, sock, handler, cancel.clone()));
     let watcher = tokio::spawn(watch(cfg.clone(), hint_tx, cancel.clone()));
     let engine_task = tokio::spawn(engine.run(Mode::Follow, Hint::Rescan, hint_rx, cancel.clone()));
 
@@ -319,7 +319,7 @@ async fn watch(cfg: Arc<Config>, hints: mpsc::Sender<Hint>, cancel: Cancellation
                     for p in ev.paths {
                         if matches!(ev.kind, EventKind::Create(_)) && p.is_dir() {
                             dirs.insert(p);
-                        } else if crate::discovery::is_transcript(&p)
+                        } else if crate::tail::discovery::is_transcript(&p)
                             || matches!(ev.kind, EventKind::Remove(_))
                         {
                             paths.insert(p);

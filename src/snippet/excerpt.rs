@@ -26,10 +26,10 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
-use crate::feedback::{self, FeedbackType};
+use crate::extract::feedback::{self, FeedbackType};
+use crate::extract::prompt::{is_interruption, is_plumbing};
+use crate::extract::redact::Redactor;
 use crate::parse::{parse_line, Block, Content, Kind, Record};
-use crate::prompt::{is_interruption, is_plumbing};
-use crate::redact::Redactor;
 
 /// Longest line read (the tailer's default `tail.max_line_bytes`); a longer line is skipped
 /// like an unparseable one, so one runaway line cannot exhaust memory.

@@ -4,7 +4,7 @@
 //! two checkpoints, plus the checkpoint itself. The store writes it in ONE transaction, which is
 //! what makes ingestion exactly-once (see ARCHITECTURE.md, "Checkpoint discipline").
 
-use crate::tailer::Checkpoint;
+use crate::tail::Checkpoint;
 
 /// Everything one transaction writes for one file.
 #[derive(Debug, Clone, Default)]
@@ -156,7 +156,7 @@ pub struct FeedbackRow {
     /// Session.
     pub session_id: String,
     /// `message`, `tool_denial` or `interruption`.
-    pub feedback_type: crate::feedback::FeedbackType,
+    pub feedback_type: crate::extract::feedback::FeedbackType,
     /// The text.
     pub content: String,
     /// What the user typed when rejecting a tool use.

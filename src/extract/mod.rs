@@ -1,24 +1,27 @@
 //! From tailed lines to rows: the pure, synchronous heart of ingestion.
 //!
-//! [`extract`] turns one [`tailer::Batch`](crate::tailer::Batch) into a [`PreparedBatch`]: a
+//! [`extract`] turns one [`tailer::Batch`](crate::tail::Batch) into a [`PreparedBatch`]: a
 //! message row per user / assistant / system / summary record, a diagnostic per unusable line,
 //! tallies of record kinds and unknown fields, and the session facts the batch reveals. It does
 //! no IO, so every rule here is unit-tested on literal lines.
 
+pub mod feedback;
+pub mod prompt;
+pub mod redact;
+pub mod rows;
+
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
-use crate::discovery::{FileInfo, FileKind};
 use crate::episode;
-use crate::feedback;
-use crate::model::{
+use crate::extract::redact::Redactor;
+use crate::extract::rows::{
     DiagnosticRow, FeedbackRow, KindCount, MessageRow, PreparedBatch, SessionUpdate, SummaryRow,
     ToolUseRow, UsageRow,
 };
 use crate::parse::{parse_line, Block, Kind, LineError, Parsed, Record};
-use crate::prompt;
-use crate::redact::Redactor;
-use crate::tailer::{Batch, Line, TailDiagnostic};
+use crate::tail::discovery::{FileInfo, FileKind};
+use crate::tail::{Batch, Line, TailDiagnostic};
 
 /// Longest title kept, in characters.
 const TITLE_CHARS: usize = 200;
@@ -554,8 +557,8 @@ fn message_row(rec: &Record<'_>, session_id: &str, ctx: &FileContext) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::discovery::classify;
-    use crate::tailer::{Tailer, TailerConfig};
+    use crate::tail::discovery::classify;
+    use crate::tail::{Tailer, TailerConfig};
     use std::io::Write;
     use std::path::Path;
 

@@ -16,9 +16,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::discovery;
-use crate::pipeline::{Pipeline, PumpEnd, Tracked};
+use crate::run::pump::{Pipeline, PumpEnd, Tracked};
 use crate::store::StoreError;
+use crate::tail::discovery;
 
 /// Something that suggests files may have changed. Only a hint: correctness comes from reading
 /// from the stored offset to the last newline, whatever the hint said.

@@ -9,7 +9,7 @@
 
 use tokio::sync::{mpsc, oneshot};
 
-use crate::model::PreparedBatch;
+use crate::extract::rows::PreparedBatch;
 use crate::store::{CommitStats, Store, StoreError};
 
 /// Most message rows in one group transaction.

@@ -16,8 +16,8 @@
 //!    [`FeedbackType::Message`] unless [`is_trivial`].
 //! 5. One item per line and block: [`Item::block`] is the content block index.
 
+use crate::extract::prompt::{is_interruption, is_plumbing};
 use crate::parse::{Block, Content, Kind, Record};
-use crate::prompt::{is_interruption, is_plumbing};
 
 /// Type of a feedback item. Why an enum: the three kinds come from different rules and are
 /// stored in one table discriminated by [`FeedbackType::as_str`].
