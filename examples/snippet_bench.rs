@@ -22,9 +22,9 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use gleaner::config::DatabaseConfig;
 use gleaner::extract::rows::iso_from_unix_millis;
 use gleaner::parse::{parse_line, Block, Content, Kind};
+use gleaner::store::Options as DatabaseConfig;
 use gleaner::store::{SnippetFilter, Store};
 use sqlx::{QueryBuilder, Row};
 

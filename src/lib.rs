@@ -19,6 +19,11 @@
 //! The stages `tail`, `parse`, `extract`, `episode` and `snippet` are synchronous and know
 //! nothing of the store, the shell or the CLI (see ARCHITECTURE.md, "Dependency rules").
 
+/// The fully commented default configuration: the one source of every key and default value
+/// (`gleaner config --default` prints it; the configuration loader and the episode stage's
+/// defaults both read it).
+pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/gleaner.toml");
+
 pub mod config;
 pub mod tail;
 pub mod parse;

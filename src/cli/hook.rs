@@ -12,8 +12,8 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use crate::config::{self, Overrides};
-use crate::run::daemon::DaemonError;
 use crate::run::socket::{self, ClientError, Request, Response};
+use crate::run::RunError;
 use crate::store::Store;
 
 /// Which hook.
@@ -84,7 +84,7 @@ async fn session_end(
             match r {
                 Ok(_) => Ok(()),
                 // A daemon holds the lock but its socket did not answer: it will catch up.
-                Err(DaemonError::Locked { .. }) => Ok(()),
+                Err(RunError::Locked { .. }) => Ok(()),
                 Err(e) => Err(e.into()),
             }
         }

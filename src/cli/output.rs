@@ -7,9 +7,10 @@ use std::io::Write;
 
 use serde::Serialize;
 
-use crate::config::{redact_url, Config};
+use crate::config::Config;
 use crate::run::once::IngestSummary;
 use crate::run::socket::StatusReport;
+use crate::store::redact_url;
 use crate::store::{FeedbackListing, FileListing, SessionListing, SummaryListing};
 
 fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {

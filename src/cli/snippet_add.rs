@@ -57,7 +57,7 @@ pub async fn run(cfg: &Config, args: AddArgs) -> Outcome {
     // Everything that needs neither the database nor a file is checked first.
     let snippet_type: SnippetType = args.snippet_type.parse()?;
     let origin = origin(&args)?;
-    let redactor = Arc::new(Redactor::new(&cfg.redact_extra)?);
+    let redactor = cfg.redactor.clone();
 
     let store = Store::connect(&cfg.database).await?;
     let session_id = match resolve_prefix(&store, &args.session).await? {

@@ -4,8 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use super::feed::Feed;
 use super::text::{first_line, head_bytes, in_prose, paragraph_around, sentence_around};
 use super::*;
 use crate::extract::feedback::{self, FeedbackType};
@@ -13,6 +14,27 @@ use crate::extract::redact::Redactor;
 use crate::extract::rows::{unix_millis_from_iso, EpisodeRow, FeedbackRow};
 use crate::parse::{Block, Kind, Record};
 use crate::snippet::clip_chars;
+
+/// Format version of the stored builder state. The state is a stored format (it outlives the
+/// build that wrote it, in `files.episode_state`): a change to [`Builder`]'s fields that older
+/// states cannot be read into needs a new version (and a variant of [`Stored`]).
+const STATE_VERSION: &str = "1";
+
+/// The stored forms of the builder state, by version (`{"v": "1", ...}`).
+#[derive(Deserialize)]
+#[serde(tag = "v")]
+enum Stored {
+    #[serde(rename = "1")]
+    V1(Builder),
+}
+
+/// [`Stored`] for writing, without a copy of the builder.
+#[derive(Serialize)]
+#[serde(tag = "v")]
+enum StoredRef<'a> {
+    #[serde(rename = "1")]
+    V1(&'a Builder),
+}
 
 /// What every record is judged with.
 struct Ctx<'c> {
@@ -44,35 +66,48 @@ impl Builder {
         }
     }
 
-    /// Restore from the stored JSON; `None` if it cannot be read (the caller starts afresh).
+    /// Restore from the stored JSON; `None` if it cannot be read or was written in another
+    /// format version (the caller starts afresh). States stored before the format carried a
+    /// version (no `v` key) are version 1.
     pub fn from_json(s: &str) -> Option<Builder> {
-        serde_json::from_str(s).ok()
+        #[derive(Deserialize)]
+        struct Version {
+            v: Option<String>,
+        }
+        match serde_json::from_str::<Version>(s).ok()?.v.as_deref() {
+            None => serde_json::from_str(s).ok(),
+            Some(STATE_VERSION) => match serde_json::from_str::<Stored>(s).ok()? {
+                Stored::V1(b) => Some(b),
+            },
+            Some(other) => {
+                tracing::debug!(version = other, "episode state of another format version");
+                None
+            }
+        }
     }
 
-    /// The state to store with the checkpoint.
+    /// The state to store with the checkpoint, tagged with its format version.
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+        serde_json::to_string(&StoredRef::V1(self)).unwrap_or_default()
     }
 
     /// Feed one batch's records (in line order) and note the last line read. `targets` are the
     /// batch's tool targets as extraction redacted them (tool use id -> target). Returns the
     /// episodes that closed, then, with `emit_open`, the open one (the caller asks for it only
     /// when it will write it: building it costs a triage and some JSON).
-    #[allow(clippy::too_many_arguments)]
-    pub fn feed<'r, 'a: 'r>(
+    pub(super) fn feed<'r, 'a: 'r>(
         &mut self,
-        rules: &Rules,
-        redactor: &Redactor,
+        how: &Feed<'_>,
         session_id: &str,
         inputs: impl IntoIterator<Item = Input<'r, 'a>>,
         last_line: u64,
         targets: &HashMap<&str, &str>,
-        emit_open: bool,
     ) -> Vec<EpisodeRow> {
         let mut out = Vec::new();
+        let emit_open = how.emit_open;
         let ctx = Ctx {
-            rules,
-            redactor,
+            rules: how.rules,
+            redactor: how.redactor,
             targets,
         };
         for input in inputs {

@@ -21,6 +21,7 @@
 
 mod auto;
 mod builder;
+mod feed;
 mod rules;
 mod terms;
 mod text;
@@ -31,10 +32,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 pub use builder::Input;
-pub use rules::{
-    Mode, Rules, Settings, DEFAULT_CHOICE, DEFAULT_CORRECTION, DEFAULT_DECISION, DEFAULT_LEARNING,
-    DEFAULT_PIVOT,
-};
+pub use feed::{feed, Feed};
+pub use rules::{EpisodesTable, Mode, Rules, RulesError, Settings, TriageTable};
 pub use triage::Label;
 
 // Caps that keep the state (stored with every checkpoint) small whatever the session.

@@ -41,133 +41,113 @@ pub struct Settings {
     pub choice_words: Vec<String>,
 }
 
-fn strings(v: &[&str]) -> Vec<String> {
-    v.iter().map(|s| s.to_string()).collect()
+/// Why settings or phrase lists are unusable. Names the configuration key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RulesError {
+    /// A value is out of range, or a phrase list does not compile.
+    #[error("invalid config value for `{key}`: {message}")]
+    Invalid {
+        /// The dotted key (`episodes.mode`, `triage.pivot_phrases`, ...).
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The embedded default configuration does not hold valid `[episodes]` / `[triage]`
+    /// tables (a build defect, caught by the unit tests).
+    #[error("embedded default configuration: {0}")]
+    Defaults(String),
 }
 
-impl Default for Settings {
-    /// The values of the embedded `config/gleaner.toml`.
-    fn default() -> Self {
-        Settings {
-            enabled: true,
-            mode: Mode::Topic,
-            idle_gap_ms: 30 * 60 * 1000,
-            topic_threshold: 0.2,
-            min_prompt_terms: 4,
-            window_turns: 5,
-            correction_phrases: strings(DEFAULT_CORRECTION),
-            pivot_phrases: strings(DEFAULT_PIVOT),
-            decision_phrases: strings(DEFAULT_DECISION),
-            learning_phrases: strings(DEFAULT_LEARNING),
-            choice_words: strings(DEFAULT_CHOICE),
-        }
+fn invalid(key: &str, message: String) -> RulesError {
+    RulesError::Invalid {
+        key: key.into(),
+        message,
     }
 }
 
-/// Default `triage.correction_phrases`. A leading `^` means "only at the start of a clause":
-/// "No, keep it" and "ok, don't" correct, while "columns No. 1", "a $1 hard stop", "we don't
-/// log it" and "it never actually worked" describe (see [`Phrases::hits`]).
-pub const DEFAULT_CORRECTION: &[&str] = &[
-    "^no,",
-    "^no.",
-    "^nope",
-    "^don't",
-    "^do not",
-    "instead",
-    "that's wrong",
-    "that is wrong",
-    "that's not",
-    "^actually",
-    "why did you",
-    "you shouldn't",
-    "not what i",
-    "^stop",
-    "wrong",
-];
-/// Default `triage.pivot_phrases`.
-pub const DEFAULT_PIVOT: &[&str] = &[
-    "different approach",
-    "another approach",
-    "try a different",
-    "instead, i'll",
-    "instead, let me",
-    "let me try another",
-    "let's try another",
-    "this approach won't work",
-    "this approach doesn't work",
-    "that approach",
-    "abandon",
-    "revert my",
-    "revert the change",
-    "let me revert",
-    "i'll revert",
-    "back out",
-    "start over",
-];
-/// Default `triage.decision_phrases`. A leading `~` means "only in a sentence that makes a
-/// choice" (holds one of `triage.choice_words`): "names rather than IDs" describes, "I'll shell
-/// out to the CLI rather than add the SDK" decides. Options laid out ("Option 1 ... Option 2")
-/// are alternatives weighed even when the user is left to pick.
-pub const DEFAULT_DECISION: &[&str] = &[
-    "trade-off",
-    "tradeoff",
-    "option a",
-    "option b",
-    "option 1",
-    "option 2",
-    "i'll go with",
-    "i will go with",
-    "let's go with",
-    "~rather than",
-    "decided to",
-    "pros and cons",
-    "~the alternative",
-    "~alternatives",
-    "i chose",
-    "i'm choosing",
-    "the better choice",
-];
-/// Default `triage.choice_words`: what turns a sentence naming alternatives into a choice.
-pub const DEFAULT_CHOICE: &[&str] = &[
-    "i'll",
-    "i will",
-    "we'll",
-    "we will",
-    "let's",
-    "let me",
-    "i'd",
-    "we'd",
-    "go with",
-    "going with",
-    "decide",
-    "decided",
-    "decision",
-    "choose",
-    "chose",
-    "chosen",
-    "prefer",
-    "recommend",
-    "opt for",
-    "pick",
-    "better",
-    "because",
-    "so that",
-    "simpler",
-    "safer",
-];
-/// Default `triage.learning_phrases`.
-pub const DEFAULT_LEARNING: &[&str] = &[
-    "the root cause was",
-    "root cause:",
-    "the root cause is",
-    "lesson",
-    "key insight",
-    "next time",
-    "note to self",
-    "takeaway",
-    "the real problem was",
-    "the issue was that",
-];
+/// `[episodes]` as written in the configuration.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct EpisodesTable {
+    enabled: bool,
+    mode: String,
+    idle_gap_mins: u64,
+    topic_threshold: f64,
+    min_prompt_terms: u64,
+    window_turns: u64,
+}
+
+/// `[triage]` as written in the configuration.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct TriageTable {
+    correction_phrases: Vec<String>,
+    pivot_phrases: Vec<String>,
+    decision_phrases: Vec<String>,
+    learning_phrases: Vec<String>,
+    choice_words: Vec<String>,
+}
+
+impl Settings {
+    /// Validate the two tables of the configuration. The one conversion: the configuration
+    /// loader and [`Settings::defaults`] both come through here.
+    pub fn from_tables(e: EpisodesTable, t: TriageTable) -> Result<Settings, RulesError> {
+        let mode = match e.mode.trim().to_ascii_lowercase().as_str() {
+            "topic" => Mode::Topic,
+            "window" => Mode::Window,
+            other => {
+                return Err(invalid(
+                    "episodes.mode",
+                    format!("expected \"topic\" or \"window\", got {other:?}"),
+                ))
+            }
+        };
+        if !(0.0..=1.0).contains(&e.topic_threshold) {
+            return Err(invalid(
+                "episodes.topic_threshold",
+                format!("must be between 0 and 1, got {}", e.topic_threshold),
+            ));
+        }
+        let at_least_one = |key: &str, v: u64| {
+            if v == 0 {
+                Err(invalid(key, "must be at least 1, got 0".into()))
+            } else {
+                Ok(v)
+            }
+        };
+        let to_usize = |key: &str, v: u64| {
+            usize::try_from(v).map_err(|_| invalid(key, format!("{v} is too large")))
+        };
+        let idle_gap_mins = at_least_one("episodes.idle_gap_mins", e.idle_gap_mins)?;
+        let window_turns = at_least_one("episodes.window_turns", e.window_turns)?;
+        Ok(Settings {
+            enabled: e.enabled,
+            mode,
+            idle_gap_ms: i64::try_from(idle_gap_mins)
+                .unwrap_or(i64::MAX / 60_000)
+                .saturating_mul(60_000),
+            topic_threshold: e.topic_threshold,
+            min_prompt_terms: to_usize("episodes.min_prompt_terms", e.min_prompt_terms)?,
+            window_turns: to_usize("episodes.window_turns", window_turns)?,
+            correction_phrases: t.correction_phrases,
+            pivot_phrases: t.pivot_phrases,
+            decision_phrases: t.decision_phrases,
+            learning_phrases: t.learning_phrases,
+            choice_words: t.choice_words,
+        })
+    }
+
+    /// The settings of the embedded `config/gleaner.toml`, the one source of the phrase lists
+    /// (for tests and benchmarks that need rules without loading a configuration).
+    pub fn defaults() -> Result<Settings, RulesError> {
+        #[derive(serde::Deserialize)]
+        struct Tables {
+            episodes: EpisodesTable,
+            triage: TriageTable,
+        }
+        let t: Tables = toml::from_str(crate::DEFAULT_CONFIG_TOML)
+            .map_err(|e| RulesError::Defaults(e.to_string()))?;
+        Settings::from_tables(t.episodes, t.triage)
+    }
+}
 
 /// Phrase matchers compiled once from [`Settings`].
 #[derive(Debug, Clone)]
@@ -232,7 +212,7 @@ pub(super) struct Hit {
 }
 
 impl Phrases {
-    fn new(list: &[String]) -> Result<Phrases, String> {
+    fn new(list: &[String]) -> Result<Phrases, aho_corasick::BuildError> {
         let mut phrases = Vec::new();
         let (mut clause_initial, mut needs_choice) = (Vec::new(), Vec::new());
         for p in list {
@@ -264,8 +244,7 @@ impl Phrases {
         let ac = AhoCorasickBuilder::new()
             .ascii_case_insensitive(true)
             .match_kind(MatchKind::LeftmostLongest)
-            .build(&list)
-            .map_err(|e| e.to_string())?;
+            .build(&list)?;
         Ok(Phrases {
             list,
             clause_initial,
@@ -311,9 +290,10 @@ impl Phrases {
 
 impl Rules {
     /// Compile the phrase lists. The error names the list.
-    pub fn new(settings: Settings) -> Result<Rules, String> {
-        let build =
-            |name: &str, l: &[String]| Phrases::new(l).map_err(|e| format!("triage.{name}: {e}"));
+    pub fn new(settings: Settings) -> Result<Rules, RulesError> {
+        let build = |name: &str, l: &[String]| {
+            Phrases::new(l).map_err(|e| invalid(&format!("triage.{name}"), e.to_string()))
+        };
         Ok(Rules {
             correction: build("correction_phrases", &settings.correction_phrases)?,
             pivot: build("pivot_phrases", &settings.pivot_phrases)?,
@@ -324,13 +304,9 @@ impl Rules {
         })
     }
 
-    /// Rules with the default settings.
-    pub fn defaults() -> Rules {
-        match Rules::new(Settings::default()) {
-            Ok(r) => r,
-            // The defaults are literals that always compile.
-            Err(_) => unreachable!("default phrase lists compile"),
-        }
+    /// Rules with the settings of the embedded default configuration.
+    pub fn defaults() -> Result<Rules, RulesError> {
+        Rules::new(Settings::defaults()?)
     }
 }
 
@@ -339,7 +315,8 @@ mod tests {
     use super::*;
 
     fn phrases(list: &[&str]) -> Phrases {
-        Phrases::new(&strings(list)).unwrap()
+        let list: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+        Phrases::new(&list).unwrap()
     }
 
     #[test]

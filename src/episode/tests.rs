@@ -92,20 +92,26 @@ fn run_split(rules: &Rules, lines: &[String], split: usize) -> (Builder, Vec<Epi
     let (mut t, _) = Tailer::open(&path, None, TailerConfig::default()).unwrap();
     let redactor = Redactor::builtin();
     let mut rows = Vec::new();
-    let mut expected = (1, 0);
     let mut state = Builder::new(1);
+    let mut slot = None;
+    let how = Feed {
+        rules,
+        redactor: &redactor,
+        emit_open: true,
+    };
     while let Some(b) = t.read_batch(usize::MAX, split.max(1)).unwrap() {
-        let pb = extract(&mut ctx, &b, expected, 0, &redactor, rules, true);
-        expected = (pb.checkpoint.generation, pb.checkpoint.offset);
+        let mut ex = extract(&mut ctx, &b, &redactor);
+        feed(&mut slot, &mut ex, &how);
+        let pb = ex.rows;
         rows.extend(pb.episodes);
         state = Builder::from_json(pb.episode_state.as_deref().unwrap()).unwrap();
-        ctx.episodes = Some(Box::new(state.clone()));
+        slot = Some(Box::new(state.clone()));
     }
     (state, rows)
 }
 
 fn run(lines: &[String]) -> (Builder, Vec<EpisodeRow>) {
-    run_split(&Rules::defaults(), lines, usize::MAX)
+    run_split(&Rules::defaults().unwrap(), lines, usize::MAX)
 }
 
 fn closed(rows: &[EpisodeRow]) -> Vec<&EpisodeRow> {
@@ -119,7 +125,7 @@ fn default_settings_match_the_config_file() {
         &crate::config::Env::default(),
     )
     .unwrap();
-    assert_eq!(cfg.episodes, Settings::default());
+    assert_eq!(cfg.rules.settings, Settings::defaults().unwrap());
 }
 
 #[test]
@@ -204,7 +210,7 @@ fn window_mode_cuts_every_n_turns() {
     let rules = Rules::new(Settings {
         mode: Mode::Window,
         window_turns: 2,
-        ..Settings::default()
+        ..Settings::defaults().unwrap()
     })
     .unwrap();
     let lines: Vec<String> = (0..5)
@@ -505,7 +511,7 @@ fn batches_and_restarts_give_the_same_rows() {
         rows.iter().filter(|r| r.closed).cloned().collect()
     };
     for split in 1..lines.len() {
-        let (b, r) = run_split(&Rules::defaults(), &lines, split);
+        let (b, r) = run_split(&Rules::defaults().unwrap(), &lines, split);
         assert_eq!(finals(&r), finals(&rows), "split {split}");
         assert_eq!(b.finish(SID), whole.finish(SID), "split {split}");
     }
@@ -594,4 +600,23 @@ fn abbreviations_do_not_start_sentences() {
     let t = "Fallbacks stay useful for edge cases (e.g., states written by older versions), but the root cause is fixed.";
     let at = t.find("root cause").unwrap();
     assert!(sentence_around(t, at, at + 10).starts_with("Fallbacks"));
+}
+
+#[test]
+fn stored_state_carries_its_format_version() {
+    let lines = vec![prompt(
+        1,
+        "Add a retry loop to the postgres connection pool",
+    )];
+    let (b, _) = run(&lines);
+    let json = b.to_json();
+    assert!(json.starts_with(r#"{"v":"1","#), "{json}");
+    assert_eq!(Builder::from_json(&json), Some(b.clone()));
+    // Written before the format carried a version: read as version 1.
+    let legacy = json.replacen(r#""v":"1","#, "", 1);
+    assert_eq!(Builder::from_json(&legacy), Some(b));
+    // Another version is not guessed at: the caller starts afresh.
+    let future = json.replacen(r#""v":"1""#, r#""v":"2""#, 1);
+    assert_eq!(Builder::from_json(&future), None);
+    assert_eq!(Builder::from_json("not json"), None);
 }

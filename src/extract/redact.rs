@@ -36,7 +36,6 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
-use std::fmt;
 
 use regex::Regex;
 
@@ -44,25 +43,14 @@ use regex::Regex;
 ///
 /// Why a dedicated type: the configuration loader must tell the user which of their patterns
 /// is wrong, so the error carries the pattern's name and the regex engine's message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid redaction pattern {pattern:?}: {message}")]
 pub struct PatternError {
     /// The configured name of the pattern (its redaction kind).
     pub pattern: String,
     /// Why it was rejected (the regex engine's message, or a problem with the name).
     pub message: String,
 }
-
-impl fmt::Display for PatternError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "invalid redaction pattern {:?}: {}",
-            self.pattern, self.message
-        )
-    }
-}
-
-impl std::error::Error for PatternError {}
 
 /// Decides whether a candidate match really is a secret. Receives the secret text (the
 /// `secret` group, or the whole match), the whole match, and the part of the whole match after

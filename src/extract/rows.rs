@@ -52,8 +52,7 @@ pub struct PreparedBatch {
     pub episodes: Vec<EpisodeRow>,
     /// The episode builder's state after this batch (JSON), stored with the checkpoint.
     pub episode_state: Option<String>,
-    /// The file's path as stored in `files.path` (the source of its snippets); set when the
-    /// batch carries episodes.
+    /// The file's path as stored in `files.path` (the source of its snippets).
     pub path: String,
 }
 
@@ -312,10 +311,22 @@ pub fn uuid_key(uuid: &str) -> i64 {
 
 /// Current UTC time as ISO-8601 with milliseconds, the format the transcripts use.
 pub fn now_iso() -> String {
-    let d = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default();
-    iso_from_unix_millis(d.as_millis() as i64)
+    iso_from_unix_millis(unix_ms_now())
+}
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn unix_ms_now() -> i64 {
+    unix_ms(std::time::SystemTime::now())
+}
+
+/// A file's modification time in Unix milliseconds (0 when the OS does not tell).
+pub fn mtime_ms(m: &std::fs::Metadata) -> i64 {
+    m.modified().map_or(0, unix_ms)
+}
+
+fn unix_ms(t: std::time::SystemTime) -> i64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// Format Unix milliseconds as `YYYY-MM-DDTHH:MM:SS.mmmZ` (civil-from-days, H. Hinnant).

@@ -1,110 +1,65 @@
 //! `gleaner daemon`: follow the transcripts folder until SIGTERM / SIGINT.
 //!
-//! Workers (named as in watchexec): `watcher` turns notify events into debounced [`Hint`]s,
-//! `signals` turns SIGTERM/SIGINT into cancellation, and the [`Engine`] pumps files. Shutdown:
-//! cancel, let in-flight pumps finish their current transaction (or drop it, which rolls it back)
-//! within [`SHUTDOWN_GRACE`], close the pool, release the lock.
+//! Workers, named as in watchexec and spawned into one `JoinSet`: `socket` serves the status
+//! socket, `watcher` turns notify events into debounced [`Hint`]s, `engine` pumps files and
+//! `writer` commits their batches. The engine and the writer are critical: if either ends
+//! while the daemon should run, the daemon stops with an error. The socket and the watcher are
+//! recoverable (the periodic rescan covers a dead watcher).
+//!
+//! Shutdown: cancel; the engine lets in-flight pumps finish their current transaction (or drops
+//! it, which rolls it back); the engine's end drops the last handle to the writer, which drains
+//! its queue and ends. Every worker is awaited, all within [`SHUTDOWN_GRACE`]; one still running
+//! then is named in the log and aborted. Then the pool is closed and the lock released.
 
-use std::collections::BTreeSet;
-use std::fs::File;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::future::Future;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use notify::{EventKind, RecursiveMode, Watcher};
 use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
+use super::engine::{Engine, Hint, Mode};
+use super::lock::acquire_lock;
+use super::pump::{Pipeline, Stats};
+use super::socket::{self, Request, Response, StatusReport};
+use super::{watcher, RunError};
 use crate::config::Config;
-use crate::run::engine::{Engine, Hint, Mode};
-use crate::run::pump::{Pipeline, Stats};
-use crate::run::socket::{self, Request, Response, StatusReport};
-use crate::store::{Store, StoreError};
+use crate::store::{redact_url, Store};
 
-/// Longest wait for in-flight batches after a stop signal.
+/// Longest wait for the workers after a stop signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
-/// Why the daemon (or a one-shot ingest) could not run.
-#[derive(Debug, thiserror::Error)]
-pub enum DaemonError {
-    /// Another process holds the single-instance lock.
-    #[error("another gleaner process is running (lock {path} is held{holder})")]
-    Locked {
-        /// The lock file.
-        path: PathBuf,
-        /// `" by pid N"` when the holder wrote its pid.
-        holder: String,
-    },
-    /// The lock file could not be created.
-    #[error("cannot create lock file {path}: {source}")]
-    LockIo {
-        /// The lock file.
-        path: PathBuf,
-        /// The IO error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The status socket could not be created.
-    #[error("cannot create socket {path}: {source}")]
-    Socket {
-        /// The socket path.
-        path: PathBuf,
-        /// The IO error.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A database error at startup.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// A redaction pattern does not compile.
-    #[error(transparent)]
-    Redact(#[from] crate::extract::redact::PatternError),
+/// Workers whose end stops the daemon.
+const CRITICAL: [&str; 2] = ["engine", "writer"];
+
+/// The daemon's workers, by name.
+#[derive(Default)]
+struct Workers {
+    set: JoinSet<&'static str>,
+    running: Vec<&'static str>,
 }
 
-/// The single-instance lock: an exclusive advisory lock on `<data_dir>/gleaner.lock`, released
-/// by the OS when the process dies (so a `kill -9` never leaves a stale lock behind).
-#[derive(Debug)]
-pub struct InstanceLock {
-    _file: File,
-}
-
-/// Take the lock or say who holds it.
-pub fn acquire_lock(path: &Path) -> Result<InstanceLock, DaemonError> {
-    let io_err = |source| DaemonError::LockIo {
-        path: path.to_path_buf(),
-        source,
-    };
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(io_err)?;
+impl Workers {
+    /// Run `work` as the worker `name`.
+    fn spawn(&mut self, name: &'static str, work: impl Future<Output = ()> + Send + 'static) {
+        self.running.push(name);
+        self.set.spawn(async move {
+            work.await;
+            name
+        });
     }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(io_err)?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            let holder = std::fs::read_to_string(path)
-                .ok()
-                .map(|s| s.trim().to_string())
-                .filter(|s| !s.is_empty())
-                .map(|pid| format!(" by pid {pid}"))
-                .unwrap_or_default();
-            return Err(DaemonError::Locked {
-                path: path.to_path_buf(),
-                holder,
-            });
+
+    /// The next worker to end: `Some(Ok(name))`, `Some(Err(_))` if it panicked, `None` when
+    /// none is left.
+    async fn next(&mut self) -> Option<Result<&'static str, tokio::task::JoinError>> {
+        let ended = self.set.join_next().await?;
+        if let Ok(name) = &ended {
+            self.running.retain(|n| n != name);
         }
-        Err(std::fs::TryLockError::Error(e)) => return Err(io_err(e)),
+        Some(ended)
     }
-    file.set_len(0).map_err(io_err)?;
-    writeln!(file, "{}", std::process::id()).map_err(io_err)?;
-    Ok(InstanceLock { _file: file })
 }
 
 /// Run the daemon until `cancel` fires (see [`install_signals`]).
@@ -112,10 +67,12 @@ pub async fn run(
     cfg: Arc<Config>,
     store: Store,
     cancel: CancellationToken,
-) -> Result<(), DaemonError> {
+) -> Result<(), RunError> {
     let _lock = acquire_lock(&cfg.lock_path())?;
-    let pipeline = Arc::new(Pipeline::new(cfg.clone(), store.clone())?);
-    let engine = Engine::new(pipeline.clone()).await?;
+    let (pipeline, writer) = Pipeline::new(cfg.clone(), store.clone());
+    let pipeline = Arc::new(pipeline);
+    let stats = pipeline.stats.clone();
+    let engine = Engine::new(pipeline).await?;
     tracing::info!(
         projects_dir = %cfg.projects_dir.display(),
         machine = %cfg.machine_id,
@@ -125,39 +82,94 @@ pub async fn run(
     let (hint_tx, hint_rx) = mpsc::channel(256);
 
     let sock = socket::socket_path(&cfg.data_dir);
-    let listener = socket::bind(&sock).map_err(|source| DaemonError::Socket {
+    let listener = socket::bind(&sock).map_err(|source| RunError::Socket {
         path: sock.clone(),
         source,
     })?;
     let started = std::time::Instant::now();
     let handler = {
-        let (cfg, stats, hints) = (cfg.clone(), pipeline.stats.clone(), hint_tx.clone());
+        let (cfg, stats, hints) = (cfg.clone(), stats.clone(), hint_tx.clone());
         move |req: Request| {
             let (cfg, stats, hints) = (cfg.clone(), stats.clone(), hints.clone());
             async move { answer(req, &cfg, &stats, &hints, started).await }
         }
     };
-    let server = tokio::spawn(socket::serve(listener, sock, handler, cancel.clone()));
-    let watcher = tokio::spawn(watch(cfg.clone(), hint_tx, cancel.clone()));
-    let engine_task = tokio::spawn(engine.run(Mode::Follow, Hint::Rescan, hint_rx, cancel.clone()));
+    let mut workers = Workers::default();
+    workers.spawn("writer", writer);
+    workers.spawn(
+        "socket",
+        socket::serve(listener, sock, handler, cancel.clone()),
+    );
+    workers.spawn(
+        "watcher",
+        watcher::watch(cfg.clone(), hint_tx, cancel.clone()),
+    );
+    let engine_cancel = cancel.clone();
+    workers.spawn("engine", async move {
+        // The engine (and with it the last handle to the writer) is dropped when it returns.
+        engine
+            .run(Mode::Follow, Hint::Rescan, hint_rx, engine_cancel)
+            .await;
+    });
 
-    cancel.cancelled().await;
-    tracing::info!("stopping: finishing in-flight batches");
-    match tokio::time::timeout(SHUTDOWN_GRACE, engine_task).await {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::error!(error = %e, "engine task failed"),
-        Err(_) => tracing::warn!("in-flight batches did not finish in time; rolled back"),
+    let mut outcome = Ok(());
+    loop {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break,
+            ended = workers.next() => match ended {
+                // Workers end on their own once the stop signal is seen: not a failure.
+                Some(Ok(name)) if cancel.is_cancelled() => {
+                    tracing::debug!(worker = name, "worker stopped");
+                    break;
+                }
+                Some(Ok(name)) if CRITICAL.contains(&name) => {
+                    tracing::error!(worker = name, "critical worker stopped; shutting down");
+                    outcome = Err(RunError::WorkerEnded(name));
+                    cancel.cancel();
+                    break;
+                }
+                Some(Ok(name)) => tracing::warn!(worker = name, "worker stopped"),
+                Some(Err(e)) => {
+                    tracing::error!(error = %e, "worker panicked; shutting down");
+                    outcome = Err(RunError::WorkerEnded("unknown"));
+                    cancel.cancel();
+                    break;
+                }
+                None => break,
+            },
+        }
     }
-    watcher.abort();
-    let _ = tokio::time::timeout(Duration::from_secs(1), server).await;
+    tracing::info!("stopping: finishing in-flight batches");
+    shutdown(&mut workers).await;
     store.close().await;
-    let s = &pipeline.stats;
     tracing::info!(
-        bytes = s.bytes.load(Ordering::Relaxed),
-        messages = s.messages.load(Ordering::Relaxed),
+        bytes = stats.bytes.load(Ordering::Relaxed),
+        messages = stats.messages.load(Ordering::Relaxed),
         "daemon stopped"
     );
-    Ok(())
+    outcome
+}
+
+/// Await every worker within [`SHUTDOWN_GRACE`]; abort (and name) the ones still running.
+async fn shutdown(workers: &mut Workers) {
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    loop {
+        match tokio::time::timeout_at(deadline, workers.next()).await {
+            Ok(Some(Ok(name))) => tracing::debug!(worker = name, "worker stopped"),
+            Ok(Some(Err(e))) => tracing::error!(error = %e, "worker failed during shutdown"),
+            Ok(None) => break,
+            Err(_) => {
+                tracing::warn!(
+                    workers = ?workers.running,
+                    "workers did not stop in time; in-flight batches rolled back"
+                );
+                workers.set.abort_all();
+                while workers.set.join_next().await.is_some() {}
+                break;
+            }
+        }
+    }
 }
 
 /// Longest time a session-end request waits for the session's files to be ingested.
@@ -177,7 +189,7 @@ async fn answer(
             version: env!("CARGO_PKG_VERSION").to_string(),
             uptime_secs: started.elapsed().as_secs(),
             projects_dir: cfg.projects_dir.display().to_string(),
-            database: crate::config::redact_url(&cfg.database.url),
+            database: redact_url(&cfg.database.url),
             files: stats.tracked.load(Ordering::Relaxed),
             bytes: stats.bytes.load(Ordering::Relaxed),
             lines: stats.lines.load(Ordering::Relaxed),
@@ -246,115 +258,4 @@ pub fn install_signals() -> std::io::Result<CancellationToken> {
         });
     }
     Ok(cancel)
-}
-
-/// Raw notify output, before debouncing.
-enum Raw {
-    Event(notify::Event),
-    Error(notify::Error),
-}
-
-/// Watch the projects folder (re-trying until it exists), debounce events into hints.
-async fn watch(cfg: Arc<Config>, hints: mpsc::Sender<Hint>, cancel: CancellationToken) {
-    let (raw_tx, mut raw_rx) = mpsc::channel::<Raw>(4096);
-    // Set when the raw channel overflowed: events were lost, so ask for a full rescan.
-    let overflow = Arc::new(AtomicBool::new(false));
-    let overflow_cb = overflow.clone();
-    let mut watcher = match notify::recommended_watcher(
-        move |res: notify::Result<notify::Event>| {
-            let msg = match res {
-                Ok(ev) => Raw::Event(ev),
-                Err(e) => Raw::Error(e),
-            };
-            if raw_tx.try_send(msg).is_err() {
-                overflow_cb.store(true, Ordering::Relaxed);
-            }
-        },
-    ) {
-        Ok(w) => w,
-        Err(e) => {
-            tracing::error!(error = %e, "cannot create file watcher; relying on periodic rescans");
-            return;
-        }
-    };
-    let root = cfg.projects_dir.clone();
-    let mut watching = false;
-    let mut retry = tokio::time::interval(cfg.daemon.rescan_interval);
-    loop {
-        if !watching && root.is_dir() {
-            match watcher.watch(&root, RecursiveMode::Recursive) {
-                Ok(()) => {
-                    watching = true;
-                    tracing::debug!(dir = %root.display(), "watching");
-                    // Files created before the watch existed.
-                    if hints.send(Hint::Rescan).await.is_err() {
-                        return;
-                    }
-                }
-                Err(e) => tracing::warn!(dir = %root.display(), error = %e, "cannot watch"),
-            }
-        }
-        let first = tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = retry.tick(), if !watching => continue,
-            m = raw_rx.recv() => match m { Some(m) => m, None => return },
-        };
-        // Debounce: collect what arrives within the window into one hint.
-        let mut paths = BTreeSet::new();
-        let mut dirs = BTreeSet::new();
-        let mut rescan = false;
-        let deadline = tokio::time::Instant::now() + cfg.daemon.debounce;
-        let mut next = Some(first);
-        loop {
-            match next.take() {
-                // Our own reads show up as Access (open/close-nowrite) events: reacting to
-                // them would make every read trigger another read.
-                Some(Raw::Event(ev)) if matches!(ev.kind, EventKind::Access(_)) => {
-                    rescan |= ev.need_rescan();
-                }
-                Some(Raw::Event(ev)) => {
-                    if ev.need_rescan() {
-                        rescan = true;
-                    }
-                    for p in ev.paths {
-                        if matches!(ev.kind, EventKind::Create(_)) && p.is_dir() {
-                            dirs.insert(p);
-                        } else if crate::tail::discovery::is_transcript(&p)
-                            || matches!(ev.kind, EventKind::Remove(_))
-                        {
-                            paths.insert(p);
-                        }
-                    }
-                }
-                Some(Raw::Error(e)) => {
-                    tracing::warn!(error = %e, "watch error; rescanning");
-                    rescan = true;
-                    if !root.is_dir() {
-                        watching = false;
-                    }
-                }
-                None => {}
-            }
-            match tokio::time::timeout_at(deadline, raw_rx.recv()).await {
-                Ok(Some(m)) => next = Some(m),
-                Ok(None) | Err(_) => break,
-            }
-        }
-        if overflow.swap(false, Ordering::Relaxed) {
-            rescan = true;
-        }
-        let mut out = Vec::new();
-        if rescan {
-            out.push(Hint::Rescan);
-        }
-        out.extend(dirs.into_iter().map(Hint::Dir));
-        if !paths.is_empty() {
-            out.push(Hint::Paths(paths.into_iter().collect()));
-        }
-        for h in out {
-            if hints.send(h).await.is_err() {
-                return;
-            }
-        }
-    }
 }

@@ -16,7 +16,8 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::run::pump::{Pipeline, PumpEnd, Tracked};
+use super::finish::{finish_session, sweep_idle_sessions};
+use super::pump::{Pipeline, PumpEnd, Tracked};
 use crate::store::StoreError;
 use crate::tail::discovery;
 
@@ -293,12 +294,7 @@ impl Engine {
             .partition(|e| !e.paths.iter().any(|p| self.in_flight(p)));
         self.pending_ends = waiting;
         for e in ready {
-            let finished = match self
-                .pipeline
-                .store
-                .finish_session(&e.session_id, "hook")
-                .await
-            {
+            let finished = match finish_session(&self.pipeline.store, &e.session_id, "hook").await {
                 Ok(f) => f,
                 Err(err) => {
                     tracing::error!(session = %e.session_id, error = %err, "cannot finish session");
@@ -327,7 +323,7 @@ impl Engine {
                 if now.duration_since(t.last_growth) >= idle {
                     t.tailer = None;
                     // The episode state is in the database; reloaded when the file grows.
-                    t.ctx.episodes = None;
+                    t.episodes = None;
                 }
             }
         }
@@ -477,31 +473,6 @@ impl Engine {
         }
         self
     }
-}
-
-/// Finish every active session of this machine whose files have not grown for
-/// `sessions.idle_timeout` (file modification times), or whose files are all gone. Returns how
-/// many were finished.
-pub async fn sweep_idle_sessions(
-    store: &crate::store::Store,
-    cfg: &crate::config::Config,
-) -> Result<usize, StoreError> {
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64);
-    let cutoff = now_ms - cfg.sessions.idle_timeout.as_millis() as i64;
-    let idle = store.idle_sessions(&cfg.machine_id, cutoff).await?;
-    if idle.is_empty() {
-        return Ok(0);
-    }
-    let t0 = std::time::Instant::now();
-    let n = store.finish_idle(&idle).await?;
-    tracing::debug!(
-        finished = n,
-        ms = t0.elapsed().as_millis() as u64,
-        "idle sessions finished"
-    );
-    Ok(n as usize)
 }
 
 async fn sleep_until(at: Option<Instant>) {

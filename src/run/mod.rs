@@ -1,11 +1,57 @@
 //! The async shell: moves files through the pure stages and into the store.
 //!
 //! Only this module spawns tasks. [`engine`] decides which file to pump next, [`pump`] moves one
-//! file from its checkpoint to its last line, [`daemon`] and [`once`] are the two ways to run
-//! them, [`socket`] is the daemon's Unix socket.
+//! file from its checkpoint to its last line, [`finish`] ends sessions (closing their episodes
+//! through the episode stage), [`daemon`] and [`once`] are the two ways to run them, [`watcher`]
+//! turns file-system events into hints, [`socket`] is the daemon's Unix socket and [`lock`] its
+//! single-instance lock.
 
 pub mod daemon;
 pub mod engine;
+pub mod finish;
+pub mod lock;
 pub mod once;
 pub mod pump;
 pub mod socket;
+pub mod watcher;
+
+use std::path::PathBuf;
+
+use crate::store::StoreError;
+
+/// Why the daemon, a one-shot ingest or the hook's fallback could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// Another process holds the single-instance lock.
+    #[error("another gleaner process is running (lock {path} is held{holder})")]
+    Locked {
+        /// The lock file.
+        path: PathBuf,
+        /// `" by pid N"` when the holder wrote its pid.
+        holder: String,
+    },
+    /// The lock file could not be created.
+    #[error("cannot create lock file {path}: {source}")]
+    LockIo {
+        /// The lock file.
+        path: PathBuf,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The status socket could not be created.
+    #[error("cannot create socket {path}: {source}")]
+    Socket {
+        /// The socket path.
+        path: PathBuf,
+        /// The IO error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A critical worker (engine or writer) ended while the daemon was meant to run.
+    #[error("the {0} worker stopped unexpectedly")]
+    WorkerEnded(&'static str),
+    /// A database error at startup.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -11,10 +11,12 @@ use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::engine::{Engine, Hint, Mode};
+use super::finish::sweep_idle_sessions;
+use super::lock::acquire_lock;
+use super::pump::{Pipeline, Stats};
+use super::RunError;
 use crate::config::Config;
-use crate::run::daemon::{acquire_lock, DaemonError};
-use crate::run::engine::{sweep_idle_sessions, Engine, Hint, Mode};
-use crate::run::pump::{Pipeline, Stats};
 use crate::store::Store;
 
 /// What one ingest pass did.
@@ -50,10 +52,13 @@ pub async fn run_once(
     cfg: Arc<Config>,
     store: Store,
     progress: Option<Progress>,
-) -> Result<IngestSummary, DaemonError> {
+) -> Result<IngestSummary, RunError> {
     let _lock = acquire_lock(&cfg.lock_path())?;
-    let pipeline = Arc::new(Pipeline::new(cfg, store)?);
-    let engine = Engine::new(pipeline.clone()).await?;
+    let (pipeline, writer) = Pipeline::new(cfg.clone(), store.clone());
+    let writer = tokio::spawn(writer);
+    let pipeline = Arc::new(pipeline);
+    let stats = pipeline.stats.clone();
+    let engine = Engine::new(pipeline).await?;
     let total = if progress.is_some() {
         engine.backlog_bytes()
     } else {
@@ -63,7 +68,6 @@ pub async fn run_once(
     // No watcher: the sender is dropped at once, the engine's initial scan is the whole input.
     let (_, hint_rx) = mpsc::channel(1);
     let cancel = CancellationToken::new();
-    let stats = pipeline.stats.clone();
     let ticker = progress.map(|cb| {
         let stats = stats.clone();
         tokio::spawn(async move {
@@ -77,12 +81,16 @@ pub async fn run_once(
     if let Some(t) = ticker {
         t.abort();
     }
+    let files = engine.tracked() as u64;
+    // The engine held the last handle to the writer: the writer drains and ends.
+    drop(engine);
+    await_writer(writer).await;
     // Old transcripts are finished sessions: apply the idle rule now rather than at the next
     // daemon start.
-    if let Err(e) = sweep_idle_sessions(&pipeline.store, &pipeline.cfg).await {
+    if let Err(e) = sweep_idle_sessions(&store, &cfg).await {
         tracing::warn!(error = %e, "idle-session sweep failed");
     }
-    Ok(summary(&stats, engine.tracked() as u64, start.elapsed()))
+    Ok(summary(&stats, files, start.elapsed()))
 }
 
 /// Ingest one session's files and mark it finished: what `gleaner hook session-end` does when no
@@ -92,10 +100,11 @@ pub async fn end_session(
     store: Store,
     session_id: String,
     transcript_path: Option<std::path::PathBuf>,
-) -> Result<bool, DaemonError> {
+) -> Result<bool, RunError> {
     let _lock = acquire_lock(&cfg.lock_path())?;
-    let pipeline = Arc::new(Pipeline::new(cfg, store)?);
-    let engine = Engine::new(pipeline).await?;
+    let (pipeline, writer) = Pipeline::new(cfg, store);
+    let writer = tokio::spawn(writer);
+    let engine = Engine::new(Arc::new(pipeline)).await?;
     let (_, hint_rx) = mpsc::channel(1);
     let (reply, rx) = tokio::sync::oneshot::channel();
     let initial = Hint::SessionEnd {
@@ -103,10 +112,19 @@ pub async fn end_session(
         transcript_path,
         reply,
     };
-    engine
+    let engine = engine
         .run(Mode::Once, initial, hint_rx, CancellationToken::new())
         .await;
+    drop(engine);
+    await_writer(writer).await;
     Ok(rx.await.unwrap_or(false))
+}
+
+/// Wait for the writer to drain and end (every pump has already seen its commits).
+async fn await_writer(writer: tokio::task::JoinHandle<()>) {
+    if let Err(e) = writer.await {
+        tracing::error!(error = %e, "writer task failed");
+    }
 }
 
 fn summary(s: &Stats, files: u64, elapsed: Duration) -> IngestSummary {

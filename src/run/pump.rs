@@ -16,8 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 use crate::episode;
-use crate::extract::redact::{PatternError, Redactor};
-use crate::extract::rows::PreparedBatch;
+use crate::extract::rows::{mtime_ms, unix_ms_now, PreparedBatch};
 use crate::extract::{extract, FileContext};
 use crate::store::writer::Writer;
 use crate::store::{CommitStats, FileRecord, Store, StoreError};
@@ -51,6 +50,10 @@ pub struct Stats {
 pub struct Tracked {
     /// Extraction context (file id, session).
     pub ctx: FileContext,
+    /// Episode state of a main transcript, as of the last batch read. `None` until loaded from
+    /// the database (loaded before reading, dropped when the file goes idle or a commit fails,
+    /// so it never runs ahead of what is committed for long).
+    pub episodes: Option<Box<episode::Builder>>,
     /// The checkpoint the database holds.
     pub stored: Option<Checkpoint>,
     /// `(generation, offset)` of `stored` (or `(1, 0)` for a new file).
@@ -77,6 +80,7 @@ impl Tracked {
         let stored = r.checkpoint();
         Tracked {
             ctx: FileContext::new(r.id, machine.to_string(), info, r.session_id.clone()),
+            episodes: None,
             expected: (r.generation, r.byte_offset as u64),
             stored,
             tailer: None,
@@ -103,14 +107,6 @@ pub enum PumpEnd {
     Cancelled,
     /// A read or database error; retry later.
     Failed,
-}
-
-/// Modification time in Unix milliseconds.
-pub fn mtime_ms(m: &std::fs::Metadata) -> i64 {
-    m.modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_millis() as i64)
 }
 
 /// `(agentType, description)` from `agent-<id>.meta.json` next to a sub-agent transcript.
@@ -147,10 +143,6 @@ pub struct Pipeline {
     budget_kib: u32,
     /// Reads running at once (`daemon.workers`): each holds a blocking thread.
     read_slots: Arc<Semaphore>,
-    /// Secret redaction, applied to every text before it is stored.
-    redactor: Arc<Redactor>,
-    /// Episode cutting and triage phrase matchers.
-    rules: Arc<episode::Rules>,
 }
 
 /// Transcript bytes allowed in flight, as a multiple of `batch.max_bytes`.
@@ -160,6 +152,7 @@ const BUDGET_BATCHES: usize = 4;
 struct ReadStep {
     tailer: Tailer,
     ctx: FileContext,
+    episodes: Option<Box<episode::Builder>>,
     result: Result<Option<PreparedBatch>, TailError>,
     /// The batch ends at the file's current size: no need to ask again.
     at_eof: bool,
@@ -173,24 +166,21 @@ struct Sent {
 }
 
 impl Pipeline {
-    /// New pipeline over a connected store; starts the writer task.
-    pub fn new(cfg: Arc<Config>, store: Store) -> Result<Pipeline, PatternError> {
-        let (writer, _task) = Writer::spawn(store.clone());
+    /// New pipeline over a connected store, and the writer loop its batches go to: the caller
+    /// spawns that loop and awaits it once the pipeline is dropped.
+    pub fn new(
+        cfg: Arc<Config>,
+        store: Store,
+    ) -> (
+        Pipeline,
+        impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let (writer, writer_loop) = Writer::new(store.clone());
         let cfg_workers = cfg.daemon.workers;
-        // Validated when the configuration was loaded; an error here is still reported, never
-        // ignored: storing unredacted text is not an option.
-        let redactor = Arc::new(Redactor::new(&cfg.redact_extra)?);
-        // Validated when the configuration was loaded, like the redaction patterns.
-        let rules = Arc::new(
-            episode::Rules::new(cfg.episodes.clone()).map_err(|message| PatternError {
-                pattern: "triage".into(),
-                message,
-            })?,
-        );
         let budget_kib = u32::try_from(cfg.batch.max_bytes * BUDGET_BATCHES / 1024)
             .unwrap_or(u32::MAX)
             .max(1);
-        Ok(Pipeline {
+        let pipeline = Pipeline {
             cfg,
             store,
             stats: Arc::new(Stats::default()),
@@ -198,9 +188,8 @@ impl Pipeline {
             budget: Arc::new(Semaphore::new(budget_kib as usize)),
             budget_kib,
             read_slots: Arc::new(Semaphore::new(cfg_workers)),
-            redactor,
-            rules,
-        })
+        };
+        (pipeline, writer_loop)
     }
 
     fn tailer_config(&self) -> TailerConfig {
@@ -227,14 +216,14 @@ impl Pipeline {
         tailer: Option<Tailer>,
         path: PathBuf,
         stored: Option<Checkpoint>,
-        mut ctx: FileContext,
+        (mut ctx, mut episodes): (FileContext, Option<Box<episode::Builder>>),
         expected: (i64, u64),
     ) -> impl FnOnce() -> Result<ReadStep, TailError> + Send + 'static {
         let cfg = self.tailer_config();
         let (max_bytes, max_lines) = (self.cfg.batch.max_bytes, self.cfg.batch.max_lines);
         let idle_ms = self.cfg.sessions.idle_timeout.as_millis() as i64;
-        let redactor = self.redactor.clone();
-        let rules = self.rules.clone();
+        let redactor = self.cfg.redactor.clone();
+        let rules = self.cfg.rules.clone();
         move || {
             let mut tailer = match tailer {
                 Some(t) => t,
@@ -257,17 +246,24 @@ impl Pipeline {
                     // Caught up: nothing but (at most) a partial last line is left.
                     at_eof = batch.drained || size == batch.checkpoint.offset;
                     let file_mtime_ms = meta.as_ref().map_or(0, mtime_ms);
-                    let now_ms = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0, |d| d.as_millis() as i64);
+                    let now_ms = unix_ms_now();
                     // The open episode is written when the file is caught up (its state travels
                     // with every batch anyway), and not at all for a file idle past the session
                     // timeout: the idle sweep closes that session and writes the episode closed
                     // (a backfill saves one upsert per file).
                     let emit_open = at_eof && now_ms - file_mtime_ms <= idle_ms;
-                    let mut prepared = extract(
-                        &mut ctx, &batch, expected, size, &redactor, &rules, emit_open,
-                    );
+                    let mut ex = extract(&mut ctx, &batch, &redactor);
+                    if ctx.info.kind == FileKind::Main && rules.settings.enabled {
+                        let how = episode::Feed {
+                            rules: &rules,
+                            redactor: &redactor,
+                            emit_open,
+                        };
+                        episode::feed(&mut episodes, &mut ex, &how);
+                    }
+                    let mut prepared = ex.rows;
+                    prepared.expected = expected;
+                    prepared.size = size;
                     prepared.mtime_ms = file_mtime_ms;
                     if ctx.info.kind == FileKind::Agent && !ctx.agent_meta_seen {
                         prepared.agent_meta = read_agent_meta(tailer.path());
@@ -284,6 +280,7 @@ impl Pipeline {
             Ok(ReadStep {
                 tailer,
                 ctx,
+                episodes,
                 result,
                 at_eof,
             })
@@ -292,7 +289,7 @@ impl Pipeline {
 
     /// Read `t` from its checkpoint to its last complete line, committing bounded batches.
     pub async fn pump(&self, t: &mut Tracked, cancel: &CancellationToken) -> PumpEnd {
-        if t.ctx.info.kind == FileKind::Main && t.ctx.episodes.is_none() {
+        if t.ctx.info.kind == FileKind::Main && t.episodes.is_none() {
             match self.load_episodes(t).await {
                 Ok(()) => {}
                 Err(e) => {
@@ -306,7 +303,7 @@ impl Pipeline {
         if end != PumpEnd::Caught {
             // The in-memory state may be ahead of the database (a batch read but not
             // committed): reload it before the next read.
-            t.ctx.episodes = None;
+            t.episodes = None;
         }
         end
     }
@@ -328,7 +325,7 @@ impl Pipeline {
             }
             None => episode::Builder::new(generation),
         };
-        t.ctx.episodes = Some(Box::new(builder));
+        t.episodes = Some(Box::new(builder));
         Ok(())
     }
 
@@ -364,14 +361,11 @@ impl Pipeline {
                 };
                 // The episode builder moves into the step instead of being copied; it comes
                 // back with the step's context (and is reloaded if the step fails).
-                let episodes = t.ctx.episodes.take();
-                let mut ctx = t.ctx.clone();
-                ctx.episodes = episodes;
                 let step = self.read_step(
                     t.tailer.take(),
                     t.path().to_path_buf(),
                     t.stored.clone(),
-                    ctx,
+                    (t.ctx.clone(), t.episodes.take()),
                     expected,
                 );
                 let Ok(slot) = self.read_slots.clone().acquire_owned().await else {
@@ -388,12 +382,18 @@ impl Pipeline {
                 )
             };
             let committed = match commit {
-                Some((sent, _, handle)) => Some((
-                    sent,
-                    handle.await.unwrap_or_else(|e| {
-                        Err(StoreError::Sqlx(sqlx::Error::Protocol(e.to_string())))
-                    }),
-                )),
+                Some((sent, _, handle)) => match handle.await {
+                    Ok(r) => Some((sent, r)),
+                    Err(join) => {
+                        // The commit task panicked or was aborted: whether its transaction
+                        // committed is unknown, so start again from what the database holds.
+                        tracing::error!(path = %t.path().display(), error = %join, "commit task failed");
+                        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                        t.tailer = None;
+                        self.reload_checkpoint(t).await;
+                        return PumpEnd::Failed;
+                    }
+                },
                 None => None,
             };
             if let Some((sent, c)) = committed {
@@ -417,6 +417,7 @@ impl Pipeline {
                 }
             };
             t.ctx = step.ctx;
+            t.episodes = step.episodes;
             let tailer = step.tailer;
             match step.result {
                 Ok(Some(batch)) => {
@@ -491,16 +492,22 @@ impl Pipeline {
         t.tailer = None;
         if let StoreError::CheckpointMoved { .. } = e {
             tracing::warn!(path = %t.path().display(), error = %e, "reloading checkpoint");
-            if let Ok(files) = self.store.files_of(&self.cfg.machine_id).await {
-                if let Some(r) = files.iter().find(|r| r.id == t.ctx.file_id) {
-                    t.stored = r.checkpoint();
-                    t.expected = (r.generation, r.byte_offset as u64);
-                }
-            }
+            self.reload_checkpoint(t).await;
         } else {
             tracing::error!(path = %t.path().display(), error = %e, "commit failed");
         }
         PumpEnd::Failed
+    }
+
+    /// Take the file's checkpoint from the database again (after it moved under us, or after
+    /// a commit whose outcome is unknown).
+    async fn reload_checkpoint(&self, t: &mut Tracked) {
+        if let Ok(files) = self.store.files_of(&self.cfg.machine_id).await {
+            if let Some(r) = files.iter().find(|r| r.id == t.ctx.file_id) {
+                t.stored = r.checkpoint();
+                t.expected = (r.generation, r.byte_offset as u64);
+            }
+        }
     }
 
     async fn read_failed(&self, t: &mut Tracked, e: TailError) -> PumpEnd {

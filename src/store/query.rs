@@ -7,11 +7,9 @@
 
 use std::collections::HashMap;
 
+use super::sql::{contains_pattern, like_escape, Sql};
+use super::{Store, StoreError};
 use serde::Serialize;
-use sqlx::QueryBuilder;
-
-use super::{with_pool, Store, StoreError};
-use crate::extract::rows::{now_iso, unix_millis_from_iso};
 
 /// One file as `gleaner files` shows it.
 #[derive(Debug, Clone, sqlx::FromRow, Serialize)]
@@ -246,36 +244,6 @@ pub struct FeedbackFilter {
     pub since: Option<String>,
 }
 
-/// A session that went quiet, as found by [`Store::idle_sessions`].
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct IdleSession {
-    /// Session id.
-    pub session_id: String,
-    /// Files of the session that still exist.
-    pub live_files: i64,
-    /// First activity.
-    pub started_at: Option<String>,
-    /// Last activity.
-    pub last_activity_at: Option<String>,
-}
-
-/// How a session ended: its end is its last activity, its duration runs from its first.
-fn end_of(started: Option<&str>, last: Option<&str>) -> (String, Option<i64>) {
-    let ended = last.map_or_else(now_iso, str::to_string);
-    let duration = match (
-        started.and_then(unix_millis_from_iso),
-        unix_millis_from_iso(&ended),
-    ) {
-        (Some(a), Some(b)) if b >= a => Some(b - a),
-        _ => None,
-    };
-    (ended, duration)
-}
-
-const FINISH_SESSION: &str = "UPDATE sessions SET status = 'finished', ended_at = $1, \
-     duration_ms = $2, end_reason = $3, updated_at = $4 \
-     WHERE session_id = $5 AND status = 'active'";
-
 /// The session a summary belongs to: the one holding the message its `leaf_uuid` names (the
 /// earliest such session, so a resumed session's copy of that message does not take it over),
 /// else the session of the file it was read from. Resolved at query time because the leaf is
@@ -284,37 +252,38 @@ const SUMMARY_SESSION: &str = "COALESCE((SELECT h.session_id FROM summary_leaves
      JOIN sessions ms ON ms.session_id = h.session_id WHERE h.leaf_uuid = s.leaf_uuid \
      ORDER BY ms.started_at, h.session_id LIMIT 1), s.session_id)";
 
-/// Escape `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern.
-fn like_escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_")
+/// ` AND (<a> LIKE pat OR <b> LIKE pat)`: the project filter of every listing (the session's
+/// project folder or working directory contains the text).
+pub(super) fn push_project_filter<'a>(q: &mut Sql<'a>, project: &str, folder: &str, cwd: &str) {
+    let pat = contains_pattern(project);
+    q.push(&format!(" AND ({folder} LIKE "))
+        .push_bind(pat.clone())
+        .push(&format!(" ESCAPE '\\' OR {cwd} LIKE "))
+        .push_bind(pat)
+        .push(" ESCAPE '\\')");
 }
 
 impl Store {
     /// Files of one machine, ordered by path.
     pub async fn list_files(&self, machine: &str) -> Result<Vec<FileListing>, StoreError> {
-        let sql = "SELECT path, session_id, agent_id, size, byte_offset, lines, diagnostics, \
-                   generation, state FROM files WHERE machine = $1 ORDER BY path";
-        Ok(
-            with_pool!(self, pool => sqlx::query_as::<_, FileListing>(sql)
-            .bind(machine)
-            .fetch_all(pool)
-            .await?),
+        let q = Sql::new(
+            "SELECT path, session_id, agent_id, size, byte_offset, lines, diagnostics, \
+             generation, state FROM files WHERE machine = $1 ORDER BY path",
         )
+        .arg(machine);
+        self.fetch_all(&q).await
     }
 
     /// Ids of the sessions whose id starts with `prefix` (at most 20).
     pub async fn sessions_with_prefix(&self, prefix: &str) -> Result<Vec<String>, StoreError> {
-        let sql = "SELECT session_id FROM sessions WHERE session_id LIKE $1 ESCAPE '\\' \
-                   ORDER BY session_id LIMIT 20";
         let pattern = format!("{}%", like_escape(&prefix.to_lowercase()));
-        Ok(
-            with_pool!(self, pool => sqlx::query_scalar::<_, String>(sql)
-            .bind(pattern)
-            .fetch_all(pool)
-            .await?),
+        let q = Sql::new(
+            "SELECT session_id FROM sessions WHERE session_id LIKE $1 ESCAPE '\\' \
+             ORDER BY session_id LIMIT 20",
         )
+        .arg(pattern);
+        let ids: Vec<(String,)> = self.fetch_all(&q).await?;
+        Ok(ids.into_iter().map(|(s,)| s).collect())
     }
 
     /// Sessions, most recent activity first, with their aggregates.
@@ -322,37 +291,25 @@ impl Store {
         &self,
         f: &SessionFilter,
     ) -> Result<Vec<SessionListing>, StoreError> {
-        let mut sessions: Vec<SessionListing> = with_pool!(self, pool => {
-            let mut qb = QueryBuilder::new(
-                "SELECT session_id, project, cwd, git_branch, version, slug, title, started_at, \
-                 last_activity_at, status, ended_at, duration_ms, end_reason, message_count \
-                 FROM sessions WHERE 1 = 1",
-            );
-            if let Some(p) = &f.project {
-                let pat = format!("%{}%", like_escape(p));
-                qb.push(" AND (project LIKE ").push_bind(pat.clone());
-                qb.push(" ESCAPE '\\' OR cwd LIKE ").push_bind(pat).push(" ESCAPE '\\')");
-            }
-            if let Some(s) = &f.since {
-                qb.push(" AND last_activity_at >= ").push_bind(s.clone());
-            }
-            if let Some(s) = &f.status {
-                qb.push(" AND status = ").push_bind(s.clone());
-            }
-            if let Some(ids) = &f.session_ids {
-                qb.push(" AND session_id IN (");
-                let mut sep = qb.separated(", ");
-                for id in ids {
-                    sep.push_bind(id.clone());
-                }
-                sep.push_unseparated(")");
-                if ids.is_empty() {
-                    qb.push(" AND 1 = 0");
-                }
-            }
-            qb.push(" ORDER BY last_activity_at DESC, session_id");
-            qb.build_query_as::<SessionListing>().fetch_all(pool).await?
-        });
+        let mut q = Sql::new(
+            "SELECT session_id, project, cwd, git_branch, version, slug, title, started_at, \
+             last_activity_at, status, ended_at, duration_ms, end_reason, message_count \
+             FROM sessions WHERE 1 = 1",
+        );
+        if let Some(p) = &f.project {
+            push_project_filter(&mut q, p, "project", "cwd");
+        }
+        if let Some(s) = &f.since {
+            q.push(" AND last_activity_at >= ").push_bind(s.as_str());
+        }
+        if let Some(s) = &f.status {
+            q.push(" AND status = ").push_bind(s.as_str());
+        }
+        if let Some(ids) = &f.session_ids {
+            q.push(" AND ").push_in("session_id", ids);
+        }
+        q.push(" ORDER BY last_activity_at DESC, session_id");
+        let mut sessions: Vec<SessionListing> = self.fetch_all(&q.not_persistent()).await?;
         if sessions.is_empty() {
             return Ok(sessions);
         }
@@ -371,49 +328,48 @@ impl Store {
         type Tools = (String, i64, i64);
         type Counted = (String, String, i64);
         type Tokens = (String, i64, i64, i64, i64);
-        let (files, agents, tools, feedback, summaries, tokens) = with_pool!(self, pool => {
-            let files: Vec<Files> = sqlx::query_as(
+        let mut pooled = self.acquire().await?;
+        let mut c = pooled.conn();
+        let files: Vec<Files> = c
+            .fetch_all(&Sql::new(
                 "SELECT session_id, COUNT(*), CAST(COALESCE(SUM(lines), 0) AS BIGINT) \
                  FROM files GROUP BY session_id",
-            )
-            .fetch_all(pool)
+            ))
             .await?;
-            let agents: Vec<Agent> = sqlx::query_as(
+        let agents: Vec<Agent> = c
+            .fetch_all(&Sql::new(
                 "SELECT session_id, agent_id, agent_type, agent_description FROM files \
                  WHERE kind = 'agent' ORDER BY path",
-            )
-            .fetch_all(pool)
+            ))
             .await?;
-            let tools: Vec<Tools> = sqlx::query_as(
+        let tools: Vec<Tools> = c
+            .fetch_all(&Sql::new(
                 "SELECT session_id, COUNT(name), \
                  CAST(COALESCE(SUM(CASE WHEN is_error THEN 1 ELSE 0 END), 0) AS BIGINT) \
                  FROM tool_uses GROUP BY session_id",
-            )
-            .fetch_all(pool)
+            ))
             .await?;
-            let feedback: Vec<Counted> = sqlx::query_as(
+        let feedback: Vec<Counted> = c
+            .fetch_all(&Sql::new(
                 "SELECT session_id, feedback_type, COUNT(*) FROM feedback \
                  GROUP BY session_id, feedback_type",
-            )
-            .fetch_all(pool)
+            ))
             .await?;
-            let summaries: Vec<Counted> = sqlx::query_as(&format!(
+        let summaries: Vec<Counted> = c
+            .fetch_all(&Sql::new(format!(
                 "SELECT sid, kind, COUNT(*) FROM \
                  (SELECT {SUMMARY_SESSION} AS sid, s.kind FROM summaries s) x GROUP BY sid, kind"
-            ))
-            .fetch_all(pool)
+            )))
             .await?;
-            let tokens: Vec<Tokens> = sqlx::query_as(
+        let tokens: Vec<Tokens> = c
+            .fetch_all(&Sql::new(
                 "SELECT session_id, CAST(SUM(input_tokens) AS BIGINT), \
                  CAST(SUM(output_tokens) AS BIGINT), \
                  CAST(SUM(cache_creation_input_tokens) AS BIGINT), \
                  CAST(SUM(cache_read_input_tokens) AS BIGINT) \
                  FROM assistant_usage GROUP BY session_id",
-            )
-            .fetch_all(pool)
+            ))
             .await?;
-            (files, agents, tools, feedback, summaries, tokens)
-        });
         let index: HashMap<String, usize> = sessions
             .iter()
             .enumerate()
@@ -483,27 +439,20 @@ impl Store {
         session_ids: Option<&[String]>,
         kind: Option<&str>,
     ) -> Result<Vec<SummaryListing>, StoreError> {
-        Ok(with_pool!(self, pool => {
-            let mut qb = QueryBuilder::new(format!(
-                "SELECT * FROM (SELECT s.kind, s.text, s.leaf_uuid, s.uuid, s.compact_trigger, \
-                 s.pre_tokens, {SUMMARY_SESSION} AS session_id, s.agent_id, s.ts, \
-                 f.path AS source_file, s.line_no \
-                 FROM summaries s JOIN files f ON f.id = s.file_id) s WHERE 1 = 1"
-            ));
-            if let Some(ids) = session_ids {
-                qb.push(" AND s.session_id IN (");
-                let mut sep = qb.separated(", ");
-                for id in ids {
-                    sep.push_bind(id.clone());
-                }
-                sep.push_unseparated(")");
-            }
-            if let Some(k) = kind {
-                qb.push(" AND s.kind = ").push_bind(k.to_string());
-            }
-            qb.push(" ORDER BY s.ts, s.source_file, s.line_no");
-            qb.build_query_as::<SummaryListing>().fetch_all(pool).await?
-        }))
+        let mut q = Sql::new(format!(
+            "SELECT * FROM (SELECT s.kind, s.text, s.leaf_uuid, s.uuid, s.compact_trigger, \
+             s.pre_tokens, {SUMMARY_SESSION} AS session_id, s.agent_id, s.ts, \
+             f.path AS source_file, s.line_no \
+             FROM summaries s JOIN files f ON f.id = s.file_id) s WHERE 1 = 1"
+        ));
+        if let Some(ids) = session_ids {
+            q.push(" AND ").push_in("s.session_id", ids);
+        }
+        if let Some(k) = kind {
+            q.push(" AND s.kind = ").push_bind(k);
+        }
+        q.push(" ORDER BY s.ts, s.source_file, s.line_no");
+        self.fetch_all(&q.not_persistent()).await
     }
 
     /// Feedback items sorted by timestamp.
@@ -511,139 +460,39 @@ impl Store {
         &self,
         f: &FeedbackFilter,
     ) -> Result<Vec<FeedbackListing>, StoreError> {
-        Ok(with_pool!(self, pool => {
-            let mut qb = QueryBuilder::new(
-                "SELECT fb.ts, fb.session_id, fb.feedback_type, fb.content, fb.reason, \
-                 fb.agent_id, fb.slug, fb.tool_use_id, fb.uuid, f.path AS source_file, fb.line_no \
-                 FROM feedback fb JOIN files f ON f.id = fb.file_id \
-                 LEFT JOIN sessions s ON s.session_id = fb.session_id WHERE 1 = 1",
-            );
-            if let Some(ids) = &f.session_ids {
-                qb.push(" AND fb.session_id IN (");
-                let mut sep = qb.separated(", ");
-                for id in ids {
-                    sep.push_bind(id.clone());
-                }
-                sep.push_unseparated(")");
-            }
-            if let Some(t) = &f.feedback_type {
-                qb.push(" AND fb.feedback_type = ").push_bind(t.clone());
-            }
-            if let Some(p) = &f.project {
-                let pat = format!("%{}%", like_escape(p));
-                qb.push(" AND (s.project LIKE ").push_bind(pat.clone());
-                qb.push(" ESCAPE '\\' OR s.cwd LIKE ").push_bind(pat).push(" ESCAPE '\\')");
-            }
-            if let Some(s) = &f.since {
-                qb.push(" AND fb.ts >= ").push_bind(s.clone());
-            }
-            qb.push(" ORDER BY fb.ts, f.path, fb.line_no");
-            qb.build_query_as::<FeedbackListing>().fetch_all(pool).await?
-        }))
+        let mut q = Sql::new(
+            "SELECT fb.ts, fb.session_id, fb.feedback_type, fb.content, fb.reason, \
+             fb.agent_id, fb.slug, fb.tool_use_id, fb.uuid, f.path AS source_file, fb.line_no \
+             FROM feedback fb JOIN files f ON f.id = fb.file_id \
+             LEFT JOIN sessions s ON s.session_id = fb.session_id WHERE 1 = 1",
+        );
+        if let Some(ids) = &f.session_ids {
+            q.push(" AND ").push_in("fb.session_id", ids);
+        }
+        if let Some(t) = &f.feedback_type {
+            q.push(" AND fb.feedback_type = ").push_bind(t.as_str());
+        }
+        if let Some(p) = &f.project {
+            push_project_filter(&mut q, p, "s.project", "s.cwd");
+        }
+        if let Some(s) = &f.since {
+            q.push(" AND fb.ts >= ").push_bind(s.as_str());
+        }
+        q.push(" ORDER BY fb.ts, f.path, fb.line_no");
+        self.fetch_all(&q.not_persistent()).await
     }
 
     /// Row counts of the main tables.
     pub async fn counts(&self) -> Result<TableCounts, StoreError> {
-        let sql = "SELECT (SELECT COUNT(*) FROM files) AS files, \
-                   (SELECT COUNT(*) FROM sessions) AS sessions, \
-                   (SELECT COUNT(*) FROM messages) AS messages, \
-                   (SELECT COUNT(*) FROM diagnostics) AS diagnostics, \
-                   (SELECT COUNT(*) FROM summaries) AS summaries, \
-                   (SELECT COUNT(*) FROM feedback) AS feedback";
-        Ok(
-            with_pool!(self, pool => sqlx::query_as::<_, TableCounts>(sql)
-            .fetch_one(pool)
-            .await?),
-        )
-    }
-
-    /// Active sessions with a file on `machine` and no live file modified at or after
-    /// `cutoff_ms` (Unix ms). Sessions whose files are all gone qualify too.
-    pub async fn idle_sessions(
-        &self,
-        machine: &str,
-        cutoff_ms: i64,
-    ) -> Result<Vec<IdleSession>, StoreError> {
-        let sql = "SELECT s.session_id, s.started_at, s.last_activity_at, \
-                   (SELECT COUNT(*) FROM files f WHERE f.session_id = s.session_id \
-                    AND f.state = 'active') AS live_files \
-                   FROM sessions s WHERE s.status = 'active' \
-                   AND EXISTS (SELECT 1 FROM files f WHERE f.session_id = s.session_id \
-                    AND f.machine = $1) \
-                   AND NOT EXISTS (SELECT 1 FROM files f WHERE f.session_id = s.session_id \
-                    AND f.state = 'active' AND f.mtime_ms >= $2)";
-        Ok(
-            with_pool!(self, pool => sqlx::query_as::<_, IdleSession>(sql)
-            .bind(machine)
-            .bind(cutoff_ms)
-            .fetch_all(pool)
-            .await?),
-        )
-    }
-
-    /// Mark a session finished (`reason`: `idle`, `hook` or `deleted`). Its end is its last
-    /// activity; its duration runs from its first. Returns false if it was not active.
-    pub async fn finish_session(&self, session_id: &str, reason: &str) -> Result<bool, StoreError> {
-        type Times = (Option<String>, Option<String>);
-        let times: Option<Times> = with_pool!(self, pool => sqlx::query_as(
-            "SELECT started_at, last_activity_at FROM sessions WHERE session_id = $1",
-        )
-        .bind(session_id)
-        .fetch_optional(pool)
-        .await?);
-        let Some((started, last)) = times else {
-            return Ok(false);
-        };
-        let (ended, duration) = end_of(started.as_deref(), last.as_deref());
-        let now = now_iso();
-        with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let n = sqlx::query(FINISH_SESSION)
-                .bind(&ended)
-                .bind(duration)
-                .bind(reason)
-                .bind(&now)
-                .bind(session_id)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected();
-            if n == 1 {
-                super::episodes::close_session_episodes!(tx, &[session_id], now.as_str());
-            }
-            tx.commit().await?;
-            Ok(n == 1)
-        })
-    }
-
-    /// Finish many idle sessions in one transaction (a backfill finds thousands at once).
-    /// Returns how many changed.
-    pub async fn finish_idle(&self, sessions: &[IdleSession]) -> Result<u64, StoreError> {
-        let now = now_iso();
-        with_pool!(self, pool => {
-            let mut tx = pool.begin().await?;
-            let mut n = 0;
-            let mut finished: Vec<&str> = Vec::with_capacity(sessions.len());
-            for s in sessions {
-                let (ended, duration) =
-                    end_of(s.started_at.as_deref(), s.last_activity_at.as_deref());
-                let reason = if s.live_files == 0 { "deleted" } else { "idle" };
-                let changed = sqlx::query(FINISH_SESSION)
-                    .bind(&ended)
-                    .bind(duration)
-                    .bind(reason)
-                    .bind(&now)
-                    .bind(&s.session_id)
-                    .execute(&mut *tx)
-                    .await?
-                    .rows_affected();
-                if changed == 1 {
-                    finished.push(s.session_id.as_str());
-                }
-                n += changed;
-            }
-            super::episodes::close_session_episodes!(tx, &finished, now.as_str());
-            tx.commit().await?;
-            Ok(n)
-        })
+        let q = Sql::new(
+            "SELECT (SELECT COUNT(*) FROM files) AS files, \
+             (SELECT COUNT(*) FROM sessions) AS sessions, \
+             (SELECT COUNT(*) FROM messages) AS messages, \
+             (SELECT COUNT(*) FROM diagnostics) AS diagnostics, \
+             (SELECT COUNT(*) FROM summaries) AS summaries, \
+             (SELECT COUNT(*) FROM feedback) AS feedback",
+        );
+        let row: Option<TableCounts> = self.fetch_optional(&q).await?;
+        Ok(row.unwrap_or_default())
     }
 }

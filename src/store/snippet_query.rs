@@ -19,9 +19,12 @@
 //! scans the texts.
 
 use serde::Serialize;
-use sqlx::{Database, Encode, QueryBuilder, Row, Type};
+use sqlx::{Row, Type};
 
-use super::{with_pool, Store, StoreError};
+use super::plan::{fts5_phrase, SqlitePlan, TRIGRAM};
+use super::query::push_project_filter;
+use super::sql::{contains_pattern, Backend, Sql};
+use super::{Store, StoreError};
 
 /// Filters of `gleaner snippets`. Every filter narrows the result (they are ANDed).
 #[derive(Debug, Clone)]
@@ -252,184 +255,108 @@ where
     }
 }
 
-/// Which substring index the keyword test goes through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Dialect {
-    Sqlite,
-    Postgres,
-}
-
-/// Escape `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern.
-fn like_escape(s: &str) -> String {
-    s.replace('\\', "\\\\")
-        .replace('%', "\\%")
-        .replace('_', "\\_")
-}
-
-/// `%text%` for a substring `LIKE`.
-fn contains_pattern(s: &str) -> String {
-    format!("%{}%", like_escape(s))
-}
-
-/// The keyword as one FTS5 string (a phrase): with the trigram tokenizer a phrase matches
-/// exactly where the text contains it, whatever operators or quotes it holds.
-fn fts5_phrase(s: &str) -> String {
-    format!("\"{}\"", s.replace('"', "\"\""))
-}
-
-/// Shortest keyword the trigram indexes can serve (shorter ones scan).
-const TRIGRAM: usize = 3;
-
 const SNIPPET_COLUMNS: &str = "s.id, s.session_id, s.episode_id, s.origin, s.snippet_type, \
      s.title, s.content, s.project, s.source_file, s.line_start, s.line_end, s.tags, s.metadata, \
      s.created_at";
 
-/// Largest id list (tagged or keyword-matching snippets) that SQLite is let to drive a query
-/// with: looking up and sorting this many rows costs about what one walk of `snippets_listing`
-/// does at 100,000 snippets, and the walk grows with the table while the lookups do not.
-const DRIVE_MAX: i64 = 5000;
-
-/// How SQLite runs the tag and keyword filters. SQLite keeps no statistics (gleaner never runs
-/// `ANALYZE`), so it cannot tell a tag on half the snippets from a rare one; gleaner measures
-/// each with a count capped at [`DRIVE_MAX`] + 1 index entries (a millisecond or two) and says
-/// which filters are selective enough to drive the query.
-#[derive(Debug, Clone, Default)]
-struct SqlitePlan {
-    /// The tags, rarest first.
-    tags: Vec<String>,
-    /// The rarest tag matches at most [`DRIVE_MAX`] snippets.
-    tags_drive: bool,
-    /// The keyword matches at most [`DRIVE_MAX`] snippets (trigram keywords only).
-    keyword_drives: bool,
-    /// Some filter matches nothing: the answer is empty without asking.
-    empty: bool,
-}
-
 /// Append the filters of `f` (as ` AND ...` clauses over `snippets s`) to a query.
-fn push_snippet_filters<'a, DB: Database>(
-    qb: &mut QueryBuilder<'a, DB>,
-    f: &SnippetFilter,
-    dialect: Dialect,
-    plan: &SqlitePlan,
-) where
-    String: Encode<'a, DB> + Type<DB>,
-{
+fn push_snippet_filters<'a>(
+    q: &mut Sql<'a>,
+    f: &'a SnippetFilter,
+    backend: Backend,
+    plan: &'a SqlitePlan,
+) {
     if let Some(ids) = &f.session_ids {
-        if ids.is_empty() {
-            qb.push(" AND 1 = 0");
-        } else {
-            qb.push(" AND s.session_id IN (");
-            let mut sep = qb.separated(", ");
-            for id in ids {
-                sep.push_bind(id.clone());
-            }
-            sep.push_unseparated(")");
-        }
+        q.push(" AND ").push_in("s.session_id", ids);
     }
     if let Some(t) = &f.snippet_type {
-        qb.push(" AND s.snippet_type = ").push_bind(t.clone());
+        q.push(" AND s.snippet_type = ").push_bind(t.as_str());
     }
     if let Some(p) = &f.project {
         // Resolved to the sessions of the project (a small table), whose snippets the
         // `snippets_session` index lists: a count reads ~1/n of an index instead of testing a
         // pattern on every snippet (38 ms -> 1.3 ms at 100,000 snippets on PostgreSQL). A
         // snippet's project is its session's project folder, so nothing is lost.
-        let pat = contains_pattern(p);
-        qb.push(
-            " AND s.session_id IN (SELECT ss.session_id FROM sessions ss \
-             WHERE ss.project LIKE ",
-        )
-        .push_bind(pat.clone())
-        .push(" ESCAPE '\\' OR ss.cwd LIKE ")
-        .push_bind(pat)
-        .push(" ESCAPE '\\')");
+        q.push(" AND s.session_id IN (SELECT ss.session_id FROM sessions ss WHERE 1 = 1");
+        push_project_filter(q, p, "ss.project", "ss.cwd");
+        q.push(")");
     }
-    match dialect {
-        Dialect::Sqlite if !plan.tags.is_empty() => {
+    match backend {
+        Backend::Sqlite if !plan.tags.is_empty() => {
             // One id list: the rarest tag's snippets that carry every other tag (probes of the
             // primary key). A selective list drives the query (its rows are looked up and
             // sorted); a broad one is marked `+`, so SQLite walks `snippets_listing` in order
             // and tests each id against it, one pass at most whatever the tag.
             let plus = if plan.tags_drive { "" } else { "+" };
-            qb.push(format!(
+            q.push(&format!(
                 " AND {plus}s.id IN (SELECT t0.snippet_id FROM snippet_tags t0 WHERE t0.tag = "
             ))
-            .push_bind(plan.tags[0].clone());
+            .push_bind(plan.tags[0].as_str());
             for tag in &plan.tags[1..] {
-                qb.push(
+                q.push(
                     " AND EXISTS (SELECT 1 FROM snippet_tags t1 WHERE t1.snippet_id = \
                      t0.snippet_id AND t1.tag = ",
                 )
-                .push_bind(tag.clone())
+                .push_bind(tag.as_str())
                 .push(")");
             }
-            qb.push(")");
+            q.push(")");
         }
-        Dialect::Sqlite => {}
-        Dialect::Postgres if !f.tags.is_empty() => {
+        Backend::Sqlite => {}
+        Backend::Postgres if !f.tags.is_empty() => {
             // The GIN index on `tag_list` (see migration 0003).
-            qb.push(" AND s.tag_list @> ARRAY[");
-            let mut sep = qb.separated(", ");
-            for tag in &f.tags {
-                sep.push_bind(tag.clone());
-            }
-            qb.push("]::text[]");
+            q.push(" AND s.tag_list @> ")
+                .push_bind(f.tags.clone())
+                .push("::text[]");
         }
-        Dialect::Postgres => {}
+        Backend::Postgres => {}
     }
     if let Some(k) = &f.keyword {
-        push_keyword(qb, k, dialect, plan.keyword_drives);
+        push_keyword(q, k, backend, plan.keyword_drives);
     }
     if let Some(s) = &f.since {
-        qb.push(" AND s.created_at >= ").push_bind(s.clone());
+        q.push(" AND s.created_at >= ").push_bind(s.as_str());
     }
     if let Some(u) = &f.until {
-        qb.push(" AND s.created_at < ").push_bind(u.clone());
+        q.push(" AND s.created_at < ").push_bind(u.as_str());
     }
 }
 
 /// Title or content contains `k`, ignoring ASCII case, through the backend's trigram index
 /// when `k` is long enough to have a trigram.
-fn push_keyword<'a, DB: Database>(
-    qb: &mut QueryBuilder<'a, DB>,
-    k: &str,
-    dialect: Dialect,
-    drives: bool,
-) where
-    String: Encode<'a, DB> + Type<DB>,
-{
-    match dialect {
-        Dialect::Sqlite if k.chars().count() >= TRIGRAM => {
+fn push_keyword(q: &mut Sql<'_>, k: &str, backend: Backend, drives: bool) {
+    match backend {
+        Backend::Sqlite if k.chars().count() >= TRIGRAM => {
             // The trigram tokenizer folds case (its default `case_sensitive 0`) and matches a
             // phrase as a substring of one column, like the LIKE fallback below. `+`: as for
             // tags, a common word must not make SQLite fetch every matching row to sort it;
             // a rare one drives the query.
             let plus = if drives { "" } else { "+" };
-            qb.push(format!(
+            q.push(&format!(
                 " AND {plus}s.id IN (SELECT rowid FROM snippets_fts WHERE snippets_fts MATCH "
             ))
             .push_bind(fts5_phrase(k))
             .push(")");
         }
-        Dialect::Sqlite => {
+        Backend::Sqlite => {
             // SQLite's LIKE ignores ASCII case.
             let pat = contains_pattern(k);
-            qb.push(" AND (s.title LIKE ")
+            q.push(" AND (s.title LIKE ")
                 .push_bind(pat.clone())
                 .push(" ESCAPE '\\' OR s.content LIKE ")
                 .push_bind(pat)
                 .push(" ESCAPE '\\')");
         }
-        Dialect::Postgres => {
+        Backend::Postgres => {
             // The expression the GIN trigram index is built on.
             let pat = contains_pattern(k);
-            qb.push(" AND (s.title || ' ' || s.content) ILIKE ")
+            q.push(" AND (s.title || ' ' || s.content) ILIKE ")
                 .push_bind(pat.clone())
                 .push(" ESCAPE '\\'");
             if k.contains(' ') {
                 // Only a keyword holding the separator can match across title and content;
                 // SQLite never matches across columns, so rule that out here too.
-                qb.push(" AND (s.title ILIKE ")
+                q.push(" AND (s.title ILIKE ")
                     .push_bind(pat.clone())
                     .push(" ESCAPE '\\' OR s.content ILIKE ")
                     .push_bind(pat)
@@ -440,68 +367,10 @@ fn push_keyword<'a, DB: Database>(
 }
 
 impl Store {
-    fn dialect(&self) -> Dialect {
-        match self {
-            Store::Sqlite(_) => Dialect::Sqlite,
-            Store::Postgres(_) => Dialect::Postgres,
-        }
-    }
-
-    /// The capped counts behind a [`SqlitePlan`] (nothing to measure on PostgreSQL).
-    async fn sqlite_plan(
-        &self,
-        f: &SnippetFilter,
-        drive_max: i64,
-    ) -> Result<SqlitePlan, StoreError> {
-        let Store::Sqlite(pool) = self else {
-            return Ok(SqlitePlan::default());
-        };
-        let capped = |sql: &'static str, arg: String| async move {
-            sqlx::query_scalar::<_, i64>(sql)
-                .bind(arg)
-                .bind(drive_max + 1)
-                .persistent(false)
-                .fetch_one(pool)
-                .await
-        };
-        let mut plan = SqlitePlan::default();
-        let mut tags: Vec<(i64, String)> = Vec::new();
-        for tag in &f.tags {
-            let n = capped(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM snippet_tags WHERE tag = $1 LIMIT $2)",
-                tag.clone(),
-            )
-            .await?;
-            tags.push((n, tag.clone()));
-        }
-        tags.sort();
-        tags.dedup_by(|a, b| a.1 == b.1);
-        if let Some(&(rarest, _)) = tags.first() {
-            plan.empty |= rarest == 0;
-            plan.tags_drive = rarest <= drive_max;
-        }
-        plan.tags = tags.into_iter().map(|(_, t)| t).collect();
-        if let Some(k) = f
-            .keyword
-            .as_deref()
-            .filter(|k| k.chars().count() >= TRIGRAM)
-        {
-            let n = capped(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM snippets_fts WHERE snippets_fts MATCH $1 \
-                 LIMIT $2)",
-                fts5_phrase(k),
-            )
-            .await?;
-            plan.empty |= n == 0;
-            plan.keyword_drives = n <= drive_max;
-        }
-        Ok(plan)
-    }
-
     /// Snippets matching `f`, newest first (`created_at`, then id), one page of them, with the
     /// number of all matches so a caller can page through without guessing.
     pub async fn list_snippets(&self, f: &SnippetFilter) -> Result<SnippetPage, StoreError> {
-        self.list_snippets_with(f, DRIVE_MAX).await
+        self.list_snippets_with(f, super::plan::DRIVE_MAX).await
     }
 
     /// [`Store::list_snippets`] with another selectivity threshold for SQLite's plan: the tests
@@ -513,8 +382,11 @@ impl Store {
         f: &SnippetFilter,
         drive_max: i64,
     ) -> Result<SnippetPage, StoreError> {
-        let dialect = self.dialect();
-        let plan = self.sqlite_plan(f, drive_max).await?;
+        let backend = self.backend();
+        let plan = match backend {
+            Backend::Sqlite => SqlitePlan::measure(self, f, drive_max).await?,
+            Backend::Postgres => SqlitePlan::default(),
+        };
         if plan.empty {
             return Ok(SnippetPage {
                 snippets: Vec::new(),
@@ -523,23 +395,18 @@ impl Store {
                 has_more: false,
             });
         }
-        let snippets: Vec<SnippetListing> = with_pool!(self, pool => {
-            let mut qb = QueryBuilder::new(format!(
-                "SELECT {SNIPPET_COLUMNS} FROM snippets s WHERE 1 = 1"
-            ));
-            push_snippet_filters(&mut qb, f, dialect, &plan);
-            qb.push(" ORDER BY s.created_at DESC, s.id DESC LIMIT ")
-                .push_bind(i64::from(f.limit))
-                .push(" OFFSET ")
-                .push_bind(i64::from(f.offset));
-            // Not a cached prepared statement: after five runs PostgreSQL may switch it to a
-            // generic plan, which cannot see the keyword and, for a short one, scans the
-            // whole trigram index (measured: 1 s instead of 0.5 ms for a page).
-            qb.build_query_as::<SnippetListing>()
-                .persistent(false)
-                .fetch_all(pool)
-                .await?
-        });
+        let mut q = Sql::new(format!(
+            "SELECT {SNIPPET_COLUMNS} FROM snippets s WHERE 1 = 1"
+        ));
+        push_snippet_filters(&mut q, f, backend, &plan);
+        q.push(" ORDER BY s.created_at DESC, s.id DESC LIMIT ")
+            .push_bind(i64::from(f.limit))
+            .push(" OFFSET ")
+            .push_bind(i64::from(f.offset));
+        // Not a cached prepared statement: after five runs PostgreSQL may switch it to a
+        // generic plan, which cannot see the keyword and, for a short one, scans the whole
+        // trigram index (measured: 1 s instead of 0.5 ms for a page).
+        let snippets: Vec<SnippetListing> = self.fetch_all(&q.not_persistent()).await?;
         let returned = snippets.len() as i64;
         let offset = i64::from(f.offset);
         // A page that is not full and not past the end is the tail: its end is the total, and
@@ -550,15 +417,12 @@ impl Store {
             (end, true)
         } else if f.keyword.is_some() {
             // Count at most cap + 1 matches (see KEYWORD_COUNT_CAP).
-            let n = with_pool!(self, pool => {
-                let mut qb = QueryBuilder::new("SELECT COUNT(*) FROM (SELECT 1 FROM snippets s WHERE 1 = 1");
-                push_snippet_filters(&mut qb, f, dialect, &plan);
-                qb.push(" LIMIT ").push_bind(KEYWORD_COUNT_CAP + 1).push(") capped");
-                qb.build_query_scalar::<i64>()
-                    .persistent(false)
-                    .fetch_one(pool)
-                    .await?
-            });
+            let mut q = Sql::new("SELECT COUNT(*) FROM (SELECT 1 FROM snippets s WHERE 1 = 1");
+            push_snippet_filters(&mut q, f, backend, &plan);
+            q.push(" LIMIT ")
+                .push_bind(KEYWORD_COUNT_CAP + 1)
+                .push(") capped");
+            let n = self.fetch_i64(&q.not_persistent()).await?;
             if n > KEYWORD_COUNT_CAP {
                 // At least the cap, and at least one more than this page when it is full.
                 let full = returned == i64::from(f.limit);
@@ -567,15 +431,9 @@ impl Store {
                 (n, true)
             }
         } else {
-            let n = with_pool!(self, pool => {
-                let mut qb = QueryBuilder::new("SELECT COUNT(*) FROM snippets s WHERE 1 = 1");
-                push_snippet_filters(&mut qb, f, dialect, &plan);
-                qb.build_query_scalar::<i64>()
-                    .persistent(false)
-                    .fetch_one(pool)
-                    .await?
-            });
-            (n, true)
+            let mut q = Sql::new("SELECT COUNT(*) FROM snippets s WHERE 1 = 1");
+            push_snippet_filters(&mut q, f, backend, &plan);
+            (self.fetch_i64(&q.not_persistent()).await?, true)
         };
         Ok(SnippetPage {
             has_more: end < total_count,
@@ -591,52 +449,30 @@ impl Store {
         &self,
         f: &EpisodeFilter,
     ) -> Result<Vec<EpisodeListing>, StoreError> {
-        Ok(with_pool!(self, pool => {
-            let mut qb = QueryBuilder::new(
-                "SELECT e.id, e.session_id, fl.path AS source_file, e.ordinal, e.first_turn, \
-                 e.turns, e.start_line, e.end_line, e.started_at, e.ended_at, e.status, \
-                 e.cut_reason, e.triage, e.confidence, e.evidence, e.title, e.files_touched, \
-                 e.tools, e.agents FROM episodes e JOIN files fl ON fl.id = e.file_id WHERE 1 = 1",
-            );
-            if let Some(ids) = &f.session_ids {
-                if ids.is_empty() {
-                    qb.push(" AND 1 = 0");
-                } else {
-                    qb.push(" AND e.session_id IN (");
-                    let mut sep = qb.separated(", ");
-                    for id in ids {
-                        sep.push_bind(id.clone());
-                    }
-                    sep.push_unseparated(")");
-                }
-            }
-            if let Some(t) = &f.triage {
-                qb.push(" AND e.triage = ").push_bind(t.clone());
-            }
-            // NULLs sort first on SQLite and last on PostgreSQL: place them explicitly.
-            qb.push(
-                " ORDER BY CASE WHEN e.started_at IS NULL THEN 1 ELSE 0 END, e.started_at, \
-                 fl.path, e.start_line",
-            );
-            qb.build_query_as::<EpisodeListing>().fetch_all(pool).await?
-        }))
+        let mut q = Sql::new(
+            "SELECT e.id, e.session_id, fl.path AS source_file, e.ordinal, e.first_turn, \
+             e.turns, e.start_line, e.end_line, e.started_at, e.ended_at, e.status, \
+             e.cut_reason, e.triage, e.confidence, e.evidence, e.title, e.files_touched, \
+             e.tools, e.agents FROM episodes e JOIN files fl ON fl.id = e.file_id WHERE 1 = 1",
+        );
+        if let Some(ids) = &f.session_ids {
+            q.push(" AND ").push_in("e.session_id", ids);
+        }
+        if let Some(t) = &f.triage {
+            q.push(" AND e.triage = ").push_bind(t.as_str());
+        }
+        // NULLs sort first on SQLite and last on PostgreSQL: place them explicitly.
+        q.push(
+            " ORDER BY CASE WHEN e.started_at IS NULL THEN 1 ELSE 0 END, e.started_at, \
+             fl.path, e.start_line",
+        );
+        self.fetch_all(&q.not_persistent()).await
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn fts5_phrase_quotes_and_doubles_inner_quotes() {
-        assert_eq!(fts5_phrase("abc"), "\"abc\"");
-        assert_eq!(fts5_phrase("say \"hi\" OR x*"), "\"say \"\"hi\"\" OR x*\"");
-    }
-
-    #[test]
-    fn like_patterns_escape_wildcards() {
-        assert_eq!(contains_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
-    }
 
     #[test]
     fn json_columns_are_lenient() {

@@ -6,6 +6,9 @@
 //! [`Store::commit_group`]. A lone line appended to an idle file is committed alone and at once;
 //! a backfill of thousands of small files shares transactions. One writer also means SQLite never
 //! sees two writers contending for its lock.
+//!
+//! The writer is a future, not a task: the shell (`run`) spawns it as a named worker and awaits
+//! it at shutdown. It ends once every [`Writer`] handle is dropped and the queue is drained.
 
 use tokio::sync::{mpsc, oneshot};
 
@@ -39,17 +42,16 @@ impl std::fmt::Debug for Job {
     }
 }
 
-/// Returned when the writer task is gone (shutdown): the batch was not written.
-fn writer_gone() -> StoreError {
-    StoreError::Sqlx(sqlx::Error::PoolClosed)
-}
-
 impl Writer {
-    /// Start the writer task on the current runtime.
-    pub fn spawn(store: Store) -> (Writer, tokio::task::JoinHandle<()>) {
+    /// A handle and the writer loop to run (spawn it; it ends when every handle is dropped).
+    pub fn new(
+        store: Store,
+    ) -> (
+        Writer,
+        impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
         let (tx, rx) = mpsc::channel(GROUP_BATCHES);
-        let task = tokio::spawn(run(store, rx));
-        (Writer { tx }, task)
+        (Writer { tx }, run(store, rx))
     }
 
     /// Commit `batch` (possibly together with other files' batches) and return what it wrote.
@@ -58,8 +60,8 @@ impl Writer {
         self.tx
             .send(Job { batch, ack })
             .await
-            .map_err(|_| writer_gone())?;
-        rx.await.unwrap_or_else(|_| Err(writer_gone()))
+            .map_err(|_| StoreError::WriterGone)?;
+        rx.await.unwrap_or(Err(StoreError::WriterGone))
     }
 }
 
@@ -110,9 +112,9 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
             }
             Err(e) => {
                 tracing::error!(batches = batches.len(), error = %e, "group commit failed");
-                let msg = e.to_string();
+                let e = std::sync::Arc::new(e);
                 for ack in acks {
-                    let _ = ack.send(Err(StoreError::Sqlx(sqlx::Error::Protocol(msg.clone()))));
+                    let _ = ack.send(Err(StoreError::Group(e.clone())));
                 }
             }
         }

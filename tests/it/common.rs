@@ -7,7 +7,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-use gleaner::config::DatabaseConfig;
+use gleaner::store::Options as DatabaseConfig;
 use gleaner::store::{FileListing, Store, TableCounts};
 
 /// The two backends every storage test runs on.

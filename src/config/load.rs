@@ -1,0 +1,428 @@
+//! Loading: the sources merged into a [`RawConfig`], then validated into a [`Config`] with
+//! everything built from the settings (the redactor, the episode rules) built here, once.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::{
+    BatchConfig, Config, ConfigError, DaemonConfig, LogConfig, LogFormat, SessionsConfig,
+    TailSettings, DEFAULT_CONFIG_TOML, ENV_PREFIX,
+};
+use crate::episode::{EpisodesTable, Rules, Settings, TriageTable};
+use crate::extract::redact::Redactor;
+use crate::store::{collapse_whitespace, redact_url, Backend, Options};
+
+/// Command-line values that override every other source.
+#[derive(Debug, Clone, Default)]
+pub struct Overrides {
+    /// `--config PATH`: a config file that must exist.
+    pub config_file: Option<PathBuf>,
+    /// `--projects-dir DIR`.
+    pub projects_dir: Option<PathBuf>,
+    /// `--database-url URL`.
+    pub database_url: Option<String>,
+    /// `--machine-id ID`.
+    pub machine_id: Option<String>,
+    /// `--log-level LEVEL`.
+    pub log_level: Option<String>,
+}
+
+/// The merged, not yet validated configuration (mirrors `config/gleaner.toml`).
+#[derive(Debug, Clone, Deserialize)]
+pub struct RawConfig {
+    projects_dir: String,
+    data_dir: String,
+    machine_id: String,
+    database: RawDatabase,
+    tail: RawTail,
+    batch: RawBatch,
+    daemon: RawDaemon,
+    sessions: RawSessions,
+    episodes: EpisodesTable,
+    triage: TriageTable,
+    redact: RawRedact,
+    log: RawLog,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawRedact {
+    extra: std::collections::BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawSessions {
+    idle_timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawDatabase {
+    url: String,
+    max_connections: u32,
+    connect_timeout_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawTail {
+    max_line_bytes: u64,
+    read_chunk_bytes: u64,
+    idle_evict_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawBatch {
+    max_bytes: u64,
+    max_lines: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawDaemon {
+    rescan_interval_secs: u64,
+    debounce_ms: u64,
+    workers: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawLog {
+    level: String,
+    format: String,
+}
+
+/// The process environment as the variables the loader looks at.
+fn process_env() -> Env {
+    Env {
+        vars: std::env::vars().collect(),
+    }
+}
+
+/// Environment snapshot, injectable so tests do not mutate the process environment.
+#[derive(Debug, Clone, Default)]
+pub struct Env {
+    /// Variable name to value.
+    pub vars: HashMap<String, String>,
+}
+
+impl Env {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.vars
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| !v.is_empty())
+    }
+
+    fn home(&self) -> PathBuf {
+        self.get("HOME")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/"))
+    }
+
+    fn gleaner_vars(&self) -> HashMap<String, String> {
+        self.vars
+            .iter()
+            .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    }
+}
+
+/// Load the configuration from the process environment and the given overrides.
+pub fn load(overrides: &Overrides) -> Result<Config, ConfigError> {
+    load_with_env(overrides, &process_env())
+}
+
+/// Load with an explicit environment (used by tests).
+pub fn load_with_env(overrides: &Overrides, env: &Env) -> Result<Config, ConfigError> {
+    use config::{Config as Cfg, Environment, File, FileFormat};
+
+    let file = match &overrides.config_file {
+        Some(p) => {
+            if !p.is_file() {
+                return Err(ConfigError::File {
+                    path: p.clone(),
+                    message: "no such file".into(),
+                });
+            }
+            Some(p.clone())
+        }
+        None => {
+            let base = env
+                .get("XDG_CONFIG_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| env.home().join(".config"));
+            let p = base.join("gleaner").join("config.toml");
+            p.is_file().then_some(p)
+        }
+    };
+
+    if let Some(path) = &file {
+        check_file_keys(path)?;
+    }
+
+    let mut builder =
+        Cfg::builder().add_source(File::from_str(DEFAULT_CONFIG_TOML, FileFormat::Toml));
+    if let Some(path) = &file {
+        builder = builder.add_source(File::from(path.as_path()).format(FileFormat::Toml));
+    }
+    builder = builder.add_source(
+        Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("_")
+            .separator("__")
+            .try_parsing(true)
+            .source(Some(env.gleaner_vars().into_iter().collect())),
+    );
+    let set = |b: config::ConfigBuilder<config::builder::DefaultState>,
+               key: &str,
+               v: &Option<String>| match v {
+        Some(v) => b.set_override(key, v.clone()),
+        None => Ok(b),
+    };
+    let merge_err =
+        |e: config::ConfigError| ConfigError::Merge(collapse_whitespace(&e.to_string()));
+    builder = set(
+        builder,
+        "projects_dir",
+        &overrides
+            .projects_dir
+            .as_ref()
+            .map(|p| p.display().to_string()),
+    )
+    .map_err(merge_err)?;
+    builder = set(builder, "database.url", &overrides.database_url).map_err(merge_err)?;
+    builder = set(builder, "machine_id", &overrides.machine_id).map_err(merge_err)?;
+    builder = set(builder, "log.level", &overrides.log_level).map_err(merge_err)?;
+
+    let merged = builder.build().map_err(|e| match &file {
+        Some(path) => ConfigError::File {
+            path: path.clone(),
+            message: collapse_whitespace(&e.to_string()),
+        },
+        None => merge_err(e),
+    })?;
+    let raw: RawConfig = merged.try_deserialize().map_err(merge_err)?;
+    Config::from_raw(raw, file, env)
+}
+
+/// Reject keys in the user's file that the embedded defaults do not have: a typo would otherwise
+/// be silently ignored. Environment variables are not checked (unrelated `GLEANER_*` variables
+/// may exist).
+fn check_file_keys(path: &Path) -> Result<(), ConfigError> {
+    use config::{Config as Cfg, File, FileFormat};
+    let known = key_paths(
+        &Cfg::builder()
+            .add_source(File::from_str(DEFAULT_CONFIG_TOML, FileFormat::Toml))
+            .build()
+            .map_err(|e| ConfigError::Merge(e.to_string()))?,
+    );
+    let user = Cfg::builder()
+        .add_source(File::from(path).format(FileFormat::Toml))
+        .build()
+        .map_err(|e| ConfigError::File {
+            path: path.to_path_buf(),
+            message: collapse_whitespace(&e.to_string()),
+        })?;
+    for key in key_paths(&user) {
+        // `redact.extra` is a map of user-chosen names.
+        if !known.contains(&key) && !key.starts_with("redact.extra.") {
+            return Err(ConfigError::UnknownKey {
+                path: path.to_path_buf(),
+                key,
+            });
+        }
+    }
+    Ok(())
+}
+
+fn key_paths(cfg: &config::Config) -> BTreeSet<String> {
+    fn walk(prefix: &str, table: config::Map<String, config::Value>, out: &mut BTreeSet<String>) {
+        for (k, v) in table {
+            let key = if prefix.is_empty() {
+                k
+            } else {
+                format!("{prefix}.{k}")
+            };
+            match v.clone().into_table() {
+                Ok(t) => walk(&key, t, out),
+                Err(_) => {
+                    out.insert(key);
+                }
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    if let Ok(t) = cfg
+        .clone()
+        .try_deserialize::<config::Map<String, config::Value>>()
+    {
+        walk("", t, &mut out);
+    }
+    out
+}
+
+fn expand_home(p: &str, env: &Env) -> PathBuf {
+    if p == "~" {
+        env.home()
+    } else if let Some(rest) = p.strip_prefix("~/") {
+        env.home().join(rest)
+    } else {
+        PathBuf::from(p)
+    }
+}
+
+fn positive(key: &str, v: u64, min: u64) -> Result<u64, ConfigError> {
+    if v < min {
+        Err(ConfigError::Invalid {
+            key: key.into(),
+            message: format!("must be at least {min}, got {v}"),
+        })
+    } else {
+        Ok(v)
+    }
+}
+
+fn to_usize(key: &str, v: u64) -> Result<usize, ConfigError> {
+    usize::try_from(v).map_err(|_| ConfigError::Invalid {
+        key: key.into(),
+        message: format!("{v} is too large"),
+    })
+}
+
+impl Config {
+    /// Validate the merged values and resolve defaults that depend on the environment.
+    pub fn from_raw(
+        raw: RawConfig,
+        file: Option<PathBuf>,
+        env: &Env,
+    ) -> Result<Config, ConfigError> {
+        let projects_dir = if raw.projects_dir.trim().is_empty() {
+            match env.get("CLAUDE_CONFIG_DIR") {
+                Some(dir) => expand_home(dir, env).join("projects"),
+                None => env.home().join(".claude").join("projects"),
+            }
+        } else {
+            expand_home(raw.projects_dir.trim(), env)
+        };
+        let data_dir = if raw.data_dir.trim().is_empty() {
+            env.get("XDG_DATA_HOME")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| env.home().join(".local").join("share"))
+                .join("gleaner")
+        } else {
+            expand_home(raw.data_dir.trim(), env)
+        };
+        let machine_id = if raw.machine_id.trim().is_empty() {
+            gethostname::gethostname().to_string_lossy().into_owned()
+        } else {
+            raw.machine_id.trim().to_string()
+        };
+        let url = raw.database.url.trim();
+        let url = if url.is_empty() {
+            format!("sqlite://{}", data_dir.join("gleaner.db").display())
+        } else if let Some(rest) = url.strip_prefix("sqlite://~/") {
+            format!("sqlite://{}", env.home().join(rest).display())
+        } else {
+            url.to_string()
+        };
+        if Backend::of_url(&url).is_none() {
+            return Err(ConfigError::Invalid {
+                key: "database.url".into(),
+                message: format!(
+                    "{} is neither sqlite://PATH nor postgres://...",
+                    redact_url(&url)
+                ),
+            });
+        }
+        let format = match raw.log.format.trim() {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            other => {
+                return Err(ConfigError::Invalid {
+                    key: "log.format".into(),
+                    message: format!("expected \"text\" or \"json\", got {other:?}"),
+                })
+            }
+        };
+        let level = raw.log.level.trim().to_string();
+        if level.is_empty() {
+            return Err(ConfigError::Invalid {
+                key: "log.level".into(),
+                message: "must not be empty".into(),
+            });
+        }
+        Ok(Config {
+            projects_dir,
+            data_dir,
+            machine_id,
+            database: Options {
+                url,
+                max_connections: u32::try_from(positive(
+                    "database.max_connections",
+                    raw.database.max_connections.into(),
+                    1,
+                )?)
+                .unwrap_or(u32::MAX),
+                connect_timeout: Duration::from_secs(positive(
+                    "database.connect_timeout_secs",
+                    raw.database.connect_timeout_secs,
+                    1,
+                )?),
+            },
+            tail: TailSettings {
+                max_line_bytes: to_usize(
+                    "tail.max_line_bytes",
+                    positive("tail.max_line_bytes", raw.tail.max_line_bytes, 1024)?,
+                )?,
+                read_chunk_bytes: to_usize(
+                    "tail.read_chunk_bytes",
+                    positive("tail.read_chunk_bytes", raw.tail.read_chunk_bytes, 4096)?,
+                )?,
+                idle_evict: Duration::from_secs(raw.tail.idle_evict_secs),
+            },
+            batch: BatchConfig {
+                max_bytes: to_usize(
+                    "batch.max_bytes",
+                    positive("batch.max_bytes", raw.batch.max_bytes, 1024)?,
+                )?,
+                max_lines: to_usize(
+                    "batch.max_lines",
+                    positive("batch.max_lines", raw.batch.max_lines, 1)?,
+                )?,
+            },
+            daemon: DaemonConfig {
+                rescan_interval: Duration::from_secs(positive(
+                    "daemon.rescan_interval_secs",
+                    raw.daemon.rescan_interval_secs,
+                    1,
+                )?),
+                debounce: Duration::from_millis(raw.daemon.debounce_ms),
+                workers: to_usize(
+                    "daemon.workers",
+                    positive("daemon.workers", raw.daemon.workers, 1)?,
+                )?,
+            },
+            sessions: SessionsConfig {
+                idle_timeout: Duration::from_secs(positive(
+                    "sessions.idle_timeout_secs",
+                    raw.sessions.idle_timeout_secs,
+                    1,
+                )?),
+            },
+            rules: Arc::new(
+                Settings::from_tables(raw.episodes, raw.triage)
+                    .and_then(Rules::new)
+                    .map_err(ConfigError::from)?,
+            ),
+            redactor: {
+                let extra: Vec<(String, String)> = raw.redact.extra.into_iter().collect();
+                Arc::new(Redactor::new(&extra).map_err(|e| ConfigError::Invalid {
+                    key: format!("redact.extra.{}", e.pattern),
+                    message: e.message,
+                })?)
+            },
+            log: LogConfig { level, format },
+            file,
+        })
+    }
+}

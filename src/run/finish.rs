@@ -1,0 +1,70 @@
+//! Ending sessions: by the hook, when idle, when their files are gone.
+//!
+//! A session's last episode is open until the session ends. Ending it reads the builder state
+//! of each of its main files, lets the episode stage close the open episode
+//! ([`episode::Builder::finish`]), and hands the closed rows to the store, which writes them in
+//! the transaction that marks the session finished. The stored state is left as it is, so a
+//! session that resumes continues that episode and writes it again.
+
+use crate::config::Config;
+use crate::episode;
+use crate::store::{ClosedEpisode, Store, StoreError};
+
+/// The open episode of every main file of these sessions, closed.
+pub async fn close_episodes(
+    store: &Store,
+    session_ids: &[&str],
+) -> Result<Vec<ClosedEpisode>, StoreError> {
+    let states = store.episode_states(session_ids).await?;
+    let mut closed = Vec::with_capacity(states.len());
+    for s in states {
+        let Some(builder) = episode::Builder::from_json(&s.state) else {
+            tracing::warn!(
+                file_id = s.file_id,
+                "unreadable episode state; last episode left open"
+            );
+            continue;
+        };
+        if let Some(row) = builder.finish(&s.session_id) {
+            closed.push(ClosedEpisode {
+                file_id: s.file_id,
+                path: s.path,
+                project: s.project,
+                byte_offset: s.byte_offset,
+                row,
+            });
+        }
+    }
+    Ok(closed)
+}
+
+/// Finish one session (`reason`: `hook`, ...) with its episodes. False if it was not active.
+pub async fn finish_session(
+    store: &Store,
+    session_id: &str,
+    reason: &str,
+) -> Result<bool, StoreError> {
+    let closed = close_episodes(store, &[session_id]).await?;
+    store.finish_session(session_id, reason, &closed).await
+}
+
+/// Finish every active session of this machine whose files have not grown for
+/// `sessions.idle_timeout` (file modification times), or whose files are all gone. Returns how
+/// many were finished.
+pub async fn sweep_idle_sessions(store: &Store, cfg: &Config) -> Result<usize, StoreError> {
+    let cutoff = crate::extract::rows::unix_ms_now() - cfg.sessions.idle_timeout.as_millis() as i64;
+    let idle = store.idle_sessions(&cfg.machine_id, cutoff).await?;
+    if idle.is_empty() {
+        return Ok(0);
+    }
+    let t0 = std::time::Instant::now();
+    let ids: Vec<&str> = idle.iter().map(|s| s.session_id.as_str()).collect();
+    let closed = close_episodes(store, &ids).await?;
+    let n = store.finish_idle(&idle, &closed).await?;
+    tracing::debug!(
+        finished = n,
+        ms = t0.elapsed().as_millis() as u64,
+        "idle sessions finished"
+    );
+    Ok(n as usize)
+}

@@ -1,0 +1,139 @@
+//! File rows: the registry of tracked transcripts and their checkpoints.
+
+use super::sql::{ladder_chunks, Sql};
+use super::{Store, StoreError};
+use crate::extract::rows::now_iso;
+use crate::tail::discovery::FileInfo;
+use crate::tail::Checkpoint;
+
+/// A file row as the pipeline needs it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct FileRecord {
+    /// Row id.
+    pub id: i64,
+    /// Absolute path.
+    pub path: String,
+    /// `main` or `agent`.
+    pub kind: String,
+    /// Project folder.
+    pub project: String,
+    /// Session id, once known.
+    pub session_id: Option<String>,
+    /// Sub-agent id.
+    pub agent_id: Option<String>,
+    /// Device id.
+    pub dev: i64,
+    /// Inode.
+    pub inode: i64,
+    /// Generation.
+    pub generation: i64,
+    /// Committed offset.
+    pub byte_offset: i64,
+    /// Committed line count.
+    pub lines: i64,
+    /// Size at last commit.
+    pub size: i64,
+    /// Head fingerprint length.
+    pub head_len: i64,
+    /// Head fingerprint.
+    pub head_hash: i64,
+    /// Tail check length.
+    pub tail_len: i64,
+    /// Tail check hash.
+    pub tail_hash: i64,
+    /// `active` or `gone`.
+    pub state: String,
+}
+
+impl FileRecord {
+    /// The stored checkpoint, or `None` when nothing was ever committed for this file (so the
+    /// tailer treats it as new instead of as a replaced file).
+    pub fn checkpoint(&self) -> Option<Checkpoint> {
+        if self.inode == 0 && self.byte_offset == 0 && self.head_len == 0 {
+            return None;
+        }
+        Some(Checkpoint {
+            dev: self.dev as u64,
+            inode: self.inode as u64,
+            generation: self.generation,
+            offset: self.byte_offset as u64,
+            lines: self.lines as u64,
+            head_len: self.head_len as u32,
+            head_hash: self.head_hash as u64,
+            tail_len: self.tail_len as u32,
+            tail_hash: self.tail_hash as u64,
+        })
+    }
+}
+
+const FILE_COLUMNS: &str =
+    "id, path, kind, project, session_id, agent_id, dev, inode, generation, \
+     byte_offset, lines, size, head_len, head_hash, tail_len, tail_hash, state";
+
+impl Store {
+    /// All file rows of one machine.
+    pub async fn files_of(&self, machine: &str) -> Result<Vec<FileRecord>, StoreError> {
+        let q = Sql::new(format!(
+            "SELECT {FILE_COLUMNS} FROM files WHERE machine = $1"
+        ))
+        .arg(machine);
+        self.fetch_all(&q).await
+    }
+
+    /// The file rows for `infos`, created where they do not exist yet, in one transaction
+    /// (a backfill registers thousands of files; one round trip each would dominate).
+    pub async fn register_files(
+        &self,
+        machine: &str,
+        infos: &[FileInfo],
+    ) -> Result<Vec<FileRecord>, StoreError> {
+        let now = now_iso();
+        let paths: Vec<String> = infos
+            .iter()
+            .map(|i| i.path.to_string_lossy().into_owned())
+            .collect();
+        let rows: Vec<(&FileInfo, &String)> = infos.iter().zip(paths.iter()).collect();
+        let mut tx = self.begin().await?;
+        let mut out = Vec::with_capacity(infos.len());
+        for chunk in ladder_chunks(&rows) {
+            let mut q = Sql::new(
+                "INSERT INTO files (machine, path, project, kind, session_id, agent_id, \
+                 first_seen_at, updated_at) ",
+            );
+            q.push_values(chunk, |row, (info, path)| {
+                row.bind(machine)
+                    .bind(path.as_str())
+                    .bind(info.project.as_str())
+                    .bind(info.kind.as_str())
+                    .bind(info.session_id.as_deref())
+                    .bind(info.agent_id.as_deref())
+                    .bind(now.as_str())
+                    .bind(now.as_str());
+            });
+            // A no-op update so RETURNING also yields rows that already existed.
+            q.push(
+                " ON CONFLICT (machine, path) DO UPDATE SET machine = excluded.machine RETURNING ",
+            );
+            q.push(FILE_COLUMNS);
+            out.append(&mut tx.conn().fetch_all::<FileRecord>(&q).await?);
+        }
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    /// Mark a file whose path no longer exists. Its rows are kept.
+    pub async fn mark_gone(&self, file_id: i64) -> Result<(), StoreError> {
+        let q = Sql::new("UPDATE files SET state = 'gone', updated_at = $1 WHERE id = $2")
+            .arg(now_iso())
+            .arg(file_id);
+        self.execute(&q).await?;
+        Ok(())
+    }
+
+    /// The episode builder state of a file (JSON), if any was stored.
+    pub async fn episode_state(&self, file_id: i64) -> Result<Option<String>, StoreError> {
+        let q = Sql::new("SELECT episode_state FROM files WHERE id = $1").arg(file_id);
+        let row: Option<(Option<String>,)> = self.fetch_optional(&q).await?;
+        Ok(row.and_then(|(s,)| s))
+    }
+}

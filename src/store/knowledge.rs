@@ -1,0 +1,241 @@
+//! The knowledge rows of a group of batches: summaries and their leaves, feedback, tool uses
+//! and token usage.
+//!
+//! Keys that may repeat within a group (a tool use id or API message id seen in a resumed
+//! session's copy) are merged first: PostgreSQL rejects an upsert that touches one row twice.
+
+use std::collections::{HashMap, HashSet};
+
+use super::sql::{dedup_by, ladder_chunks, Conn, Sql};
+use super::StoreError;
+use crate::extract::rows::{
+    uuid_key, FeedbackRow, PreparedBatch, SummaryRow, ToolUseRow, UsageRow,
+};
+
+/// Write the knowledge rows of the accepted batches of a group. `leaves` is the writer's set of
+/// known summary-leaf keys; it gains the leaves of the summaries written here.
+pub(super) async fn write(
+    c: &mut Conn<'_>,
+    accepted: &[&PreparedBatch],
+    leaves: &mut HashSet<i64>,
+) -> Result<(), StoreError> {
+    write_summaries(c, accepted, leaves).await?;
+    write_feedback(c, accepted).await?;
+    write_tool_uses(c, accepted, false).await?;
+    write_tool_uses(c, accepted, true).await?;
+    write_usage(c, accepted).await
+}
+
+async fn write_summaries(
+    c: &mut Conn<'_>,
+    accepted: &[&PreparedBatch],
+    leaves: &mut HashSet<i64>,
+) -> Result<(), StoreError> {
+    let backend = c.backend();
+    let summaries: Vec<(&PreparedBatch, &SummaryRow)> = accepted
+        .iter()
+        .flat_map(|b| b.summaries.iter().map(move |r| (*b, r)))
+        .collect();
+    let summaries = dedup_by(summaries, |(_, r)| (r.kind, r.dedup_key.clone()));
+    for chunk in ladder_chunks(&summaries) {
+        let mut q = Sql::new(format!(
+            "{}summaries (kind, dedup_key, text, leaf_uuid, uuid, compact_trigger, \
+             pre_tokens, session_id, agent_id, ts, file_id, line_no, leaf_key) ",
+            backend.insert_ignore()
+        ));
+        q.push_values(chunk, |row, (b, r)| {
+            row.bind(r.kind)
+                .bind(r.dedup_key.as_str())
+                .bind(r.text.as_deref())
+                .bind(r.leaf_uuid.as_deref())
+                .bind(r.uuid.as_deref())
+                .bind(r.trigger.as_deref())
+                .bind(r.pre_tokens)
+                .bind(r.session_id.as_str())
+                .bind(r.agent_id.as_deref())
+                .bind(r.ts.as_deref())
+                .bind(b.file_id)
+                .bind(r.line_no as i64)
+                .bind(r.leaf_uuid.as_deref().map(uuid_key));
+        });
+        q.push(&backend.on_conflict_ignore("kind, dedup_key"));
+        c.execute(&q).await?;
+    }
+    // Summary leaves. A new leaf's message may already be stored (usually in a sibling file
+    // of the same project): one scan of that project's messages by uuid_key per group.
+    let mut new_leaves: HashMap<&str, Vec<i64>> = HashMap::new();
+    for (b, r) in &summaries {
+        if let (true, Some(leaf)) = (r.kind == "summary", r.leaf_uuid.as_deref()) {
+            let k = uuid_key(leaf);
+            if leaves.insert(k) {
+                new_leaves.entry(b.project.as_str()).or_default().push(k);
+            }
+        }
+    }
+    for (project, keys) in &new_leaves {
+        for chunk in keys.chunks(500) {
+            let mut q = Sql::new(format!(
+                "{}summary_leaves (leaf_uuid, session_id) SELECT m.uuid, m.session_id \
+                 FROM messages m JOIN files f ON f.id = m.file_id WHERE f.project = ",
+                backend.insert_ignore()
+            ));
+            q.push_bind(*project).push(" AND ");
+            q.push_in("m.uuid_key", chunk.iter().copied());
+            q.push(&backend.on_conflict_ignore("leaf_uuid, session_id"));
+            c.execute(&q.not_persistent()).await?;
+        }
+    }
+    // Messages committed now that a known summary names as its leaf.
+    let hits: Vec<(&str, &str)> = dedup_by(
+        accepted
+            .iter()
+            .flat_map(|b| b.messages.iter())
+            .filter_map(|m| {
+                let u = m.uuid.as_deref()?;
+                leaves
+                    .contains(&uuid_key(u))
+                    .then_some((u, m.session_id.as_str()))
+            })
+            .collect(),
+        |h| *h,
+    );
+    for chunk in ladder_chunks(&hits) {
+        let mut q = Sql::new(format!(
+            "{}summary_leaves (leaf_uuid, session_id) ",
+            backend.insert_ignore()
+        ));
+        q.push_values(chunk, |row, (u, sid)| {
+            row.bind(*u).bind(*sid);
+        });
+        q.push(&backend.on_conflict_ignore("leaf_uuid, session_id"));
+        c.execute(&q).await?;
+    }
+    Ok(())
+}
+
+async fn write_feedback(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<(), StoreError> {
+    let backend = c.backend();
+    let feedback: Vec<(&PreparedBatch, &FeedbackRow)> = accepted
+        .iter()
+        .flat_map(|b| b.feedback.iter().map(move |r| (*b, r)))
+        .collect();
+    let feedback = dedup_by(feedback, |(_, r)| r.dedup_key.clone());
+    for chunk in ladder_chunks(&feedback) {
+        let mut q = Sql::new(format!(
+            "{}feedback (dedup_key, ts, session_id, feedback_type, content, reason, \
+             agent_id, slug, tool_use_id, uuid, file_id, line_no) ",
+            backend.insert_ignore()
+        ));
+        q.push_values(chunk, |row, (b, r)| {
+            row.bind(r.dedup_key.as_str())
+                .bind(r.ts.as_deref())
+                .bind(r.session_id.as_str())
+                .bind(r.feedback_type.as_str())
+                .bind(r.content.as_str())
+                .bind(r.reason.as_deref())
+                .bind(r.agent_id.as_deref())
+                .bind(r.slug.as_deref())
+                .bind(r.tool_use_id.as_deref())
+                .bind(r.uuid.as_deref())
+                .bind(b.file_id)
+                .bind(r.line_no as i64);
+        });
+        q.push(&backend.on_conflict_ignore("dedup_key"));
+        c.execute(&q).await?;
+    }
+    Ok(())
+}
+
+/// Tool calls (`errors` false) or their failed results (`errors` true): a call fills in what a
+/// row lacks, a failure marks the row.
+async fn write_tool_uses(
+    c: &mut Conn<'_>,
+    accepted: &[&PreparedBatch],
+    errors: bool,
+) -> Result<(), StoreError> {
+    let list: Vec<(&PreparedBatch, &ToolUseRow)> = accepted
+        .iter()
+        .flat_map(|b| {
+            let v = if errors { &b.tool_errors } else { &b.tool_uses };
+            v.iter().map(move |r| (*b, r))
+        })
+        .collect();
+    let list = dedup_by(list, |(_, r)| r.tool_use_id.clone());
+    for chunk in ladder_chunks(&list) {
+        let mut q = Sql::new(
+            "INSERT INTO tool_uses (tool_use_id, session_id, name, target, ts, is_error, \
+             file_id, line_no) ",
+        );
+        q.push_values(chunk, |row, (b, r)| {
+            row.bind(r.tool_use_id.as_str())
+                .bind(r.session_id.as_str())
+                .bind(r.name.as_deref())
+                .bind(r.target.as_deref())
+                .bind(r.ts.as_deref())
+                .bind(errors)
+                .bind(b.file_id)
+                .bind(r.line_no as i64);
+        });
+        if errors {
+            q.push(" ON CONFLICT (tool_use_id) DO UPDATE SET is_error = TRUE");
+        } else {
+            q.push(
+                " ON CONFLICT (tool_use_id) DO UPDATE SET \
+                 name = COALESCE(tool_uses.name, excluded.name), \
+                 target = COALESCE(tool_uses.target, excluded.target)",
+            );
+        }
+        c.execute(&q).await?;
+    }
+    Ok(())
+}
+
+/// Token usage, once per API message: the largest figure of each counter wins (streamed
+/// copies of one message repeat and grow them).
+async fn write_usage(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<(), StoreError> {
+    let mut usage: HashMap<&str, UsageRow> = HashMap::new();
+    for u in accepted.iter().flat_map(|b| b.usage.iter()) {
+        let e = usage
+            .entry(u.message_id.as_str())
+            .or_insert_with(|| u.clone());
+        e.input_tokens = e.input_tokens.max(u.input_tokens);
+        e.output_tokens = e.output_tokens.max(u.output_tokens);
+        e.cache_creation_input_tokens = e
+            .cache_creation_input_tokens
+            .max(u.cache_creation_input_tokens);
+        e.cache_read_input_tokens = e.cache_read_input_tokens.max(u.cache_read_input_tokens);
+    }
+    let mut usage: Vec<UsageRow> = usage.into_values().collect();
+    usage.sort_by(|a, b| a.message_id.cmp(&b.message_id));
+    for chunk in ladder_chunks(&usage) {
+        let mut q = Sql::new(
+            "INSERT INTO assistant_usage (message_id, session_id, input_tokens, output_tokens, \
+             cache_creation_input_tokens, cache_read_input_tokens) ",
+        );
+        q.push_values(chunk, |row, u| {
+            row.bind(u.message_id.as_str())
+                .bind(u.session_id.as_str())
+                .bind(u.input_tokens)
+                .bind(u.output_tokens)
+                .bind(u.cache_creation_input_tokens)
+                .bind(u.cache_read_input_tokens);
+        });
+        q.push(
+            " ON CONFLICT (message_id) DO UPDATE SET \
+             input_tokens = CASE WHEN excluded.input_tokens > assistant_usage.input_tokens \
+                THEN excluded.input_tokens ELSE assistant_usage.input_tokens END, \
+             output_tokens = CASE WHEN excluded.output_tokens > assistant_usage.output_tokens \
+                THEN excluded.output_tokens ELSE assistant_usage.output_tokens END, \
+             cache_creation_input_tokens = CASE WHEN excluded.cache_creation_input_tokens > \
+                assistant_usage.cache_creation_input_tokens \
+                THEN excluded.cache_creation_input_tokens \
+                ELSE assistant_usage.cache_creation_input_tokens END, \
+             cache_read_input_tokens = CASE WHEN excluded.cache_read_input_tokens > \
+                assistant_usage.cache_read_input_tokens \
+                THEN excluded.cache_read_input_tokens \
+                ELSE assistant_usage.cache_read_input_tokens END",
+        );
+        c.execute(&q).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,513 @@
+//! One SQL text and its arguments, run on whichever backend the store holds.
+//!
+//! Why not sqlx's `QueryBuilder` generic over the database: every function that binds a value
+//! would need a `where` clause per bound type and backend (trait bounds on other types are not
+//! implied by a bound-bundle trait), and the alternative, macro bodies expanded once per
+//! backend, hides types and dependencies. Instead a [`Sql`] collects its text with `$n`
+//! placeholders (which both SQLite and PostgreSQL read) and its arguments as plain [`Arg`]
+//! values; [`Conn`] turns them into the backend's own argument list at the one place where the
+//! backend is matched. Borrowed text stays borrowed until the driver encodes it.
+//!
+//! Every write and read of the store goes through here, so the store's functions are ordinary
+//! `async fn`s over a [`Conn`] (a pooled connection or an open transaction).
+
+use std::borrow::Cow;
+
+use sqlx::postgres::{PgArguments, PgConnection, PgRow};
+use sqlx::sqlite::{SqliteArguments, SqliteConnection, SqliteRow};
+use sqlx::{Arguments, FromRow, PgPool, Postgres, Sqlite, SqlitePool};
+
+/// Which database a URL or a store is: the one name the store has for its dialect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// Embedded SQLite file.
+    Sqlite,
+    /// PostgreSQL server.
+    Postgres,
+}
+
+impl Backend {
+    /// The backend a database URL selects, if any.
+    pub fn of_url(url: &str) -> Option<Backend> {
+        if url.starts_with("sqlite:") {
+            Some(Backend::Sqlite)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Some(Backend::Postgres)
+        } else {
+            None
+        }
+    }
+
+    /// `INSERT` that skips rows whose natural key exists. SQLite's `OR IGNORE` form cannot
+    /// abort midway, so it needs no statement journal (that journal was ~8% of ingest time with
+    /// `ON CONFLICT DO NOTHING`); PostgreSQL takes the matching [`Backend::on_conflict_ignore`].
+    pub(crate) fn insert_ignore(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "INSERT OR IGNORE INTO ",
+            Backend::Postgres => "INSERT INTO ",
+        }
+    }
+
+    /// The suffix matching [`Backend::insert_ignore`] for a conflict on `columns`.
+    pub(crate) fn on_conflict_ignore(self, columns: &str) -> String {
+        match self {
+            Backend::Sqlite => String::new(),
+            Backend::Postgres => format!(" ON CONFLICT ({columns}) DO NOTHING"),
+        }
+    }
+}
+
+/// One bound value.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Arg<'a> {
+    /// Integer (or NULL).
+    Int(Option<i64>),
+    /// Floating point (or NULL).
+    Real(Option<f64>),
+    /// Boolean (or NULL).
+    Bool(Option<bool>),
+    /// Text (or NULL), borrowed where it can be.
+    Text(Option<Cow<'a, str>>),
+    /// A PostgreSQL `text[]`. SQLite has no arrays: binding one there is an encode error.
+    TextArray(Vec<String>),
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(v: i64) -> Self {
+        Arg::Int(Some(v))
+    }
+}
+impl From<Option<i64>> for Arg<'_> {
+    fn from(v: Option<i64>) -> Self {
+        Arg::Int(v)
+    }
+}
+impl From<f64> for Arg<'_> {
+    fn from(v: f64) -> Self {
+        Arg::Real(Some(v))
+    }
+}
+impl From<bool> for Arg<'_> {
+    fn from(v: bool) -> Self {
+        Arg::Bool(Some(v))
+    }
+}
+impl From<Option<bool>> for Arg<'_> {
+    fn from(v: Option<bool>) -> Self {
+        Arg::Bool(v)
+    }
+}
+impl From<Option<f64>> for Arg<'_> {
+    fn from(v: Option<f64>) -> Self {
+        Arg::Real(v)
+    }
+}
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(v: &'a str) -> Self {
+        Arg::Text(Some(Cow::Borrowed(v)))
+    }
+}
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(v: &'a String) -> Self {
+        Arg::Text(Some(Cow::Borrowed(v.as_str())))
+    }
+}
+impl<'a> From<Option<&'a str>> for Arg<'a> {
+    fn from(v: Option<&'a str>) -> Self {
+        Arg::Text(v.map(Cow::Borrowed))
+    }
+}
+impl From<String> for Arg<'_> {
+    fn from(v: String) -> Self {
+        Arg::Text(Some(Cow::Owned(v)))
+    }
+}
+impl From<Option<String>> for Arg<'_> {
+    fn from(v: Option<String>) -> Self {
+        Arg::Text(v.map(Cow::Owned))
+    }
+}
+impl From<Vec<String>> for Arg<'_> {
+    fn from(v: Vec<String>) -> Self {
+        Arg::TextArray(v)
+    }
+}
+
+/// An SQL text with `$n` placeholders and the values they stand for.
+#[derive(Debug, Clone)]
+pub(crate) struct Sql<'a> {
+    text: String,
+    args: Vec<Arg<'a>>,
+    persistent: bool,
+}
+
+impl<'a> Sql<'a> {
+    /// Start a statement.
+    pub(crate) fn new(text: impl Into<String>) -> Sql<'a> {
+        Sql {
+            text: text.into(),
+            args: Vec::new(),
+            persistent: true,
+        }
+    }
+
+    /// Append SQL text.
+    pub(crate) fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+
+    /// Append a placeholder and bind `value` to it.
+    pub(crate) fn push_bind(&mut self, value: impl Into<Arg<'a>>) -> &mut Self {
+        self.args.push(value.into());
+        self.text.push('$');
+        self.text.push_str(&self.args.len().to_string());
+        self
+    }
+
+    /// Bind `value` to the next placeholder already written in the text (`$1`, `$2`, ...).
+    pub(crate) fn arg(mut self, value: impl Into<Arg<'a>>) -> Self {
+        self.args.push(value.into());
+        self
+    }
+
+    /// Append `VALUES (..), (..)`: one parenthesised group per item, its values bound by `row`.
+    pub(crate) fn push_values<T>(
+        &mut self,
+        items: &'a [T],
+        mut row: impl FnMut(&mut Row<'_, 'a>, &'a T),
+    ) {
+        self.text.push_str("VALUES ");
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                self.text.push_str(", ");
+            }
+            self.text.push('(');
+            let mut r = Row {
+                sql: self,
+                first: true,
+            };
+            row(&mut r, item);
+            self.text.push(')');
+        }
+    }
+
+    /// Append `column IN ($a, $b, ...)`, or `1 = 0` for an empty list (PostgreSQL rejects
+    /// `IN ()`): the one place a list of values becomes an `IN`.
+    pub(crate) fn push_in<V: Into<Arg<'a>>>(
+        &mut self,
+        column: &str,
+        values: impl IntoIterator<Item = V>,
+    ) -> &mut Self {
+        let mut values = values.into_iter().peekable();
+        if values.peek().is_none() {
+            self.text.push_str("1 = 0");
+            return self;
+        }
+        self.text.push_str(column);
+        self.text.push_str(" IN (");
+        for (i, v) in values.enumerate() {
+            if i > 0 {
+                self.text.push_str(", ");
+            }
+            self.push_bind(v);
+        }
+        self.text.push(')');
+        self
+    }
+
+    /// Do not keep this statement prepared: for texts that vary (id lists) or that PostgreSQL
+    /// must plan for their actual values each time.
+    pub(crate) fn not_persistent(mut self) -> Self {
+        self.persistent = false;
+        self
+    }
+
+    /// The text as it will be sent.
+    #[cfg(test)]
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    fn sqlite_args(&self) -> Result<SqliteArguments<'_>, sqlx::Error> {
+        let mut out = SqliteArguments::default();
+        for a in &self.args {
+            let r = match a {
+                Arg::Int(v) => out.add(*v),
+                Arg::Real(v) => out.add(*v),
+                Arg::Bool(v) => out.add(*v),
+                Arg::Text(v) => out.add(v.as_deref()),
+                Arg::TextArray(_) => Err("SQLite has no array type".into()),
+            };
+            r.map_err(sqlx::Error::Encode)?;
+        }
+        Ok(out)
+    }
+
+    fn pg_args(&self) -> Result<PgArguments, sqlx::Error> {
+        let mut out = PgArguments::default();
+        for a in &self.args {
+            let r = match a {
+                Arg::Int(v) => out.add(*v),
+                Arg::Real(v) => out.add(*v),
+                Arg::Bool(v) => out.add(*v),
+                Arg::Text(v) => out.add(v.as_deref()),
+                Arg::TextArray(v) => out.add(v),
+            };
+            r.map_err(sqlx::Error::Encode)?;
+        }
+        Ok(out)
+    }
+}
+
+/// The values of one `VALUES` group, separated by commas as they are bound.
+pub(crate) struct Row<'s, 'a> {
+    sql: &'s mut Sql<'a>,
+    first: bool,
+}
+
+impl<'a> Row<'_, 'a> {
+    /// Bind the next value of the group.
+    pub(crate) fn bind(&mut self, value: impl Into<Arg<'a>>) -> &mut Self {
+        if !self.first {
+            self.sql.text.push_str(", ");
+        }
+        self.first = false;
+        self.sql.push_bind(value);
+        self
+    }
+}
+
+/// A row type both backends can decode (every `#[derive(sqlx::FromRow)]` struct and tuple of
+/// plain columns is one).
+pub(crate) trait Record:
+    for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
+{
+}
+impl<T> Record for T where
+    T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
+{
+}
+
+/// A connection of either backend: a pooled one or the one inside a transaction.
+pub(crate) enum Conn<'c> {
+    /// SQLite.
+    Sqlite(&'c mut SqliteConnection),
+    /// PostgreSQL.
+    Postgres(&'c mut PgConnection),
+}
+
+impl Conn<'_> {
+    /// Which backend this is.
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            Conn::Sqlite(_) => Backend::Sqlite,
+            Conn::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Run a statement; the number of rows it changed.
+    pub(crate) async fn execute(&mut self, q: &Sql<'_>) -> Result<u64, sqlx::Error> {
+        Ok(match self {
+            Conn::Sqlite(c) => sqlx::query_with(&q.text, q.sqlite_args()?)
+                .persistent(q.persistent)
+                .execute(&mut **c)
+                .await?
+                .rows_affected(),
+            Conn::Postgres(c) => sqlx::query_with(&q.text, q.pg_args()?)
+                .persistent(q.persistent)
+                .execute(&mut **c)
+                .await?
+                .rows_affected(),
+        })
+    }
+
+    /// Every row of a query.
+    pub(crate) async fn fetch_all<T: Record>(
+        &mut self,
+        q: &Sql<'_>,
+    ) -> Result<Vec<T>, sqlx::Error> {
+        match self {
+            Conn::Sqlite(c) => {
+                sqlx::query_as_with::<Sqlite, T, _>(&q.text, q.sqlite_args()?)
+                    .persistent(q.persistent)
+                    .fetch_all(&mut **c)
+                    .await
+            }
+            Conn::Postgres(c) => {
+                sqlx::query_as_with::<Postgres, T, _>(&q.text, q.pg_args()?)
+                    .persistent(q.persistent)
+                    .fetch_all(&mut **c)
+                    .await
+            }
+        }
+    }
+
+    /// The first row of a query, if any.
+    pub(crate) async fn fetch_optional<T: Record>(
+        &mut self,
+        q: &Sql<'_>,
+    ) -> Result<Option<T>, sqlx::Error> {
+        match self {
+            Conn::Sqlite(c) => {
+                sqlx::query_as_with::<Sqlite, T, _>(&q.text, q.sqlite_args()?)
+                    .persistent(q.persistent)
+                    .fetch_optional(&mut **c)
+                    .await
+            }
+            Conn::Postgres(c) => {
+                sqlx::query_as_with::<Postgres, T, _>(&q.text, q.pg_args()?)
+                    .persistent(q.persistent)
+                    .fetch_optional(&mut **c)
+                    .await
+            }
+        }
+    }
+
+    /// The single value of a one-row, one-column query (a count).
+    pub(crate) async fn fetch_i64(&mut self, q: &Sql<'_>) -> Result<i64, sqlx::Error> {
+        let row: Option<(i64,)> = self.fetch_optional(q).await?;
+        row.map(|(n,)| n).ok_or(sqlx::Error::RowNotFound)
+    }
+}
+
+/// An open transaction of either backend.
+pub(crate) enum Tx {
+    /// SQLite.
+    Sqlite(sqlx::Transaction<'static, Sqlite>),
+    /// PostgreSQL.
+    Postgres(sqlx::Transaction<'static, Postgres>),
+}
+
+impl Tx {
+    /// The transaction's connection, to run statements in it.
+    pub(crate) fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Tx::Sqlite(t) => Conn::Sqlite(t),
+            Tx::Postgres(t) => Conn::Postgres(t),
+        }
+    }
+
+    /// Commit.
+    pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(t) => t.commit().await,
+            Tx::Postgres(t) => t.commit().await,
+        }
+    }
+}
+
+/// A connection checked out of either pool.
+pub(crate) enum Pooled {
+    /// SQLite.
+    Sqlite(sqlx::pool::PoolConnection<Sqlite>),
+    /// PostgreSQL.
+    Postgres(sqlx::pool::PoolConnection<Postgres>),
+}
+
+impl Pooled {
+    /// Check a connection out.
+    pub(crate) async fn acquire_sqlite(p: &SqlitePool) -> Result<Pooled, sqlx::Error> {
+        Ok(Pooled::Sqlite(p.acquire().await?))
+    }
+
+    /// Check a connection out.
+    pub(crate) async fn acquire_pg(p: &PgPool) -> Result<Pooled, sqlx::Error> {
+        Ok(Pooled::Postgres(p.acquire().await?))
+    }
+
+    /// The connection, to run statements on.
+    pub(crate) fn conn(&mut self) -> Conn<'_> {
+        match self {
+            Pooled::Sqlite(c) => Conn::Sqlite(c),
+            Pooled::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
+/// Split `rows` into chunks whose sizes come from a fixed ladder (500, 100, 20, 5, 1).
+///
+/// Every distinct row count is a distinct SQL text that SQLite must parse (a 500-row insert has
+/// 9,000 parameters); with a fixed ladder only five texts per table exist and all of them stay in
+/// sqlx's prepared-statement cache. 500 rows of at most 21 columns stay under both backends'
+/// bind-parameter limits.
+pub(crate) fn ladder_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+    const LADDER: [usize; 5] = [500, 100, 20, 5, 1];
+    let mut rest = rows;
+    std::iter::from_fn(move || {
+        let n = LADDER.iter().copied().find(|&n| n <= rest.len())?;
+        let (chunk, tail) = rest.split_at(n);
+        rest = tail;
+        Some(chunk)
+    })
+}
+
+/// Keep the first item of each key, in order.
+pub(crate) fn dedup_by<T, K: std::hash::Hash + Eq>(items: Vec<T>, key: impl Fn(&T) -> K) -> Vec<T> {
+    let mut seen = std::collections::HashSet::new();
+    items.into_iter().filter(|i| seen.insert(key(i))).collect()
+}
+
+/// Escape `%`, `_` and `\` for a `LIKE ... ESCAPE '\'` pattern.
+pub(crate) fn like_escape(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('%', "\\%")
+        .replace('_', "\\_")
+}
+
+/// `%text%` for a substring `LIKE ... ESCAPE '\'`.
+pub(crate) fn contains_pattern(s: &str) -> String {
+    format!("%{}%", like_escape(s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ladder_covers_every_row_once_with_few_sizes() {
+        for n in [0usize, 1, 4, 5, 19, 45, 499, 500, 501, 1234] {
+            let rows: Vec<usize> = (0..n).collect();
+            let chunks: Vec<&[usize]> = ladder_chunks(&rows).collect();
+            let flat: Vec<usize> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
+            assert_eq!(flat, rows);
+            assert!(chunks
+                .iter()
+                .all(|c| [500, 100, 20, 5, 1].contains(&c.len())));
+        }
+    }
+
+    #[test]
+    fn placeholders_number_the_arguments_in_order() {
+        let mut q = Sql::new("SELECT 1 FROM t WHERE a = ");
+        q.push_bind(1i64).push(" AND ");
+        q.push_in("b", ["x", "y"]);
+        assert_eq!(q.text(), "SELECT 1 FROM t WHERE a = $1 AND b IN ($2, $3)");
+        assert_eq!(q.args.len(), 3);
+        let mut v = Sql::new("INSERT INTO t (a, b) ");
+        v.push_values(&[(1i64, "p"), (2, "q")], |r, (a, b)| {
+            r.bind(*a).bind(*b);
+        });
+        assert_eq!(v.text(), "INSERT INTO t (a, b) VALUES ($1, $2), ($3, $4)");
+    }
+
+    #[test]
+    fn an_empty_in_list_matches_nothing_on_both_backends() {
+        let mut q = Sql::new("SELECT 1 WHERE ");
+        q.push_in("id", Vec::<i64>::new());
+        assert_eq!(q.text(), "SELECT 1 WHERE 1 = 0");
+        assert!(q.args.is_empty());
+    }
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(contains_pattern("50%_a\\b"), "%50\\%\\_a\\\\b%");
+    }
+
+    #[test]
+    fn urls_select_backends() {
+        assert_eq!(Backend::of_url("sqlite://x.db"), Some(Backend::Sqlite));
+        assert_eq!(Backend::of_url("postgresql://h/d"), Some(Backend::Postgres));
+        assert_eq!(Backend::of_url("mysql://h/d"), None);
+    }
+}
