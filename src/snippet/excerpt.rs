@@ -15,25 +15,24 @@
 //! could drop the line that makes a secret recognisable (the `BEGIN` of a private key) or split
 //! a token at the byte limit, and the rest would then pass unnoticed.
 //!
-//! The file is streamed (one line buffered at a time; lines before a `--lines` range are skipped
-//! without being buffered) and reading stops right after the selection, so a huge transcript
-//! costs memory for its longest selected line only. Lines that do not parse are skipped: a
+//! The file is streamed through the tailer's line splitter (a read chunk and the line being
+//! split are buffered; a line over `tail.max_line_bytes` is dropped as it arrives) and reading
+//! stops right after the selection, so a huge transcript costs memory for its longest line
+//! only. Lines that do not parse are skipped: a
 //! transcript is foreign data and a bad line is never an error here.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use crate::extract::feedback::{self, FeedbackType};
 use crate::extract::prompt::{is_interruption, is_plumbing};
 use crate::extract::redact::Redactor;
 use crate::parse::{parse_line, Block, Content, Kind, Record};
-
-/// Longest line read (the tailer's default `tail.max_line_bytes`); a longer line is skipped
-/// like an unparseable one, so one runaway line cannot exhaust memory.
-const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
+use crate::tail::lines::{self, LineSplitter};
+use crate::tail::TailerConfig;
 
 /// Lines kept of a tool output (see [`super::cut_tool_output`]): enough for an error and its
 /// location, few enough that one result does not crowd out the reasoning around it.
@@ -181,7 +180,7 @@ pub fn excerpt(path: &Path, sel: Selection, redactor: &Redactor) -> Result<Excer
         source,
     };
     let file = File::open(path).map_err(unreadable)?;
-    let mut lines = LineReader::new(BufReader::with_capacity(64 * 1024, file));
+    let mut lines = Lines::new(file);
     let mut buf = Vec::new();
     let mut out = Render::new(redactor);
     let (line_start, line_end) = match sel {
@@ -398,78 +397,69 @@ impl<'r> Render<'r> {
     }
 }
 
-/// What [`LineReader::next`] found.
+/// What [`Lines::next`] found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Next {
     /// No more bytes: the previous line was the last.
     Eof,
     /// A line, in the buffer when it was asked for.
     Line,
-    /// A line longer than [`MAX_LINE_BYTES`]: counted, not buffered.
+    /// A line longer than the tailer's `max_line_bytes`: counted, not kept.
     TooLong,
 }
 
-/// Physical lines of a file, numbered as the tailer numbers them.
-struct LineReader<R> {
+/// Physical lines of a file, split by the tailer's own splitter (so they are numbered exactly
+/// as the tailer numbers them), the final line read even without its `\n`.
+struct Lines<R> {
     inner: R,
+    split: LineSplitter,
+    eof: bool,
     /// Lines returned so far (the number of the last one).
     number: u64,
 }
 
-impl<R: BufRead> LineReader<R> {
+/// Bytes read from the file at a time.
+const READ_CHUNK: usize = 64 * 1024;
+
+impl<R: Read> Lines<R> {
     fn new(inner: R) -> Self {
-        LineReader { inner, number: 0 }
+        let max = TailerConfig::default().max_line_bytes;
+        Lines {
+            inner,
+            split: LineSplitter::new(0, 0, max, 0, Vec::new()),
+            eof: false,
+            number: 0,
+        }
     }
 
-    /// Read the next line into `buf` (cleared first) when `keep`, else only skip it; without
-    /// its `\n`, trailing `\r` and, on line 1, the UTF-8 BOM.
+    /// Read the next line into `buf` (cleared first) when `keep`, else only skip it.
     fn next(&mut self, buf: &mut Vec<u8>, keep: bool) -> io::Result<Next> {
         buf.clear();
-        let mut seen = false;
-        let mut too_long = false;
-        loop {
-            let (used, done) = {
-                let chunk = match self.inner.fill_buf() {
-                    Ok(c) => c,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
-                };
-                if chunk.is_empty() {
-                    break;
-                }
-                seen = true;
-                let (take, done) = match memchr::memchr(b'\n', chunk) {
-                    Some(i) => (i, true),
-                    None => (chunk.len(), false),
-                };
-                if keep && !too_long {
-                    if buf.len() + take > MAX_LINE_BYTES {
-                        too_long = true;
-                        buf.clear();
-                        buf.shrink_to_fit();
-                    } else {
-                        buf.extend_from_slice(&chunk[..take]);
-                    }
-                }
-                (if done { take + 1 } else { take }, done)
-            };
-            self.inner.consume(used);
-            if done {
-                break;
+        let line = loop {
+            if let lines::Next::Line(l) = self.split.next(u64::MAX) {
+                break l;
             }
-        }
-        if !seen {
-            return Ok(Next::Eof);
-        }
-        self.number += 1;
-        if too_long {
+            if self.eof {
+                match self.split.finish() {
+                    Some(l) => break l,
+                    None => return Ok(Next::Eof),
+                }
+            }
+            let inner = &mut self.inner;
+            let n = self.split.fill(READ_CHUNK, |b| loop {
+                match inner.read(b) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    r => break r,
+                }
+            })?;
+            self.eof = n == 0;
+        };
+        self.number = line.line_no;
+        if line.content.is_none() {
             return Ok(Next::TooLong);
         }
-        if buf.last() == Some(&b'\r') {
-            buf.pop();
-        }
-        if self.number == 1 && buf.starts_with(b"\xEF\xBB\xBF") {
-            buf.drain(..3);
+        if keep {
+            buf.extend_from_slice(self.split.content(&line));
         }
         Ok(Next::Line)
     }

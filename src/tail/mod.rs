@@ -18,12 +18,15 @@
 //!   more data" from truncation, in-place rewrites and rename-over replacement.
 
 pub mod discovery;
+pub mod lines;
 
 use std::fs::{File, Metadata};
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use xxhash_rust::xxh3::xxh3_64;
+
+use lines::{LineSplitter, Next};
 
 /// How many leading bytes of a file are fingerprinted: enough to tell two
 /// transcripts apart (their first line carries a session id and timestamp)
@@ -273,21 +276,6 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
     Ok(n)
 }
 
-/// Appends `more` to a rolling window and keeps only its last `TAIL_BYTES`.
-fn push_window(win: &mut Vec<u8>, more: &[u8]) {
-    let cap = TAIL_BYTES as usize;
-    if more.len() >= cap {
-        win.clear();
-        win.extend_from_slice(&more[more.len() - cap..]);
-    } else {
-        win.extend_from_slice(more);
-        if win.len() > cap {
-            let drop = win.len() - cap;
-            win.drain(..drop);
-        }
-    }
-}
-
 /// Result of checking a file against a stored checkpoint.
 struct Validated {
     resume: Resume,
@@ -411,26 +399,12 @@ pub struct Tailer {
     cfg: TailerConfig,
     /// Checkpoint as of everything returned so far.
     cp: Checkpoint,
-    /// File position up to which bytes have been read (>= cp.offset).
-    read_pos: u64,
-    /// File bytes [buf_start, read_pos) not yet discarded. When not skipping,
-    /// `buf_start + consumed == cp.offset`.
-    buf: Vec<u8>,
-    buf_start: u64,
-    /// Bytes of `buf` already turned into lines (0 between calls).
-    consumed: usize,
-    /// `buf[consumed..scanned]` is known to hold no '\n' (avoids rescans of a
-    /// growing partial line).
-    scanned: usize,
-    /// Inside an over-long line: bytes are scanned for '\n' and dropped.
-    skipping: bool,
+    /// The bytes read past the checkpoint, split into lines (and the tail window before them).
+    /// Its end is the file position read up to.
+    split: LineSplitter,
     /// File bytes [0, min(read_pos, HEAD_BYTES)) while the head fingerprint is
     /// still shorter than HEAD_BYTES; empty afterwards.
     head: Vec<u8>,
-    /// The last min(buf_start, TAIL_BYTES) file bytes before `buf_start`.
-    win: Vec<u8>,
-    /// cp.offset moved since the tail fingerprint was computed.
-    tail_dirty: bool,
     /// New generation not yet reported in a batch.
     pending_resume: Option<Resume>,
     /// The bytes before `read_pos` were just fingerprinted by a validation, so
@@ -461,15 +435,8 @@ impl Tailer {
             path: path.to_path_buf(),
             cfg,
             cp: Checkpoint::default(),
-            read_pos: 0,
-            buf: Vec::new(),
-            buf_start: 0,
-            consumed: 0,
-            scanned: 0,
-            skipping: false,
+            split: LineSplitter::new(0, 0, cfg.max_line_bytes, 0, Vec::new()),
             head: Vec::new(),
-            win: Vec::new(),
-            tail_dirty: false,
             pending_resume: None,
             just_validated: false,
             bytes_read: counter,
@@ -483,20 +450,19 @@ impl Tailer {
         if v.resume.is_new_generation() {
             self.pending_resume = Some(v.resume);
         }
-        self.read_pos = v.cp.offset;
-        self.buf_start = v.cp.offset;
+        self.split = LineSplitter::new(
+            v.cp.offset,
+            v.cp.lines,
+            self.cfg.max_line_bytes,
+            TAIL_BYTES as usize,
+            v.win,
+        );
         self.cp = v.cp;
-        self.buf = Vec::new();
-        self.consumed = 0;
-        self.scanned = 0;
-        self.skipping = false;
         self.head = if u64::from(self.cp.head_len) < HEAD_BYTES {
             v.head
         } else {
             Vec::new()
         };
-        self.win = v.win;
-        self.tail_dirty = false;
         self.just_validated = true;
     }
 
@@ -522,8 +488,8 @@ impl Tailer {
         let io = |e| io_err(&path, e);
         let meta = std::fs::metadata(&path).map_err(io)?;
         let quiet = identity(&meta) == (self.cp.dev, self.cp.inode)
-            && meta.len() == self.read_pos
-            && self.scanned == self.buf.len()
+            && meta.len() == self.split.end()
+            && self.split.all_scanned()
             && self.pending_resume.is_none();
         if quiet {
             return Ok(None);
@@ -531,12 +497,12 @@ impl Tailer {
         let mut file = File::open(&path).map_err(io)?;
         let meta = file.metadata().map_err(io)?;
         let mut size = meta.len();
-        let mut revalidate =
-            identity(&meta) != (self.cp.dev, self.cp.inode) || size < self.read_pos;
-        if !revalidate && size > self.read_pos && self.read_pos > 0 && !self.just_validated {
+        let read_pos = self.split.end();
+        let mut revalidate = identity(&meta) != (self.cp.dev, self.cp.inode) || size < read_pos;
+        if !revalidate && size > read_pos && read_pos > 0 && !self.just_validated {
             revalidate = !self.verify_overlap(&mut file).map_err(io)?;
             if revalidate {
-                tracing::debug!(path = %path.display(), offset = self.read_pos, "consumed bytes changed");
+                tracing::debug!(path = %path.display(), offset = read_pos, "consumed bytes changed");
             }
         }
         if revalidate {
@@ -562,30 +528,30 @@ impl Tailer {
             if self.process(&mut out, max_bytes.max(1) as u64, max_lines.max(1)) {
                 break;
             }
-            if self.read_pos >= size {
+            let read_pos = self.split.end();
+            if read_pos >= size {
                 break;
             }
-            self.compact();
-            let want = chunk.min(size - self.read_pos) as usize;
-            let old = self.buf.len();
-            self.buf.resize(old + want, 0);
-            let res = file
-                .seek(SeekFrom::Start(self.read_pos))
-                .and_then(|_| read_full(&mut file, &mut self.buf[old..]));
+            let want = chunk.min(size - read_pos) as usize;
+            let track_head = read_pos < HEAD_BYTES && u64::from(self.cp.head_len) < HEAD_BYTES;
+            let head = &mut self.head;
+            let res = self.split.fill(want, |b| {
+                let n = file
+                    .seek(SeekFrom::Start(read_pos))
+                    .and_then(|_| read_full(&mut file, b))?;
+                if track_head {
+                    let take = n.min((HEAD_BYTES - read_pos) as usize);
+                    head.extend_from_slice(&b[..take]);
+                }
+                Ok::<usize, io::Error>(n)
+            });
             let n = match res {
                 Ok(n) => n,
                 Err(e) => {
-                    self.buf.truncate(old);
                     read_error = Some(e);
                     break;
                 }
             };
-            self.buf.truncate(old + n);
-            if self.read_pos < HEAD_BYTES && u64::from(self.cp.head_len) < HEAD_BYTES {
-                let take = n.min((HEAD_BYTES - self.read_pos) as usize);
-                self.head.extend_from_slice(&self.buf[old..old + take]);
-            }
-            self.read_pos += n as u64;
             self.bytes_read += n as u64;
             self.just_validated = false;
             if n == 0 {
@@ -595,17 +561,12 @@ impl Tailer {
         }
         drop(file);
         let drained =
-            read_error.is_none() && self.read_pos >= size && self.scanned == self.buf.len();
-        self.compact();
+            read_error.is_none() && self.split.end() >= size && self.split.all_scanned();
+        self.split.compact();
         self.refresh_fingerprints();
         // Give memory back between calls: an idle file must not pin a read chunk, and a
         // tree of thousands of files would otherwise keep one each.
-        let cap = self.buf.capacity();
-        if self.buf.is_empty() {
-            self.buf = Vec::new();
-        } else if cap > 2 * self.buf.len() + 64 * 1024 {
-            self.buf.shrink_to(self.buf.len() * 2);
-        }
+        self.split.shrink();
         if out.raw == 0 && self.pending_resume.is_none() {
             return match read_error {
                 Some(e) => Err(io(e)),
@@ -625,19 +586,12 @@ impl Tailer {
         }))
     }
 
-    /// Re-reads the bytes just before `read_pos` and checks they are unchanged.
+    /// Re-reads the bytes just before the read position and checks they are unchanged.
     fn verify_overlap(&mut self, file: &mut File) -> io::Result<bool> {
-        let k = VERIFY_BYTES.min(self.read_pos) as usize;
-        let got = read_at(file, self.read_pos - k as u64, k, &mut self.bytes_read)?;
-        // Expected: last k bytes of win ++ buf (which ends at read_pos).
-        let from_buf = k.min(self.buf.len());
-        let from_win = k - from_buf;
-        if from_win > self.win.len() || got.len() != k {
-            return Ok(false);
-        }
-        let (g_win, g_buf) = got.split_at(from_win);
-        Ok(g_win == &self.win[self.win.len() - from_win..]
-            && g_buf == &self.buf[self.buf.len() - from_buf..])
+        let read_pos = self.split.end();
+        let k = VERIFY_BYTES.min(read_pos) as usize;
+        let got = read_at(file, read_pos - k as u64, k, &mut self.bytes_read)?;
+        Ok(got.len() == k && self.split.ends_with(&got))
     }
 
     /// Turns buffered bytes into lines until the buffer holds no complete line
@@ -647,112 +601,52 @@ impl Tailer {
             if out.lines.len() >= max_lines {
                 return true;
             }
-            let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
-                self.scanned = self.buf.len();
-                if self.skipping {
-                    self.discard_all();
-                } else if self.buf.len() - self.consumed > self.cfg.max_line_bytes {
-                    tracing::debug!(path = %self.path.display(), offset = self.cp.offset, "over-long line; skipping");
-                    self.skipping = true;
-                    self.discard_all();
-                }
-                return false;
+            // At least one line per batch, whatever its size.
+            let budget = if out.raw > 0 {
+                max_bytes.saturating_sub(out.raw)
+            } else {
+                u64::MAX
             };
-            let nl = self.scanned + i;
-            let end_pos = self.buf_start + nl as u64 + 1;
-            let line_off = self.cp.offset;
-            let disk_len = end_pos - line_off;
-            if out.raw > 0 && out.raw + disk_len > max_bytes {
-                self.scanned = nl;
-                return true;
-            }
-            let line_no = self.cp.lines + 1;
-            if self.skipping || nl - self.consumed > self.cfg.max_line_bytes {
+            let l = match self.split.next(budget) {
+                Next::Line(l) => l,
+                Next::OverBudget => return true,
+                Next::NeedMore => return false,
+            };
+            if l.content.is_none() {
+                tracing::debug!(path = %self.path.display(), offset = l.offset, "over-long line skipped");
                 out.diags.push(TailDiagnostic::TooLong {
-                    line_no,
-                    offset: line_off,
-                    len: disk_len,
+                    line_no: l.line_no,
+                    offset: l.offset,
+                    len: l.len,
                 });
             } else {
-                let mut c = &self.buf[self.consumed..nl];
-                if let Some(rest) = c.strip_suffix(b"\r") {
-                    c = rest;
-                }
-                if line_off == 0 {
-                    if let Some(rest) = c.strip_prefix(b"\xEF\xBB\xBF") {
-                        c = rest;
-                    }
-                }
+                let c = self.split.content(&l);
                 if !c.is_empty() {
                     let start = out.data.len();
                     out.data.extend_from_slice(c);
                     out.lines.push(Line {
-                        line_no,
-                        offset: line_off,
-                        len: disk_len,
+                        line_no: l.line_no,
+                        offset: l.offset,
+                        len: l.len,
                         start,
                         end: out.data.len(),
                     });
                 }
             }
-            self.skipping = false;
-            self.cp.offset = end_pos;
-            self.cp.lines += 1;
-            self.tail_dirty = true;
-            out.raw += disk_len;
-            self.consumed = nl + 1;
-            self.scanned = nl + 1;
+            out.raw += l.len;
         }
     }
 
-    /// Drops the whole buffer (entering or continuing a skip), keeping the
-    /// tail window and fingerprint consistent.
-    fn discard_all(&mut self) {
-        self.refresh_tail();
-        push_window(&mut self.win, &self.buf);
-        self.buf_start += self.buf.len() as u64;
-        self.buf.clear();
-        self.consumed = 0;
-        self.scanned = 0;
-    }
-
-    /// Moves consumed bytes out of the buffer into the tail window.
-    fn compact(&mut self) {
-        if self.consumed == 0 {
-            return;
-        }
-        push_window(&mut self.win, &self.buf[..self.consumed]);
-        self.buf.drain(..self.consumed);
-        self.buf_start += self.consumed as u64;
-        self.scanned -= self.consumed;
-        self.consumed = 0;
-    }
-
-    /// Recomputes the tail fingerprint for cp.offset; only valid while
-    /// `buf_start + consumed == cp.offset`, which holds whenever it is dirty.
-    fn refresh_tail(&mut self) {
-        if !self.tail_dirty {
-            return;
-        }
-        self.tail_dirty = false;
-        let want = self.cp.offset.min(TAIL_BYTES) as usize;
-        let done = &self.buf[..self.consumed];
-        let mut tail = Vec::with_capacity(want);
-        if done.len() < want {
-            let from_win = (want - done.len()).min(self.win.len());
-            tail.extend_from_slice(&self.win[self.win.len() - from_win..]);
-            tail.extend_from_slice(done);
-        } else {
-            tail.extend_from_slice(&done[done.len() - want..]);
-        }
-        debug_assert_eq!(tail.len(), want);
-        self.cp.tail_len = tail.len() as u32;
-        self.cp.tail_hash = fingerprint(&tail);
-    }
-
-    /// Refreshes both fingerprints; extends the head one until HEAD_BYTES.
+    /// Moves the checkpoint to the splitter's position and refreshes both fingerprints;
+    /// extends the head one until HEAD_BYTES.
     fn refresh_fingerprints(&mut self) {
-        self.refresh_tail();
+        if self.cp.offset != self.split.offset() {
+            self.cp.offset = self.split.offset();
+            self.cp.lines = self.split.lines();
+            let tail = self.split.tail();
+            self.cp.tail_len = tail.len() as u32;
+            self.cp.tail_hash = fingerprint(&tail);
+        }
         let hl = self.cp.offset.min(HEAD_BYTES);
         if hl != u64::from(self.cp.head_len) {
             let hl = (hl as usize).min(self.head.len());
@@ -779,7 +673,7 @@ impl Tailer {
     /// batch limits) — lets the owner evict idle tailers to free memory;
     /// re-opening from [`Tailer::checkpoint`] re-reads exactly these bytes.
     pub fn buffered_bytes(&self) -> usize {
-        self.buf.len()
+        self.split.buffered()
     }
 
     /// Total bytes this tailer has read from disk (validation included), for
