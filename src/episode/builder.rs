@@ -9,10 +9,10 @@ use serde::{Deserialize, Serialize};
 use super::feed::Feed;
 use super::text::{first_line, head_bytes, in_prose, paragraph_around, sentence_around};
 use super::*;
-use crate::extract::feedback::{self, FeedbackType};
+use crate::extract::feedback::FeedbackType;
 use crate::extract::redact::Redactor;
 use crate::extract::rows::{unix_millis_from_iso, EpisodeRow, FeedbackRow};
-use crate::parse::{Block, Kind, Record};
+use crate::parse::{Kind, Record};
 use crate::snippet::clip_chars;
 
 /// Format version of the stored builder state. The state is a stored format (it outlives the
@@ -37,10 +37,20 @@ enum StoredRef<'a> {
 }
 
 /// What every record is judged with.
-struct Ctx<'c> {
-    rules: &'c Rules,
-    redactor: &'c Redactor,
-    targets: &'c HashMap<&'c str, &'c str>,
+pub(super) struct Ctx<'c> {
+    pub rules: &'c Rules,
+    pub redactor: &'c Redactor,
+    pub targets: &'c HashMap<&'c str, &'c str>,
+}
+
+/// A human prompt, where it is and when.
+#[derive(Debug, Clone, Copy)]
+struct Prompt<'p> {
+    line: u64,
+    text: &'p str,
+    timestamp: Option<&'p str>,
+    /// The latest timestamp before it (for the idle-gap cut).
+    previous_ts: Option<&'p str>,
 }
 
 /// One record as the builder sees it, with what extraction already made of it (redacted), so
@@ -227,15 +237,13 @@ impl Builder {
             match item.feedback_type {
                 FeedbackType::Message => {
                     let previous_ts = self.last_ts.clone();
-                    self.prompt(
-                        rules,
-                        session_id,
+                    let p = Prompt {
                         line,
-                        &item.content,
-                        rec,
-                        previous_ts.as_deref(),
-                        out,
-                    );
+                        text: &item.content,
+                        timestamp: rec.timestamp.as_deref(),
+                        previous_ts: previous_ts.as_deref(),
+                    };
+                    self.prompt(rules, session_id, &p, out);
                 }
                 FeedbackType::ToolDenial => {
                     if let Some(open) = &mut self.open {
@@ -271,134 +279,22 @@ impl Builder {
                 }
             }
         }
-        for b in rec.blocks() {
-            let Block::ToolResult {
-                tool_use_id,
-                is_error,
-                ..
-            } = b
-            else {
-                continue;
-            };
-            let call = self.calls.remove(tool_use_id.as_ref());
-            let Some(open) = &mut self.open else {
-                continue;
-            };
-            if matches!(
-                call.as_ref().map(|c| c.name.as_str()),
-                Some("Task" | "Agent")
-            ) {
-                let agent = rec
-                    .tool_use_result_agent_id()
-                    .map(|a| format!("agent-{a}"))
-                    .unwrap_or_else(|| tool_use_id.to_string());
-                push_capped(&mut open.agents, agent, MAX_AGENTS);
-            }
-            if *is_error {
-                let text = b.tool_result_text().unwrap_or_default();
-                // Denials and interruptions are the user's doing (feedback), and a call cancelled
-                // because a sibling failed did not fail itself.
-                if text.starts_with(feedback::DENIAL_PREFIX)
-                    || text.starts_with("The user doesn't want to")
-                    || text.contains("[Request interrupted")
-                    || text.contains("Cancelled: parallel tool call")
-                {
-                    continue;
-                }
-                let cut = crate::snippet::cut_tool_output(&text, 12);
-                let cut = crate::snippet::truncate_bytes(&cut, 1500);
-                let error = redactor.redact(&cut, &mut BTreeMap::new()).into_owned();
-                let kind = auto::error_kind(&error);
-                // Tool mechanics (an edit whose old text moved, a file not read first, a shell
-                // already gone) are how the tools work, not a failure anyone learns from.
-                if auto::is_mechanics(&kind, call.as_ref().map(|c| c.name.as_str())) {
-                    continue;
-                }
-                if let Some(k) = &kind {
-                    open.error_kinds.insert(k.clone());
-                }
-                let (tool, key, target) = match call {
-                    Some(c) => (c.name, c.key, c.target),
-                    None => ("tool".into(), String::new(), None),
-                };
-                if open.failures.len() >= MAX_FAILURES {
-                    open.failures.remove(0);
-                }
-                open.failures.push(Failure {
-                    line,
-                    tool,
-                    key,
-                    target,
-                    error,
-                    kind,
-                    tried: Vec::new(),
-                    actions: Vec::new(),
-                });
-            } else if let Some(c) = call.filter(|c| {
-                // Asking a program for its help or version fixes nothing.
-                !(c.name == "Bash" && c.target.as_deref().is_some_and(terms::is_help_query))
-            }) {
-                // Success: does it close a failure on the same tool or target?
-                let Some(i) = open
-                    .failures
-                    .iter()
-                    .position(|f| !f.key.is_empty() && f.key == c.key)
-                else {
-                    continue;
-                };
-                let failure = open.failures.remove(i);
-                open.failures.retain(|f| f.key != c.key);
-                let fix_text = self.last_text.clone().filter(|(l, _)| *l >= failure.line);
-                let first_error = failure
-                    .error
-                    .lines()
-                    .find(|l| !l.trim().is_empty() && l.trim() != "…")
-                    .unwrap_or("")
-                    .to_string();
-                push_signal(
-                    open,
-                    Signal {
-                        line: failure.line,
-                        label: Label::ErrorRecovery,
-                        signal: "error_then_success".into(),
-                        text: clip_chars(
-                            &format!(
-                                "{} failed (line {}), succeeded at line {}: {}",
-                                failure.tool, failure.line, line, first_error
-                            ),
-                            EVIDENCE_CHARS,
-                        ),
-                        weight: 0.85,
-                        followup: None,
-                    },
-                );
-                if open.recoveries.len() < MAX_RECOVERIES {
-                    let call = match &c.target {
-                        Some(t) => format!("{} {}", c.name, t),
-                        None => c.name.clone(),
-                    };
-                    open.recoveries.push(Recovery {
-                        failure,
-                        line,
-                        call,
-                        fix_text,
-                    });
-                }
-            }
-        }
+        self.tool_results(redactor, line, rec);
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn prompt(
         &mut self,
         rules: &Rules,
         session_id: &str,
-        line: u64,
-        text: &str,
-        rec: &Record<'_>,
-        previous_ts: Option<&str>,
+        p: &Prompt<'_>,
         out: &mut Vec<EpisodeRow>,
     ) {
+        let Prompt {
+            line,
+            text,
+            timestamp,
+            previous_ts,
+        } = *p;
         let s = &rules.settings;
         let prompt_terms = terms::of(text, 64);
         // An interruption followed by a prompt redirects the work in progress.
@@ -415,7 +311,7 @@ impl Builder {
                 },
             );
         }
-        let gap = match (previous_ts, rec.timestamp.as_deref()) {
+        let gap = match (previous_ts, timestamp) {
             (Some(a), Some(b)) => unix_millis_from_iso(b)
                 .zip(unix_millis_from_iso(a))
                 .map(|(b, a)| b - a),
@@ -460,8 +356,8 @@ impl Builder {
                 first_turn: self.turns,
                 turns: 1,
                 start_line: line,
-                started_at: rec.timestamp.as_deref().map(str::to_string),
-                ended_at: rec.timestamp.as_deref().map(str::to_string),
+                started_at: timestamp.map(str::to_string),
+                ended_at: timestamp.map(str::to_string),
                 cut_reason: reason,
                 title: Some(clip_chars(&first_line(text), 200)).filter(|t| !t.is_empty()),
                 vocab: BTreeSet::new(),
@@ -604,69 +500,6 @@ impl Builder {
         }
         self.remember_calls(ctx, line, rec);
     }
-
-    fn remember_calls(&mut self, ctx: &Ctx<'_>, line: u64, rec: &Record<'_>) {
-        for b in rec.blocks() {
-            let Block::ToolUse { id, name, target } = b else {
-                continue;
-            };
-            let target = target
-                .as_deref()
-                .map(|t| match ctx.targets.get(id.as_ref()) {
-                    Some(clean) => (*clean).to_string(),
-                    None => ctx.redactor.redact(t, &mut BTreeMap::new()).into_owned(),
-                });
-            let key = terms::call_key(name, target.as_deref());
-            if let Some(open) = &mut self.open {
-                *open.tools.entry(name.to_string()).or_default() += 1;
-                note_action(open, line, name, &key, target.as_deref());
-                if let Some(t) = &target {
-                    if crate::snippet::FILE_TOOLS.contains(&name.as_ref()) {
-                        // A file's words join the vocabulary the first time it is touched.
-                        if !open.files.contains(t) {
-                            push_capped(&mut open.files, t.clone(), MAX_FILES);
-                            add_vocab(&mut open.vocab, terms::of_path(t));
-                        }
-                    }
-                    if name == "Bash" && terms::is_revert(t) {
-                        push_signal(
-                            open,
-                            Signal {
-                                line,
-                                label: Label::Pivot,
-                                signal: "revert".into(),
-                                text: clip_chars(t, EVIDENCE_CHARS),
-                                weight: 0.8,
-                                followup: None,
-                            },
-                        );
-                    }
-                }
-            }
-            self.call_seq += 1;
-            if self.calls.len() >= MAX_PENDING_CALLS {
-                // Drop the oldest call still waiting (its result never came).
-                if let Some(oldest) = self
-                    .calls
-                    .iter()
-                    .min_by_key(|(_, c)| c.seq)
-                    .map(|(k, _)| k.clone())
-                {
-                    self.calls.remove(&oldest);
-                }
-            }
-            self.calls.insert(
-                id.to_string(),
-                Call {
-                    name: name.to_string(),
-                    key,
-                    target,
-                    line,
-                    seq: self.call_seq,
-                },
-            );
-        }
-    }
 }
 
 /// Whether `text` ends by asking: one of its last three lines of prose is a question ("Which
@@ -697,43 +530,22 @@ fn set_max(slot: &mut Option<String>, ts: &str) {
     }
 }
 
-/// Record a change (a file edit, a command other than the failed one) against every failure
-/// still waiting for its fix.
-fn note_action(open: &mut Open, line: u64, tool: &str, key: &str, target: Option<&str>) {
-    let is_edit = EDIT_TOOLS.contains(&tool);
-    if !(is_edit || tool == "Bash") || open.failures.is_empty() {
-        return;
-    }
-    let what = match target {
-        Some(t) => format!("{tool} {}", first_line(t)),
-        None => tool.to_string(),
-    };
-    for f in &mut open.failures {
-        // Retrying the failed call (the same command, the same file) is the test of the fix,
-        // shown as "what fixed it", not a change.
-        if f.key == key || f.actions.len() >= MAX_ACTIONS || line <= f.line {
-            continue;
-        }
-        if f.actions.last().is_some_and(|(_, w)| *w == what) {
-            continue;
-        }
-        f.actions.push((line, clip_chars(&what, ACTION_CHARS)));
-    }
-}
-
-fn push_signal(open: &mut Open, s: Signal) {
+pub(super) fn push_signal(open: &mut Open, s: Signal) {
     if open.signals.len() < MAX_SIGNALS {
         open.signals.push(s);
     }
 }
 
-fn push_capped(v: &mut Vec<String>, s: String, cap: usize) {
+pub(super) fn push_capped(v: &mut Vec<String>, s: String, cap: usize) {
     if v.len() < cap && !v.contains(&s) {
         v.push(s);
     }
 }
 
-fn add_vocab(vocab: &mut BTreeSet<terms::Term>, terms: impl IntoIterator<Item = terms::Term>) {
+pub(super) fn add_vocab(
+    vocab: &mut BTreeSet<terms::Term>,
+    terms: impl IntoIterator<Item = terms::Term>,
+) {
     for t in terms {
         if vocab.len() >= MAX_VOCAB {
             break;

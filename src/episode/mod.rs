@@ -25,6 +25,7 @@ mod feed;
 mod rules;
 mod terms;
 mod text;
+mod tools;
 mod triage;
 
 use std::collections::{BTreeMap, BTreeSet};

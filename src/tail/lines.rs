@@ -67,7 +67,13 @@ pub struct LineSplitter {
 impl LineSplitter {
     /// A splitter positioned at `offset`, after `lines` lines, keeping a window of `window`
     /// bytes; `before` holds (up to) the `window` stream bytes before `offset`.
-    pub fn new(offset: u64, lines: u64, max_line_bytes: usize, window: usize, before: Vec<u8>) -> Self {
+    pub fn new(
+        offset: u64,
+        lines: u64,
+        max_line_bytes: usize,
+        window: usize,
+        before: Vec<u8>,
+    ) -> Self {
         let mut win = before;
         if win.len() > window {
             win.drain(..win.len() - window);

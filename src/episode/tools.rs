@@ -1,0 +1,220 @@
+//! Tool calls and their results: which call failed, what changed after it, and the success
+//! that closes it (an `error_recovery`); sub-agents started; reverts (a `pivot`).
+
+use std::collections::BTreeMap;
+
+use super::builder::{add_vocab, push_capped, push_signal, Ctx};
+use super::text::first_line;
+use super::*;
+use crate::extract::feedback;
+use crate::extract::redact::Redactor;
+use crate::parse::{Block, Record};
+use crate::snippet::clip_chars;
+
+impl Builder {
+    /// The tool results of a user record: failures to remember, successes that close one.
+    pub(super) fn tool_results(&mut self, redactor: &Redactor, line: u64, rec: &Record<'_>) {
+        for b in rec.blocks() {
+            let Block::ToolResult {
+                tool_use_id,
+                is_error,
+                ..
+            } = b
+            else {
+                continue;
+            };
+            let call = self.calls.remove(tool_use_id.as_ref());
+            let Some(open) = &mut self.open else {
+                continue;
+            };
+            if matches!(
+                call.as_ref().map(|c| c.name.as_str()),
+                Some("Task" | "Agent")
+            ) {
+                let agent = rec
+                    .tool_use_result_agent_id()
+                    .map(|a| format!("agent-{a}"))
+                    .unwrap_or_else(|| tool_use_id.to_string());
+                push_capped(&mut open.agents, agent, MAX_AGENTS);
+            }
+            if *is_error {
+                let text = b.tool_result_text().unwrap_or_default();
+                // Denials and interruptions are the user's doing (feedback), and a call cancelled
+                // because a sibling failed did not fail itself.
+                if text.starts_with(feedback::DENIAL_PREFIX)
+                    || text.starts_with("The user doesn't want to")
+                    || text.contains("[Request interrupted")
+                    || text.contains("Cancelled: parallel tool call")
+                {
+                    continue;
+                }
+                let cut = crate::snippet::cut_tool_output(&text, 12);
+                let cut = crate::snippet::truncate_bytes(&cut, 1500);
+                let error = redactor.redact(&cut, &mut BTreeMap::new()).into_owned();
+                let kind = auto::error_kind(&error);
+                // Tool mechanics (an edit whose old text moved, a file not read first, a shell
+                // already gone) are how the tools work, not a failure anyone learns from.
+                if auto::is_mechanics(&kind, call.as_ref().map(|c| c.name.as_str())) {
+                    continue;
+                }
+                if let Some(k) = &kind {
+                    open.error_kinds.insert(k.clone());
+                }
+                let (tool, key, target) = match call {
+                    Some(c) => (c.name, c.key, c.target),
+                    None => ("tool".into(), String::new(), None),
+                };
+                if open.failures.len() >= MAX_FAILURES {
+                    open.failures.remove(0);
+                }
+                open.failures.push(Failure {
+                    line,
+                    tool,
+                    key,
+                    target,
+                    error,
+                    kind,
+                    tried: Vec::new(),
+                    actions: Vec::new(),
+                });
+            } else if let Some(c) = call.filter(|c| {
+                // Asking a program for its help or version fixes nothing.
+                !(c.name == "Bash" && c.target.as_deref().is_some_and(terms::is_help_query))
+            }) {
+                // Success: does it close a failure on the same tool or target?
+                let Some(i) = open
+                    .failures
+                    .iter()
+                    .position(|f| !f.key.is_empty() && f.key == c.key)
+                else {
+                    continue;
+                };
+                let failure = open.failures.remove(i);
+                open.failures.retain(|f| f.key != c.key);
+                let fix_text = self.last_text.clone().filter(|(l, _)| *l >= failure.line);
+                let first_error = failure
+                    .error
+                    .lines()
+                    .find(|l| !l.trim().is_empty() && l.trim() != "…")
+                    .unwrap_or("")
+                    .to_string();
+                push_signal(
+                    open,
+                    Signal {
+                        line: failure.line,
+                        label: Label::ErrorRecovery,
+                        signal: "error_then_success".into(),
+                        text: clip_chars(
+                            &format!(
+                                "{} failed (line {}), succeeded at line {}: {}",
+                                failure.tool, failure.line, line, first_error
+                            ),
+                            EVIDENCE_CHARS,
+                        ),
+                        weight: 0.85,
+                        followup: None,
+                    },
+                );
+                if open.recoveries.len() < MAX_RECOVERIES {
+                    let call = match &c.target {
+                        Some(t) => format!("{} {}", c.name, t),
+                        None => c.name.clone(),
+                    };
+                    open.recoveries.push(Recovery {
+                        failure,
+                        line,
+                        call,
+                        fix_text,
+                    });
+                }
+            }
+        }
+    }
+
+    pub(super) fn remember_calls(&mut self, ctx: &Ctx<'_>, line: u64, rec: &Record<'_>) {
+        for b in rec.blocks() {
+            let Block::ToolUse { id, name, target } = b else {
+                continue;
+            };
+            let target = target
+                .as_deref()
+                .map(|t| match ctx.targets.get(id.as_ref()) {
+                    Some(clean) => (*clean).to_string(),
+                    None => ctx.redactor.redact(t, &mut BTreeMap::new()).into_owned(),
+                });
+            let key = terms::call_key(name, target.as_deref());
+            if let Some(open) = &mut self.open {
+                *open.tools.entry(name.to_string()).or_default() += 1;
+                note_action(open, line, name, &key, target.as_deref());
+                if let Some(t) = &target {
+                    if crate::snippet::FILE_TOOLS.contains(&name.as_ref()) {
+                        // A file's words join the vocabulary the first time it is touched.
+                        if !open.files.contains(t) {
+                            push_capped(&mut open.files, t.clone(), MAX_FILES);
+                            add_vocab(&mut open.vocab, terms::of_path(t));
+                        }
+                    }
+                    if name == "Bash" && terms::is_revert(t) {
+                        push_signal(
+                            open,
+                            Signal {
+                                line,
+                                label: Label::Pivot,
+                                signal: "revert".into(),
+                                text: clip_chars(t, EVIDENCE_CHARS),
+                                weight: 0.8,
+                                followup: None,
+                            },
+                        );
+                    }
+                }
+            }
+            self.call_seq += 1;
+            if self.calls.len() >= MAX_PENDING_CALLS {
+                // Drop the oldest call still waiting (its result never came).
+                if let Some(oldest) = self
+                    .calls
+                    .iter()
+                    .min_by_key(|(_, c)| c.seq)
+                    .map(|(k, _)| k.clone())
+                {
+                    self.calls.remove(&oldest);
+                }
+            }
+            self.calls.insert(
+                id.to_string(),
+                Call {
+                    name: name.to_string(),
+                    key,
+                    target,
+                    line,
+                    seq: self.call_seq,
+                },
+            );
+        }
+    }
+}
+
+/// Record a change (a file edit, a command other than the failed one) against every failure
+/// still waiting for its fix.
+fn note_action(open: &mut Open, line: u64, tool: &str, key: &str, target: Option<&str>) {
+    let is_edit = EDIT_TOOLS.contains(&tool);
+    if !(is_edit || tool == "Bash") || open.failures.is_empty() {
+        return;
+    }
+    let what = match target {
+        Some(t) => format!("{tool} {}", first_line(t)),
+        None => tool.to_string(),
+    };
+    for f in &mut open.failures {
+        // Retrying the failed call (the same command, the same file) is the test of the fix,
+        // shown as "what fixed it", not a change.
+        if f.key == key || f.actions.len() >= MAX_ACTIONS || line <= f.line {
+            continue;
+        }
+        if f.actions.last().is_some_and(|(_, w)| *w == what) {
+            continue;
+        }
+        f.actions.push((line, clip_chars(&what, ACTION_CHARS)));
+    }
+}

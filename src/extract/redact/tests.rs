@@ -1,0 +1,333 @@
+//! Unit tests of the parent module.
+#![allow(clippy::unwrap_used)]
+
+use super::*;
+use std::path::Path;
+
+fn red(r: &Redactor, text: &str) -> (String, BTreeMap<&'static str, u64>) {
+    let mut counts = BTreeMap::new();
+    let out = r.redact(text, &mut counts).into_owned();
+    (out, counts)
+}
+
+/// Every string stored from a transcript line: user string content, text blocks,
+/// tool_result content, tool_use inputs (all strings under `message`).
+fn texts(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::String(s) => out.push(s.clone()),
+        serde_json::Value::Array(a) => a.iter().for_each(|x| texts(x, out)),
+        serde_json::Value::Object(o) => {
+            for (k, x) in o {
+                if k != "signature" {
+                    texts(x, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn line_texts(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(line) {
+        if let Some(m) = v.get("message") {
+            texts(m, &mut out);
+        }
+    }
+    out
+}
+
+fn fixture(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn builtin_patterns_compile() {
+    for spec in builtin_specs() {
+        assert!(
+            Regex::new(spec.pattern).is_ok(),
+            "{}: {}",
+            spec.kind,
+            spec.pattern
+        );
+    }
+    let r = Redactor::new(&[]).unwrap();
+    assert_eq!(r.rules.len(), builtin_specs().len());
+    assert_eq!(Redactor::builtin().rules.len(), builtin_specs().len());
+    assert!(r.prefilter.is_some());
+}
+
+#[test]
+fn invalid_extra_pattern_is_named() {
+    let err = Redactor::new(&[("acme".into(), "acme_[".into())]).unwrap_err();
+    assert_eq!(err.pattern, "acme");
+    assert!(err.to_string().contains("acme"));
+}
+
+#[test]
+fn extra_patterns() {
+    let r = Redactor::new(&[
+        ("acme_token".into(), r"acme_[a-z0-9]{12}".into()),
+        ("acme_pin".into(), r"pin=(?P<secret>\d{4})".into()),
+    ])
+    .unwrap();
+    let (out, c) = red(&r, "use acme_abcdef123456 with pin=1234 now");
+    assert_eq!(
+        out,
+        "use [REDACTED:acme_token] with pin=[REDACTED:acme_pin] now"
+    );
+    assert_eq!(c["acme_token"], 1);
+    assert_eq!(c["acme_pin"], 1);
+}
+
+#[test]
+fn keeps_context() {
+    let r = Redactor::new(&[]).unwrap();
+    let cases = [
+        ("postgres://bob:s3cretPw9@db/x", "postgres://bob:[REDACTED:url_password]@db/x"),
+        ("DB_PASSWORD=hunter2", "DB_PASSWORD=[REDACTED:password_assignment]"),
+        (
+            "<bash-stdout>Password: $y$j9T$79GVabVVh7mD42/nnC31D0$2RDn2GWP1e</bash-stdout>",
+            "<bash-stdout>Password: [REDACTED:password_assignment]</bash-stdout>",
+        ),
+        (
+            r#"hashedPassword = "$y$j9T$79GVabVVh7mD42/nnC31D0$2RDn2GWP1e";"#,
+            r#"hashedPassword = "[REDACTED:password_assignment]";"#,
+        ),
+        (r#""api_key": "abc123def456""#, r#""api_key": "[REDACTED:password_assignment]""#),
+        (
+            "curl -H 'Authorization: Bearer abcdef0123456789abcdef' x",
+            "curl -H 'Authorization: Bearer [REDACTED:bearer_token]' x",
+        ),
+        (
+            "export OPENAI_API_KEY=sk-proj-abcdEFGH1234ijklMNOP5678qrst",
+            "export OPENAI_API_KEY=[REDACTED:openai_key]",
+        ),
+        (
+            "https://hooks.slack.com/services/T0123ABCD/B0123ABCDEF/abcdefGHIJKL0123456789ab",
+            "https://hooks.slack.com/services/[REDACTED:slack_webhook]",
+        ),
+        ("a\n-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7\n-----END PRIVATE KEY-----\nb", "a\n[REDACTED:private_key]\nb"),
+    ];
+    for (input, want) in cases {
+        assert_eq!(red(&r, input).0, want, "input: {input}");
+    }
+}
+
+#[test]
+fn fixture_secrets_are_all_redacted() {
+    let r = Redactor::new(&[]).unwrap();
+    let secrets: Vec<String> = fixture("secrets.txt")
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    assert!(secrets.len() >= 60);
+    let mut counts = BTreeMap::new();
+    let mut redacted = String::new();
+    let jsonl = fixture("secrets.jsonl");
+    let mut lines = 0;
+    for line in jsonl.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(v["sessionId"], "5ec2e700-0000-4000-8000-000000000001");
+        lines += 1;
+        for t in line_texts(line) {
+            redacted.push_str(&r.redact(&t, &mut counts));
+            redacted.push('\n');
+        }
+    }
+    assert!(lines >= 60);
+    for s in &secrets {
+        assert!(!redacted.contains(s.as_str()), "secret survived: {s}");
+    }
+    let kinds = [
+        "anthropic_key",
+        "openai_key",
+        "github_token",
+        "gitlab_token",
+        "slack_token",
+        "slack_webhook",
+        "stripe_key",
+        "google_api_key",
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "jwt",
+        "private_key",
+        "bearer_token",
+        "url_password",
+        "password_assignment",
+    ];
+    eprintln!("fixture counts: {counts:?}");
+    for k in kinds {
+        assert!(
+            counts.get(k).copied().unwrap_or(0) >= 3,
+            "kind {k}: {counts:?}"
+        );
+    }
+}
+
+const MUST_SURVIVE: &[&str] = &[
+    "512f6c74-f82f-4adb-9719-4ae90076677c",
+    "commit 3f2a9c1e8b7d6a5f4e3d2c1b0a9f8e7d6c5b4a39 fixed it",
+    "see a1b2c3d and 0123456789ab",
+    "/Users/x/.ssh/id_rsa.pub",
+    r"C:\\Users\\x\\token_cache.rs",
+    r"C:\Users\x\token_cache.rs",
+    "let token = tokens.next();",
+    "    password: String,",
+    "fn get_api_key() -> String {",
+    "if (password === confirm) {",
+    "const SECRET_LENGTH = 32;",
+    "pip install sk-learn scikit-learn",
+    "task-ant-1234567890abcdefghijklmnop",
+    r#"{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="}}"#,
+    "AKIAs are what AWS calls access keys; WAKIAWAKIAWAKIAWAKIA",
+    "Bearer tokens are sent in the Authorization header.",
+    "Authorization: Bearer <token>",
+    "Authorization: Bearer $TOKEN",
+    "curl -H \"Authorization: Bearer ${GITHUB_TOKEN}\" https://api.github.com",
+    "https://user@host/path",
+    "git@github.com:org/repo.git",
+    "ssh://git@github.com/org/repo.git",
+    "http://localhost:8080/api@v2",
+    "pk_live_51HqLyjWDarjtT1zdp7dcXWs0FT7jjjjjjjjjjjjjjj",
+    "pk_test_TYooMQauvdEDq54NiTphI7jx",
+    "DB_PASSWORD=",
+    "DB_PASSWORD=\"\"",
+    "password: ***",
+    "password=<password>",
+    "API_KEY=${API_KEY}",
+    "API_KEY=$API_KEY",
+    "token = process.env.GITHUB_TOKEN",
+    "api_key = os.environ['OPENAI_API_KEY']",
+    "api_key = os.environ[\"OPENAI_API_KEY\"]",
+    "password = os.getenv(\"DB_PASSWORD\")",
+    "password=xxxxxxxx",
+    "DB_PASSWORD=changeme",
+    "OPENAI_API_KEY=your-api-key-here",
+    "ANTHROPIC_API_KEY=sk-ant-...",
+    "GITHUB_TOKEN=<token>",
+    "reset your password= link",
+    "max_tokens=4096",
+    "\"max_tokens\": 4096,",
+    "\"input_tokens\": 12345, \"cache_read_input_tokens\": 0",
+    "\"token_type\": \"Bearer\"",
+    "SECRET_KEY_LENGTH=64",
+    "token: CancellationToken,",
+    "  password: string;",
+    "api_key: Option<String>,",
+    "let secret = Secret::new(value);",
+    "self.token = self.token.refresh()",
+    "token = await getToken();",
+    "PWD=/home/user/project",
+    "TOKEN_FILE=/run/secrets/token",
+    "password: ${{ secrets.DB_PASSWORD }}",
+    "api_key: Option<String>",
+    "<td>Password:</td><td>hunter22</td>",
+    "if line.starts_with(\"-----BEGIN RSA PRIVATE KEY-----\") {",
+    "-----BEGIN PRIVATE KEY-----\n...\n-----END PRIVATE KEY-----",
+    "AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE",
+    "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+    "docker run -v $(pwd):/app node:20",
+    "cat /etc/passwd: No such file",
+    "password_hash = bcrypt.hash(pw)",
+    "The [REDACTED] token was removed",
+    "API_KEY=[REDACTED]",
+    "const token = useToken();",
+    "Use a personal access token (ghp_...) with repo scope",
+    "sk-ant-api03-xxxxxxxx",
+    "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+];
+
+#[test]
+fn false_positives_survive() {
+    let r = Redactor::new(&[]).unwrap();
+    let mut bad = Vec::new();
+    for s in MUST_SURVIVE {
+        let mut counts = BTreeMap::new();
+        let out = r.redact(s, &mut counts);
+        if out != *s || !counts.is_empty() || matches!(out, Cow::Owned(_)) {
+            bad.push(format!("{s:?} -> {out:?}"));
+        }
+    }
+    assert!(bad.is_empty(), "false positives:\n{}", bad.join("\n"));
+}
+
+fn corpus_texts() -> Vec<String> {
+    let mut out = Vec::new();
+    for f in crate::test_support::corpus_files() {
+        let Ok(s) = std::fs::read_to_string(&f) else {
+            continue;
+        };
+        for line in s.lines() {
+            out.extend(line_texts(line));
+        }
+    }
+    out
+}
+
+#[test]
+fn corpus_review() {
+    let r = Redactor::new(&[]).unwrap();
+    let texts = corpus_texts();
+    if texts.is_empty() {
+        return;
+    }
+    let mut total = BTreeMap::new();
+    let mut shown = 0;
+    for t in &texts {
+        let mut counts = BTreeMap::new();
+        let out = r.redact(t, &mut counts);
+        if let Cow::Owned(o) = &out {
+            for (i, _) in o.match_indices("[REDACTED:") {
+                if shown < 200 {
+                    let mut a = i.saturating_sub(60);
+                    while !o.is_char_boundary(a) {
+                        a -= 1;
+                    }
+                    let mut b = (i + 90).min(o.len());
+                    while !o.is_char_boundary(b) {
+                        b += 1;
+                    }
+                    eprintln!("MATCH {:?}", &o[a..b]);
+                }
+                shown += 1;
+            }
+        }
+        for (k, v) in counts {
+            *total.entry(k).or_insert(0) += v;
+        }
+    }
+    eprintln!("corpus tally over {} texts: {total:?}", texts.len());
+}
+
+#[test]
+fn speed() {
+    let r = Redactor::new(&[]).unwrap();
+    let texts = corpus_texts();
+    let bytes: usize = texts.iter().map(String::len).sum();
+    if bytes == 0 {
+        return;
+    }
+    let mut counts = BTreeMap::new();
+    let start = std::time::Instant::now();
+    let mut rounds = 0;
+    while rounds < 3 || start.elapsed().as_secs_f64() < 1.0 {
+        for t in &texts {
+            std::hint::black_box(r.redact(t, &mut counts));
+        }
+        rounds += 1;
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let mb = (bytes * rounds) as f64 / 1e6;
+    eprintln!(
+        "redact: {} texts, {:.1} MB x {rounds}: {:.0} MB/s",
+        texts.len(),
+        bytes as f64 / 1e6,
+        mb / secs
+    );
+}
