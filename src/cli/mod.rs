@@ -6,7 +6,6 @@
 mod hook;
 mod output;
 mod snippet_add;
-mod snippet_query;
 mod snippets;
 
 use std::io::IsTerminal;
@@ -393,8 +392,8 @@ impl Command {
                 session_prefix,
                 triage,
                 json,
-            } => snippet_query::episodes(&cfg, session_prefix, triage.map(value_name), json).await,
-            Command::Snippets(args) => snippet_query::snippets(&cfg, args).await,
+            } => snippets::episodes(&cfg, session_prefix, triage.map(value_name), json).await,
+            Command::Snippets(args) => snippets::snippets(&cfg, args).await,
             Command::Snippet {
                 command: SnippetCommand::Add(args),
             } => snippet_add::run(&cfg, args).await,
@@ -469,9 +468,7 @@ pub fn parse_since(s: &str) -> anyhow::Result<String> {
             'd' => n * 86_400,
             _ => n * 7 * 86_400,
         };
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as i64);
+        let now = crate::extract::rows::unix_ms_now();
         return Ok(crate::extract::rows::iso_from_unix_millis(
             now - secs * 1000,
         ));

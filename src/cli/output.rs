@@ -10,8 +10,12 @@ use serde::Serialize;
 use crate::config::Config;
 use crate::run::once::IngestSummary;
 use crate::run::socket::StatusReport;
+use crate::snippet::text::{clip, first_line};
 use crate::store::redact_url;
-use crate::store::{FeedbackListing, FileListing, SessionListing, SummaryListing};
+use crate::store::{
+    EpisodeListing, FeedbackListing, FileListing, SessionListing, SnippetListing, SnippetPage,
+    SummaryListing,
+};
 
 fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
@@ -19,15 +23,9 @@ fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
     writeln!(out)
 }
 
-/// Cut `s` to `max` characters, ending with `...` when cut.
+/// Cut `s` to `max` characters, ending with `...` when cut (ASCII: any terminal shows it).
 pub fn ellipsize(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let keep = max.saturating_sub(3);
-    let mut out: String = s.chars().take(keep).collect();
-    out.push_str("...");
-    out
+    clip(s, max, "...")
 }
 
 /// `gleaner files`.
@@ -70,10 +68,7 @@ pub fn print_sessions(sessions: &[SessionListing], json: bool) -> std::io::Resul
             out,
             "[{}] {}",
             short_id(&s.session_id),
-            ellipsize(
-                one_line(s.title.as_deref().unwrap_or("(no title)")).as_str(),
-                80
-            )
+            ellipsize(first_line(s.title.as_deref().unwrap_or("(no title)")), 80)
         )?;
     }
     Ok(())
@@ -92,7 +87,7 @@ pub fn print_summaries(rows: &[SummaryListing], json: bool) -> std::io::Result<(
                 r.trigger.as_deref().unwrap_or("?"),
                 r.pre_tokens.map_or("?".to_string(), |t| t.to_string())
             ),
-            _ => one_line(r.text.as_deref().unwrap_or("")),
+            _ => first_line(r.text.as_deref().unwrap_or("")).to_string(),
         };
         writeln!(
             out,
@@ -118,9 +113,9 @@ pub fn print_feedback(rows: &[FeedbackListing], json: bool) -> std::io::Result<(
             None => short_id(&r.session_id),
         };
         let text = match (&r.feedback_type[..], &r.reason) {
-            ("tool_denial", Some(reason)) => format!("denied: {}", one_line(reason)),
+            ("tool_denial", Some(reason)) => format!("denied: {}", first_line(reason)),
             ("tool_denial", None) => "denied".to_string(),
-            _ => one_line(&r.content),
+            _ => first_line(&r.content).to_string(),
         };
         writeln!(
             out,
@@ -164,21 +159,132 @@ fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
 
-/// First non-empty line, trimmed.
-fn one_line(s: &str) -> String {
-    s.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string()
-}
-
 /// `YYYY-MM-DD HH:MM` of an ISO timestamp (16 columns), blank if unknown.
 fn when(ts: Option<&str>) -> String {
     let t = ts
         .map(|t| t.get(..16).unwrap_or(t).replace('T', " "))
         .unwrap_or_default();
     format!("{t:<16}")
+}
+
+/// Table columns: id, created, type, title, session, lines.
+pub fn print_snippets(page: &SnippetPage, offset: u32, json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(page);
+    }
+    if page.snippets.is_empty() {
+        if page.total_count > 0 {
+            eprintln!(
+                "no snippets at offset {offset} ({} match)",
+                page.total_count
+            );
+        } else {
+            eprintln!("no snippets");
+        }
+        return Ok(());
+    }
+    let id_width = page
+        .snippets
+        .iter()
+        .map(|s| s.id.to_string().len())
+        .max()
+        .unwrap_or(2)
+        .max(2);
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:>id_width$} {:<16} {:<18} {:<60} {:<8} LINES",
+        "ID", "CREATED", "TYPE", "TITLE", "SESSION"
+    )?;
+    for s in &page.snippets {
+        write_snippet_row(&mut out, s, id_width)?;
+    }
+    drop(out);
+    let first = u64::from(offset) + 1;
+    let last = u64::from(offset) + page.snippets.len() as u64;
+    eprintln!(
+        "snippets {first}-{last} of {}{}{}",
+        page.total_count,
+        if page.total_count_exact { "" } else { "+" },
+        if page.has_more {
+            format!(" (next page: --offset {last})")
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
+}
+
+fn write_snippet_row(
+    out: &mut impl Write,
+    s: &SnippetListing,
+    id_width: usize,
+) -> std::io::Result<()> {
+    writeln!(
+        out,
+        "{:>id_width$} {:<16} {:<18} {:<60} {:<8} {}-{}",
+        s.id,
+        when(Some(&s.created_at)),
+        s.snippet_type,
+        ellipsize(first_line(&s.title), 60),
+        short_id(&s.session_id),
+        s.line_start,
+        s.line_end
+    )
+}
+
+/// Table columns: session, #ordinal, lines, turns, status, label, confidence, title; then one
+/// indented line per evidence item.
+pub fn print_episodes(rows: &[EpisodeListing], json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(rows);
+    }
+    if rows.is_empty() {
+        eprintln!("no episodes");
+        return Ok(());
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{:<8} {:>4} {:<13} {:>5} {:<6} {:<16} {:>4} TITLE",
+        "SESSION", "#", "LINES", "TURNS", "STATUS", "LABEL", "CONF"
+    )?;
+    for e in rows {
+        writeln!(
+            out,
+            "{:<8} {:>4} {:<13} {:>5} {:<6} {:<16} {:>4.2} {}",
+            short_id(&e.session_id),
+            format!("#{}", e.ordinal),
+            format!("{}-{}", e.start_line, e.end_line),
+            e.turns,
+            e.status,
+            e.triage,
+            e.confidence,
+            ellipsize(first_line(e.title.as_deref().unwrap_or("(no title)")), 80)
+        )?;
+        for item in e.evidence.as_array().into_iter().flatten() {
+            writeln!(out, "         {}", evidence_line(item))?;
+        }
+    }
+    Ok(())
+}
+
+/// `L<line> <signal> [<label>]: <text>` of one evidence item (missing parts left out).
+fn evidence_line(item: &serde_json::Value) -> String {
+    let field = |k: &str| item.get(k).and_then(serde_json::Value::as_str);
+    let mut s = String::new();
+    if let Some(line) = item.get("line").and_then(serde_json::Value::as_i64) {
+        s.push_str(&format!("L{line} "));
+    }
+    s.push_str(field("signal").unwrap_or("?"));
+    if let Some(label) = field("label") {
+        s.push_str(&format!(" [{label}]"));
+    }
+    if let Some(text) = field("text").map(first_line).filter(|t| !t.is_empty()) {
+        s.push_str(": ");
+        s.push_str(&ellipsize(text, 100));
+    }
+    s
 }
 
 /// `gleaner ingest` summary.
@@ -233,5 +339,25 @@ mod tests {
         let cut = ellipsize(&long, 80);
         assert_eq!(cut.chars().count(), 80);
         assert!(cut.ends_with("..."));
+    }
+
+    #[test]
+    fn evidence_lines_read_what_is_there() {
+        let v = serde_json::json!({"line": 12, "signal": "tool_error", "label": "error_recovery",
+                                   "text": "cargo test failed\nmore"});
+        assert_eq!(
+            evidence_line(&v),
+            "L12 tool_error [error_recovery]: cargo test failed"
+        );
+        assert_eq!(evidence_line(&serde_json::json!({})), "?");
+    }
+
+    #[test]
+    fn when_cuts_to_minutes() {
+        assert_eq!(
+            when(Some("2026-01-31T12:34:56.789Z")).trim_end(),
+            "2026-01-31 12:34"
+        );
+        assert_eq!(when(Some("2026")).trim_end(), "2026");
     }
 }

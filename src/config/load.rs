@@ -282,6 +282,16 @@ fn positive(key: &str, v: u64, min: u64) -> Result<u64, ConfigError> {
     }
 }
 
+/// `v` seconds, at least `min`.
+fn secs_at_least(key: &str, v: u64, min: u64) -> Result<Duration, ConfigError> {
+    Ok(Duration::from_secs(positive(key, v, min)?))
+}
+
+/// `v` as a `usize`, at least `min`.
+fn usize_at_least(key: &str, v: u64, min: u64) -> Result<usize, ConfigError> {
+    to_usize(key, positive(key, v, min)?)
+}
+
 fn to_usize(key: &str, v: u64) -> Result<usize, ConfigError> {
     usize::try_from(v).map_err(|_| ConfigError::Invalid {
         key: key.into(),
@@ -363,51 +373,44 @@ impl Config {
                     1,
                 )?)
                 .unwrap_or(u32::MAX),
-                connect_timeout: Duration::from_secs(positive(
+                connect_timeout: secs_at_least(
                     "database.connect_timeout_secs",
                     raw.database.connect_timeout_secs,
                     1,
-                )?),
+                )?,
             },
             tail: TailSettings {
-                max_line_bytes: to_usize(
+                max_line_bytes: usize_at_least(
                     "tail.max_line_bytes",
-                    positive("tail.max_line_bytes", raw.tail.max_line_bytes, 1024)?,
+                    raw.tail.max_line_bytes,
+                    1024,
                 )?,
-                read_chunk_bytes: to_usize(
+                read_chunk_bytes: usize_at_least(
                     "tail.read_chunk_bytes",
-                    positive("tail.read_chunk_bytes", raw.tail.read_chunk_bytes, 4096)?,
+                    raw.tail.read_chunk_bytes,
+                    4096,
                 )?,
                 idle_evict: Duration::from_secs(raw.tail.idle_evict_secs),
             },
             batch: BatchConfig {
-                max_bytes: to_usize(
-                    "batch.max_bytes",
-                    positive("batch.max_bytes", raw.batch.max_bytes, 1024)?,
-                )?,
-                max_lines: to_usize(
-                    "batch.max_lines",
-                    positive("batch.max_lines", raw.batch.max_lines, 1)?,
-                )?,
+                max_bytes: usize_at_least("batch.max_bytes", raw.batch.max_bytes, 1024)?,
+                max_lines: usize_at_least("batch.max_lines", raw.batch.max_lines, 1)?,
             },
             daemon: DaemonConfig {
-                rescan_interval: Duration::from_secs(positive(
+                rescan_interval: secs_at_least(
                     "daemon.rescan_interval_secs",
                     raw.daemon.rescan_interval_secs,
                     1,
-                )?),
-                debounce: Duration::from_millis(raw.daemon.debounce_ms),
-                workers: to_usize(
-                    "daemon.workers",
-                    positive("daemon.workers", raw.daemon.workers, 1)?,
                 )?,
+                debounce: Duration::from_millis(raw.daemon.debounce_ms),
+                workers: usize_at_least("daemon.workers", raw.daemon.workers, 1)?,
             },
             sessions: SessionsConfig {
-                idle_timeout: Duration::from_secs(positive(
+                idle_timeout: secs_at_least(
                     "sessions.idle_timeout_secs",
                     raw.sessions.idle_timeout_secs,
                     1,
-                )?),
+                )?,
             },
             rules: Arc::new(
                 Settings::from_tables(raw.episodes, raw.triage)

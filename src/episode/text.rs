@@ -2,14 +2,7 @@
 //! around a phrase, and whether a phrase sits in prose at all.
 
 use super::PIECE_BYTES;
-
-pub(super) fn first_line(text: &str) -> String {
-    text.lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("")
-        .to_string()
-}
+pub(super) use crate::snippet::text::first_line;
 
 /// The first `max` bytes of `s`, on a character boundary.
 pub(super) fn head_bytes(s: &str, max: usize) -> &str {

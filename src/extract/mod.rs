@@ -371,12 +371,7 @@ fn knowledge(
             session_id: session_id.to_string(),
             ..UsageRow::default()
         });
-        row.input_tokens = row.input_tokens.max(u.input_tokens);
-        row.output_tokens = row.output_tokens.max(u.output_tokens);
-        row.cache_creation_input_tokens = row
-            .cache_creation_input_tokens
-            .max(u.cache_creation_input_tokens);
-        row.cache_read_input_tokens = row.cache_read_input_tokens.max(u.cache_read_input_tokens);
+        row.keep_max(u);
     }
 }
 

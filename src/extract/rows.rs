@@ -208,6 +208,29 @@ pub struct UsageRow {
     pub cache_read_input_tokens: i64,
 }
 
+impl UsageRow {
+    /// Keep the larger figure of each counter: the lines (and resumed copies) of one reply
+    /// repeat a usage that only grows.
+    pub fn keep_max(&mut self, u: &crate::parse::Usage) {
+        self.input_tokens = self.input_tokens.max(u.input_tokens);
+        self.output_tokens = self.output_tokens.max(u.output_tokens);
+        self.cache_creation_input_tokens = self
+            .cache_creation_input_tokens
+            .max(u.cache_creation_input_tokens);
+        self.cache_read_input_tokens = self.cache_read_input_tokens.max(u.cache_read_input_tokens);
+    }
+
+    /// The counters as a [`crate::parse::Usage`].
+    pub fn usage(&self) -> crate::parse::Usage {
+        crate::parse::Usage {
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cache_creation_input_tokens: self.cache_creation_input_tokens,
+            cache_read_input_tokens: self.cache_read_input_tokens,
+        }
+    }
+}
+
 /// Why a line could not be used.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiagnosticRow {

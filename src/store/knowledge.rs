@@ -195,15 +195,10 @@ async fn write_tool_uses(
 async fn write_usage(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<(), StoreError> {
     let mut usage: HashMap<&str, UsageRow> = HashMap::new();
     for u in accepted.iter().flat_map(|b| b.usage.iter()) {
-        let e = usage
+        usage
             .entry(u.message_id.as_str())
-            .or_insert_with(|| u.clone());
-        e.input_tokens = e.input_tokens.max(u.input_tokens);
-        e.output_tokens = e.output_tokens.max(u.output_tokens);
-        e.cache_creation_input_tokens = e
-            .cache_creation_input_tokens
-            .max(u.cache_creation_input_tokens);
-        e.cache_read_input_tokens = e.cache_read_input_tokens.max(u.cache_read_input_tokens);
+            .or_insert_with(|| u.clone())
+            .keep_max(&u.usage());
     }
     let mut usage: Vec<UsageRow> = usage.into_values().collect();
     usage.sort_by(|a, b| a.message_id.cmp(&b.message_id));

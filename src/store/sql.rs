@@ -343,25 +343,12 @@ impl Conn<'_> {
         }
     }
 
-    /// The first row of a query, if any.
+    /// The row of a query that returns at most one (a lookup by key, an aggregate).
     pub(crate) async fn fetch_optional<T: Record>(
         &mut self,
         q: &Sql<'_>,
     ) -> Result<Option<T>, sqlx::Error> {
-        match self {
-            Conn::Sqlite(c) => {
-                sqlx::query_as_with::<Sqlite, T, _>(&q.text, q.sqlite_args()?)
-                    .persistent(q.persistent)
-                    .fetch_optional(&mut **c)
-                    .await
-            }
-            Conn::Postgres(c) => {
-                sqlx::query_as_with::<Postgres, T, _>(&q.text, q.pg_args()?)
-                    .persistent(q.persistent)
-                    .fetch_optional(&mut **c)
-                    .await
-            }
-        }
+        Ok(self.fetch_all(q).await?.into_iter().next())
     }
 
     /// The single value of a one-row, one-column query (a count).

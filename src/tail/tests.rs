@@ -186,6 +186,17 @@ fn setup() -> (tempfile::TempDir, PathBuf) {
     (dir, p)
 }
 
+/// Write `before`, read it all, stop; write `after`; open again from the checkpoint.
+fn reopen_after(p: &Path, before: &[u8], after: &[u8]) -> (Tailer, Resume) {
+    write(p, before);
+    let (mut t, _) = Tailer::open(p, None, TailerConfig::default()).unwrap();
+    drain(&mut t);
+    let cp = t.checkpoint().clone();
+    drop(t);
+    write(p, after);
+    Tailer::open(p, Some(cp), TailerConfig::default()).unwrap()
+}
+
 #[test]
 fn growth_returns_each_line_once_in_order() {
     let (_d, p) = setup();
@@ -446,13 +457,7 @@ fn truncation_mid_skip_resets_skip_state() {
 #[test]
 fn truncation_while_stopped() {
     let (_d, p) = setup();
-    write(&p, b"aaa\nbbb\n");
-    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
-    drain(&mut t);
-    let cp = t.checkpoint().clone();
-    drop(t);
-    write(&p, b"x\n");
-    let (mut t, r) = Tailer::open(&p, Some(cp), TailerConfig::default()).unwrap();
+    let (mut t, r) = reopen_after(&p, b"aaa\nbbb\n", b"x\n");
     assert_eq!(r, Resume::Truncated);
     assert_eq!(t.checkpoint().generation, 2);
     let (evs, resumes) = drain_with(&mut t, usize::MAX, usize::MAX);
@@ -463,14 +468,8 @@ fn truncation_while_stopped() {
 #[test]
 fn same_size_rewrite_is_detected() {
     let (_d, p) = setup();
-    write(&p, b"aaa\nbbb\n");
-    let (mut t, _) = Tailer::open(&p, None, TailerConfig::default()).unwrap();
-    drain(&mut t);
-    let cp = t.checkpoint().clone();
-    drop(t);
     // Same size, same head byte, different tail.
-    write(&p, b"aaa\nbXb\n");
-    let (mut t, r) = Tailer::open(&p, Some(cp), TailerConfig::default()).unwrap();
+    let (mut t, r) = reopen_after(&p, b"aaa\nbbb\n", b"aaa\nbXb\n");
     assert_eq!(r, Resume::Rewritten);
     let evs = drain(&mut t);
     assert_eq!(evs.len(), 2);
