@@ -35,4 +35,17 @@ cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"
 cargo clippy --all-targets --quiet -- -D warnings
 echo "== cargo test (SQLite and PostgreSQL at ${GLEANER_TEST_PG_URL%/*})"
-cargo test --all-targets --quiet "$@"
+# The last line sums every test binary (cargo's own last line is the last binary's, often an
+# empty target's "0 passed", which reads as a run that tested nothing).
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --all-targets --quiet "$@" 2>&1 | tee "$log" || status=$?
+awk '/^test result:/ {
+       for (i = 1; i <= NF; i++) {
+         if ($(i + 1) ~ /^passed/) p += $i
+         if ($(i + 1) ~ /^failed/) f += $i
+       }
+     }
+     END { printf "%d passed, %d failed\n", p, f }' "$log"
+exit "$status"

@@ -94,19 +94,18 @@ async fn session_end(
 
 /// Read the first JSON object from stdin, without waiting for end of input.
 fn read_input(wait: Duration) -> anyhow::Result<HookInput> {
-    let (tx, rx) = std::sync::mpsc::channel();
     // A thread, because a blocked stdin read cannot be cancelled; if it never completes, the
     // process exits without it.
-    std::thread::spawn(move || {
+    let first = crate::run::within(wait, || {
         let stdin = std::io::stdin();
         let mut values =
             serde_json::Deserializer::from_reader(stdin.lock()).into_iter::<HookInput>();
-        let _ = tx.send(values.next());
+        values.next()
     });
-    match rx.recv_timeout(wait) {
-        Ok(Some(Ok(v))) => Ok(v),
-        Ok(Some(Err(e))) => anyhow::bail!("invalid hook input: {e}"),
-        Ok(None) => anyhow::bail!("no hook input on stdin"),
-        Err(_) => anyhow::bail!("no complete hook input on stdin within {wait:?}"),
+    match first {
+        Some(Some(Ok(v))) => Ok(v),
+        Some(Some(Err(e))) => anyhow::bail!("invalid hook input: {e}"),
+        Some(None) => anyhow::bail!("no hook input on stdin"),
+        None => anyhow::bail!("no complete hook input on stdin within {wait:?}"),
     }
 }

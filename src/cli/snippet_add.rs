@@ -75,7 +75,7 @@ pub async fn run(cfg: &Config, args: AddArgs) -> Outcome {
         .ok_or_else(|| anyhow!("session {session_id} disappeared while adding the snippet"))?;
 
     let r = Arc::clone(&redactor);
-    let cut = tokio::task::spawn_blocking(move || read_origin(&origin, &r))
+    let cut = crate::run::blocking(move || read_origin(&origin, &r))
         .await
         .context("reading the snippet content failed")??;
 

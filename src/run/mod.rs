@@ -16,8 +16,31 @@ pub mod socket;
 pub mod watcher;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crate::store::StoreError;
+
+/// Run blocking IO (reading a transcript, a file) off the runtime's threads: the shell's one
+/// door to the blocking pool, so every task and thread Gleaner starts is started here.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T, tokio::task::JoinError> {
+    tokio::task::spawn_blocking(f).await
+}
+
+/// Run `f` on a thread of its own and wait for it at most `wait`: for a read that cannot be
+/// cancelled (stdin). `None` when it did not finish in time; the thread is then left to end
+/// with the process.
+pub fn within<T: Send + 'static>(
+    wait: Duration,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
+    });
+    rx.recv_timeout(wait).ok()
+}
 
 /// Why the daemon, a one-shot ingest or the hook's fallback could not run.
 #[derive(Debug, thiserror::Error)]

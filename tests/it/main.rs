@@ -20,6 +20,7 @@ mod crash;
 mod daemon;
 mod episodes;
 mod knowledge;
+mod layout;
 mod redact;
 mod snippet_add;
 mod snippet_query;
