@@ -74,6 +74,16 @@ pub enum RunError {
     /// A critical worker (engine or writer) ended while the daemon was meant to run.
     #[error("the {0} worker stopped unexpectedly")]
     WorkerEnded(&'static str),
+    /// A task panicked or was aborted (its join failed): what it was doing is unknown, so the
+    /// run reports it instead of claiming success.
+    #[error("the {task} task failed: {source}")]
+    TaskFailed {
+        /// Which task.
+        task: &'static str,
+        /// The join error.
+        #[source]
+        source: tokio::task::JoinError,
+    },
     /// A database error at startup.
     #[error(transparent)]
     Store(#[from] StoreError),

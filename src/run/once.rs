@@ -84,7 +84,7 @@ pub async fn run_once(
     let files = engine.tracked() as u64;
     // The engine held the last handle to the writer: the writer drains and ends.
     drop(engine);
-    await_writer(writer).await;
+    await_writer(writer).await?;
     // Old transcripts are finished sessions: apply the idle rule now rather than at the next
     // daemon start.
     if let Err(e) = sweep_idle_sessions(&store, &cfg).await {
@@ -116,15 +116,16 @@ pub async fn end_session(
         .run(Mode::Once, initial, hint_rx, CancellationToken::new())
         .await;
     drop(engine);
-    await_writer(writer).await;
+    await_writer(writer).await?;
     Ok(rx.await.unwrap_or(false))
 }
 
 /// Wait for the writer to drain and end (every pump has already seen its commits).
-async fn await_writer(writer: tokio::task::JoinHandle<()>) {
-    if let Err(e) = writer.await {
-        tracing::error!(error = %e, "writer task failed");
-    }
+async fn await_writer(writer: tokio::task::JoinHandle<()>) -> Result<(), RunError> {
+    writer.await.map_err(|source| RunError::TaskFailed {
+        task: "writer",
+        source,
+    })
 }
 
 fn summary(s: &Stats, files: u64, elapsed: Duration) -> IngestSummary {
