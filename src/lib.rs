@@ -12,11 +12,13 @@
 //!   ([`extract::redact`]).
 //! - [`episode`]: stage 4, turns, episodes, triage and automatic snippets.
 //! - [`snippet`]: what a snippet is (gates, tags, hash) and excerpts cut for `snippet add`.
+//! - [`conversation`]: a session's conversation as plain text (from stored rows or records).
 //! - [`store`]: stage 5, the database, sink and checkpoint, both backends; its single writer.
 //! - [`run`]: the async shell: engine, pump, daemon, one-shot ingest, status socket.
+//! - [`mcp`]: the Model Context Protocol server for coding agents (`gleaner mcp`).
 //! - [`cli`], [`telemetry`]: the edges.
 //!
-//! The stages `tail`, `parse`, `extract`, `episode` and `snippet` are synchronous and know
+//! The stages `tail`, `parse`, `extract`, `episode`, `snippet` and `conversation` are synchronous and know
 //! nothing of the store, the shell or the CLI (see ARCHITECTURE.md, "Dependency rules").
 
 /// The fully commented default configuration: the one source of every key and default value
@@ -30,8 +32,10 @@ pub mod parse;
 pub mod extract;
 pub mod episode;
 pub mod snippet;
+pub mod conversation;
 pub mod store;
 pub mod run;
+pub mod mcp;
 pub mod cli;
 pub mod telemetry;
 

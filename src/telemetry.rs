@@ -17,6 +17,9 @@ pub fn init(cfg: &LogConfig) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours only for a person at a terminal: journald, launchd and MCP clients read
+        // stderr as plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
     let _ = match cfg.format {
         LogFormat::Text => builder.try_init(),

@@ -5,8 +5,10 @@
 
 mod hook;
 mod output;
+mod search;
 mod snippet_add;
 mod snippets;
+mod text;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -128,6 +130,12 @@ enum Command {
     },
     /// Query snippets, newest first.
     Snippets(snippets::SnippetsArgs),
+    /// Full-text search over messages, summaries, feedback and snippets, best first.
+    Search(search::SearchArgs),
+    /// A session's conversation as plain text (user and assistant text, in order).
+    Text(text::TextArgs),
+    /// Serve the Model Context Protocol on stdin/stdout (for coding agents).
+    Mcp,
     /// Manage snippets.
     Snippet {
         #[command(subcommand)]
@@ -394,6 +402,14 @@ impl Command {
                 json,
             } => snippets::episodes(&cfg, session_prefix, triage.map(value_name), json).await,
             Command::Snippets(args) => snippets::snippets(&cfg, args).await,
+            Command::Search(args) => search::run(&cfg, args).await,
+            Command::Text(args) => text::run(&cfg, args).await,
+            Command::Mcp => {
+                let store = Store::connect(&cfg.database).await?;
+                crate::mcp::serve(cfg, store.clone()).await?;
+                store.close().await;
+                Ok(EXIT_OK)
+            }
             Command::Snippet {
                 command: SnippetCommand::Add(args),
             } => snippet_add::run(&cfg, args).await,
@@ -454,30 +470,12 @@ pub(crate) async fn resolve_prefix(
 /// `--since`: an ISO-8601 date or time (compared as text, as stored), or an age like `7d`,
 /// `12h`, `30m`, `2w` counted back from now.
 pub fn parse_since(s: &str) -> anyhow::Result<String> {
-    let s = s.trim();
-    let unit = s.chars().last().unwrap_or(' ');
-    if let (Some(n), true) = (
-        s.get(..s.len().saturating_sub(1))
-            .and_then(|n| n.parse::<i64>().ok()),
-        "smhdw".contains(unit),
-    ) {
-        let secs = match unit {
-            's' => n,
-            'm' => n * 60,
-            'h' => n * 3600,
-            'd' => n * 86_400,
-            _ => n * 7 * 86_400,
-        };
-        let now = crate::extract::rows::unix_ms_now();
-        return Ok(crate::extract::rows::iso_from_unix_millis(
-            now - secs * 1000,
-        ));
-    }
-    let b = s.as_bytes();
-    if b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-' {
-        return Ok(s.to_string());
-    }
-    anyhow::bail!("invalid --since {s:?}: expected a date like 2026-01-31 or an age like 7d")
+    crate::extract::rows::time_or_age(s).ok_or_else(|| {
+        anyhow::anyhow!(
+            "invalid --since {:?}: expected a date like 2026-01-31 or an age like 7d",
+            s.trim()
+        )
+    })
 }
 
 fn progress_bar() -> indicatif::ProgressBar {

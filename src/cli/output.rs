@@ -3,7 +3,7 @@
 //! Output goes to stdout; a closed pipe (`gleaner files | head`) surfaces as an `io::Error` of
 //! kind `BrokenPipe`, which `main` turns into a quiet exit 0.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
 
@@ -12,6 +12,7 @@ use crate::run::once::IngestSummary;
 use crate::run::socket::StatusReport;
 use crate::snippet::text::{clip, first_line};
 use crate::store::redact_url;
+use crate::store::search::SearchPage;
 use crate::store::{
     EpisodeListing, FeedbackListing, FileListing, SessionListing, SnippetListing, SnippetPage,
     SummaryListing,
@@ -285,6 +286,59 @@ fn evidence_line(item: &serde_json::Value) -> String {
         s.push_str(&ellipsize(text, 100));
     }
     s
+}
+
+/// `gleaner search`: per result a header line (kind, session, time, where) and the excerpt,
+/// matches in bold on a terminal and between `[` `]` otherwise.
+pub fn print_search(page: &SearchPage, offset: u32, json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(page);
+    }
+    if page.results.is_empty() {
+        if page.total_count > 0 {
+            eprintln!("no results at offset {offset} ({} match)", page.total_count);
+        } else {
+            eprintln!("no results");
+        }
+        return Ok(());
+    }
+    let (open, close) = if std::io::stdout().is_terminal() {
+        ("\x1b[1m", "\x1b[0m")
+    } else {
+        ("[", "]")
+    };
+    let mut out = std::io::stdout().lock();
+    for h in &page.results {
+        let place = match (&h.source_file, h.line) {
+            (Some(f), Some(l)) => format!("{f}:{l}"),
+            (Some(f), None) => f.clone(),
+            _ => String::new(),
+        };
+        writeln!(
+            out,
+            "{:<8} [{}] {} {:>6.2} {} {}",
+            h.kind.as_str(),
+            short_id(&h.session_id),
+            when(h.timestamp.as_deref()),
+            h.score,
+            h.project.as_deref().unwrap_or("-"),
+            place
+        )?;
+        writeln!(out, "    {}", h.marked(open, close))?;
+    }
+    drop(out);
+    let first = u64::from(offset) + 1;
+    let last = u64::from(offset) + page.results.len() as u64;
+    eprintln!(
+        "results {first}-{last} of {}{}",
+        page.total_count,
+        if page.has_more {
+            format!(" (next page: --offset {last})")
+        } else {
+            String::new()
+        }
+    );
+    Ok(())
 }
 
 /// `gleaner ingest` summary.

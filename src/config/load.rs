@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{
-    BatchConfig, Config, ConfigError, DaemonConfig, LogConfig, LogFormat, SessionsConfig,
-    TailSettings, DEFAULT_CONFIG_TOML, ENV_PREFIX,
+    BatchConfig, Config, ConfigError, DaemonConfig, LogConfig, LogFormat, McpConfig,
+    SessionsConfig, TailSettings, DEFAULT_CONFIG_TOML, ENV_PREFIX,
 };
 use crate::episode::{EpisodesTable, Rules, Settings, TriageTable};
 use crate::extract::redact::Redactor;
@@ -45,7 +45,13 @@ pub struct RawConfig {
     episodes: EpisodesTable,
     triage: TriageTable,
     redact: RawRedact,
+    mcp: RawMcp,
     log: RawLog,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawMcp {
+    max_result_chars: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -423,6 +429,13 @@ impl Config {
                     key: format!("redact.extra.{}", e.pattern),
                     message: e.message,
                 })?)
+            },
+            mcp: McpConfig {
+                max_result_chars: usize_at_least(
+                    "mcp.max_result_chars",
+                    raw.mcp.max_result_chars,
+                    1000,
+                )?,
             },
             log: LogConfig { level, format },
             file,

@@ -91,6 +91,8 @@ pub struct Config {
     pub redactor: Arc<Redactor>,
     /// Logging.
     pub log: LogConfig,
+    /// The MCP server.
+    pub mcp: McpConfig,
     /// The config file that was read, if any.
     pub file: Option<PathBuf>,
 }
@@ -138,6 +140,13 @@ pub struct DaemonConfig {
 pub struct SessionsConfig {
     /// A session whose files have not grown for this long is finished.
     pub idle_timeout: Duration,
+}
+
+/// The MCP server (`gleaner mcp`).
+#[derive(Debug, Clone)]
+pub struct McpConfig {
+    /// Longest tool result, in characters.
+    pub max_result_chars: usize,
 }
 
 /// Log output.

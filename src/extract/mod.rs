@@ -453,6 +453,7 @@ fn message_row(rec: &Record<'_>, session_id: &str, ctx: &FileContext) -> Option<
         tool_names: (!tools.is_empty()).then(|| tools.join(",")),
         is_error: rec.has_tool_error() || rec.is_api_error_message,
         text: if is_conversation { rec.text() } else { None },
+        is_meta: rec.is_meta || rec.is_compact_summary,
         ..MessageRow::default()
     })
 }

@@ -116,6 +116,9 @@ pub struct MessageRow {
     pub is_error: bool,
     /// Plain text of user and assistant text blocks only.
     pub text: Option<String>,
+    /// Injected by Claude Code (`isMeta`, a compaction summary in a user line): kept, but left
+    /// out of search and of the conversation text.
+    pub is_meta: bool,
 }
 
 /// A `summary` line, a compact boundary, or a compact summary.
@@ -335,6 +338,33 @@ pub fn uuid_key(uuid: &str) -> i64 {
 /// Current UTC time as ISO-8601 with milliseconds, the format the transcripts use.
 pub fn now_iso() -> String {
     iso_from_unix_millis(unix_ms_now())
+}
+
+/// A time filter as people write it: an ISO-8601 date or time (returned as written: stored
+/// times compare as text) or an age like `30m`, `12h`, `7d`, `2w` counted back from now.
+/// `None` when it is neither.
+pub fn time_or_age(s: &str) -> Option<String> {
+    let s = s.trim();
+    let unit = s.chars().last()?;
+    if let (Some(n), true) = (
+        s.get(..s.len().saturating_sub(1))
+            .and_then(|n| n.parse::<i64>().ok()),
+        "smhdw".contains(unit),
+    ) {
+        let secs = match unit {
+            's' => n,
+            'm' => n * 60,
+            'h' => n * 3600,
+            'd' => n * 86_400,
+            _ => n * 7 * 86_400,
+        };
+        return Some(iso_from_unix_millis(
+            unix_ms_now().saturating_sub(secs.saturating_mul(1000)),
+        ));
+    }
+    let b = s.as_bytes();
+    (b.len() >= 10 && b[..4].iter().all(u8::is_ascii_digit) && b[4] == b'-' && b[7] == b'-')
+        .then(|| s.to_string())
 }
 
 /// Milliseconds since the Unix epoch (0 if the clock is before it).

@@ -177,7 +177,7 @@ async fn write_messages(
         let mut q = Sql::new(format!(
             "{}messages (file_id, generation, line_no, seq, byte_start, byte_end, \
              session_id, uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
-             model, tool_names, is_error, text, uuid_key) ",
+             model, tool_names, is_error, text, uuid_key, is_meta) ",
             backend.insert_ignore()
         ));
         q.push_values(chunk, |row, (b, m)| {
@@ -199,7 +199,8 @@ async fn write_messages(
                 .bind(m.tool_names.as_deref())
                 .bind(m.is_error)
                 .bind(m.text.as_deref())
-                .bind(m.uuid.as_deref().map(uuid_key));
+                .bind(m.uuid.as_deref().map(uuid_key))
+                .bind(m.is_meta);
         });
         q.push(&backend.on_conflict_ignore("file_id, generation, line_no, seq"));
         message_rows += c.execute(&q).await?;

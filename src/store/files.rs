@@ -137,3 +137,14 @@ impl Store {
         Ok(row.and_then(|(s,)| s))
     }
 }
+
+impl Store {
+    /// The path of a session's main transcript, as recorded (it may have been deleted since).
+    pub async fn main_transcript(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        let q = Sql::new(
+            "SELECT path FROM files WHERE session_id = $1 AND kind = 'main' ORDER BY id LIMIT 1",
+        )
+        .arg(session_id);
+        Ok(self.fetch_optional::<(String,)>(&q).await?.map(|(p,)| p))
+    }
+}

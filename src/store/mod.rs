@@ -20,6 +20,7 @@ mod files;
 mod knowledge;
 mod plan;
 mod query;
+pub mod search;
 mod sessions;
 mod snippet_query;
 pub(crate) mod sql;
@@ -36,8 +37,8 @@ pub use commit::CommitStats;
 pub use episodes::SnippetSource;
 pub use files::FileRecord;
 pub use query::{
-    FeedbackCounts, FeedbackFilter, FeedbackListing, FileListing, SessionFilter, SessionListing,
-    SubAgent, SummaryCounts, SummaryListing, TableCounts, TokenTotals,
+    ConversationRow, FeedbackCounts, FeedbackFilter, FeedbackListing, FileListing, SessionFilter,
+    SessionListing, SubAgent, SummaryCounts, SummaryListing, TableCounts, TokenTotals,
 };
 pub use sessions::{ClosedEpisode, EpisodeStateRow, IdleSession};
 pub use snippet_query::{

@@ -1,0 +1,98 @@
+//! `gleaner search`: full-text search over messages, summaries, feedback and snippets.
+//!
+//! The query is parsed before the database is opened: a query that means nothing is one line
+//! naming the problem and exit 2, whatever the backend.
+
+use clap::Args;
+
+use super::output::print_search;
+use super::{parse_since, resolve_optional_prefix, Outcome, EXIT_OK};
+use crate::config::Config;
+use crate::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
+use crate::store::Store;
+
+/// `--kind` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum KindArg {
+    Message,
+    Summary,
+    Feedback,
+    Snippet,
+}
+
+impl From<KindArg> for SearchKind {
+    fn from(k: KindArg) -> Self {
+        match k {
+            KindArg::Message => SearchKind::Message,
+            KindArg::Summary => SearchKind::Summary,
+            KindArg::Feedback => SearchKind::Feedback,
+            KindArg::Snippet => SearchKind::Snippet,
+        }
+    }
+}
+
+/// `gleaner search` flags.
+#[derive(Debug, Args)]
+pub struct SearchArgs {
+    /// Words (all must match), "exact phrases", prefixes (migrat*), OR, NOT or -word, ( ).
+    #[arg(value_name = "QUERY", required = true, num_args = 1..)]
+    pub query: Vec<String>,
+    /// Only this kind; repeat for several (default: all).
+    #[arg(long = "kind", value_name = "K")]
+    pub kinds: Vec<KindArg>,
+    /// Only sessions whose project folder or working directory contains this text.
+    #[arg(long, value_name = "P")]
+    pub project: Option<String>,
+    /// Only this session (a unique prefix of its id is enough).
+    #[arg(long, value_name = "PREFIX")]
+    pub session: Option<String>,
+    /// Only results at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// Only results before T (ISO date/time, or an age).
+    #[arg(long, value_name = "T")]
+    pub until: Option<String>,
+    /// Most results to return (1 to 200).
+    #[arg(long, value_name = "N", default_value_t = 20,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_LIMIT)))]
+    pub limit: u32,
+    /// Skip this many (for paging).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub offset: u32,
+    /// Print `{results, total_count, has_more}` as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner search`.
+pub async fn run(cfg: &Config, args: SearchArgs) -> Outcome {
+    let text = args.query.join(" ");
+    let query = search::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let since = args.since.as_deref().map(parse_since).transpose()?;
+    let until = match args.until.as_deref() {
+        Some(u) => Some(parse_since(u).map_err(|_| {
+            anyhow::anyhow!(
+                "invalid --until {u:?}: expected a date like 2026-01-31 or an age like 7d"
+            )
+        })?),
+        None => None,
+    };
+    let store = Store::connect(&cfg.database).await?;
+    let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
+        Ok(ids) => ids,
+        Err(code) => return Ok(code),
+    };
+    let filter = SearchFilter {
+        query,
+        kinds: args.kinds.into_iter().map(SearchKind::from).collect(),
+        project: args.project,
+        session_ids,
+        since,
+        until,
+        limit: args.limit,
+        offset: args.offset,
+    };
+    let page = store.search(&filter).await?;
+    print_search(&page, filter.offset, args.json)?;
+    Ok(EXIT_OK)
+}

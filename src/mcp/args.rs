@@ -1,0 +1,180 @@
+//! The arguments of each MCP tool: their JSON schemas are generated from these types, and the
+//! doc comments are what a model reads.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+
+/// `search`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    /// Words (all must match), "exact phrases" in double quotes, prefixes like migrat*, OR,
+    /// NOT or -word, parentheses. Example: `"flaky test" auth -windows`.
+    pub query: String,
+    /// Only these kinds: message, summary, feedback, snippet (default: all). Summaries are
+    /// compaction summaries, the best overview of a session.
+    pub kinds: Option<Vec<String>>,
+    /// Only sessions whose project folder or working directory contains this text.
+    pub project: Option<String>,
+    /// Only this session (a unique prefix of its id is enough).
+    pub session_id: Option<String>,
+    /// Only results at or after this time: ISO date/time (2026-01-31) or an age (7d, 12h).
+    pub since: Option<String>,
+    /// Only results before this time (same forms as `since`).
+    pub until: Option<String>,
+    /// Results per page (default 20, at most 200).
+    pub limit: Option<u32>,
+    /// Results to skip (use `next_offset` of the previous page).
+    pub offset: Option<u32>,
+}
+
+/// `list_sessions`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListSessionsArgs {
+    /// Only sessions whose project folder or working directory contains this text.
+    pub project: Option<String>,
+    /// Only sessions active at or after this time: ISO date/time or an age (7d, 12h).
+    pub since: Option<String>,
+    /// `active` or `finished`.
+    pub status: Option<String>,
+    /// Sessions per page (default 20, at most 200).
+    pub limit: Option<u32>,
+    /// Sessions to skip.
+    pub offset: Option<u32>,
+}
+
+/// A session, by id or unique prefix.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionArgs {
+    /// The session id (a unique prefix of it is enough).
+    pub session_id: String,
+}
+
+/// `get_summaries`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SummariesArgs {
+    /// Only this session (a unique prefix of its id is enough).
+    pub session_id: Option<String>,
+    /// Only sessions whose project folder or working directory contains this text.
+    pub project: Option<String>,
+    /// `summary`, `compact_boundary` or `compact_summary`.
+    pub kind: Option<String>,
+    /// Only summaries at or after this time: ISO date/time or an age (7d, 12h).
+    pub since: Option<String>,
+    /// Summaries per page (default 20, at most 200).
+    pub limit: Option<u32>,
+    /// Summaries to skip.
+    pub offset: Option<u32>,
+}
+
+/// `query_feedback`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackArgs {
+    /// Only this session and its sub-agents (a unique prefix of its id is enough).
+    pub session_id: Option<String>,
+    /// `message` (what the user typed), `tool_denial` (a rejected tool use, with the reason
+    /// typed) or `interruption` (the user pressed Esc).
+    pub feedback_type: Option<String>,
+    /// Only sessions whose project folder or working directory contains this text.
+    pub project: Option<String>,
+    /// Only items at or after this time: ISO date/time or an age (7d, 12h).
+    pub since: Option<String>,
+    /// Items per page (default 50, at most 500).
+    pub limit: Option<u32>,
+    /// Items to skip.
+    pub offset: Option<u32>,
+}
+
+/// `query_snippets`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SnippetsArgs {
+    /// Only this session (a unique prefix of its id is enough).
+    pub session_id: Option<String>,
+    /// `error_reasoning`, `decision_rationale` or `learning_pattern`.
+    pub snippet_type: Option<String>,
+    /// Only sessions whose project folder or working directory contains this text.
+    pub project: Option<String>,
+    /// Tags that must all be present (`tool:bash`, `ext:rs`, `error:compile`, `project:x`).
+    pub tags: Option<Vec<String>>,
+    /// Text the title or the content contains (case-insensitive substring).
+    pub keyword: Option<String>,
+    /// Created at or after this time: ISO date/time or an age (7d, 12h).
+    pub start_date: Option<String>,
+    /// Created before this time.
+    pub end_date: Option<String>,
+    /// Snippets per page (default 50, at most 500).
+    pub limit: Option<u32>,
+    /// Snippets to skip.
+    pub offset: Option<u32>,
+}
+
+/// `extract_snippet`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractArgs {
+    /// The session it belongs to (a unique prefix of its id is enough).
+    pub session_id: String,
+    /// `error_reasoning`, `decision_rationale` or `learning_pattern`.
+    pub snippet_type: String,
+    /// A title readable on its own (at most 256 characters).
+    pub title: String,
+    /// The content, written out. Leave it out to cut the content from the transcript by
+    /// `source_line_start`/`source_line_end` or `start_turn`/`end_turn`.
+    pub content: Option<String>,
+    /// The transcript to cut from (default: the session's main transcript).
+    pub source_file: Option<String>,
+    /// First physical line (1-based) of the range to cut.
+    pub source_line_start: Option<u64>,
+    /// Last physical line of the range to cut.
+    pub source_line_end: Option<u64>,
+    /// First turn (1-based: the n-th human prompt) of the range to cut.
+    pub start_turn: Option<u64>,
+    /// Last turn of the range to cut.
+    pub end_turn: Option<u64>,
+    /// Tags to add to the automatic ones.
+    pub tags: Option<Vec<String>>,
+    /// Metadata to store with it (a JSON object).
+    pub metadata: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// `get_transcript_lines`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LinesArgs {
+    /// The session (a unique prefix of its id is enough).
+    pub session_id: String,
+    /// First physical line, 1-based (search results and snippets give lines).
+    pub start_line: u64,
+    /// Last physical line (inclusive).
+    pub end_line: u64,
+}
+
+/// `get_conversation`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConversationArgs {
+    /// The session (a unique prefix of its id is enough).
+    pub session_id: String,
+    /// Keep only the last N characters (cut at a paragraph boundary). Default and maximum: the
+    /// server's result limit.
+    pub max_chars: Option<usize>,
+}
+
+/// `list_episodes`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EpisodesArgs {
+    /// Only this session (a unique prefix of its id is enough).
+    pub session_id: Option<String>,
+    /// `routine`, `error_recovery`, `user_correction`, `pivot` or `design_decision`.
+    pub triage: Option<String>,
+    /// Episodes per page (default 50, at most 500).
+    pub limit: Option<u32>,
+    /// Episodes to skip.
+    pub offset: Option<u32>,
+}

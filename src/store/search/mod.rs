@@ -1,0 +1,381 @@
+//! Full-text search over messages, summaries, feedback and snippets, on both backends.
+//!
+//! The query language is parsed once ([`parse`]); each backend gets SQL built from the tree with
+//! every word bound as a value:
+//! - SQLite: one FTS5 index (`search_fts`, porter + unicode61) over all four kinds, ranked by
+//!   BM25, excerpts by FTS5's `snippet()`.
+//! - PostgreSQL: a generated `tsvector` column with a GIN index on each table (english
+//!   configuration), ranked by `ts_rank_cd`, excerpts by `ts_headline`.
+//!
+//! Compaction summaries are the best index of a session: their score is multiplied by
+//! [`SUMMARY_BOOST`], so a summary ranks above a message that scores the same. The two
+//! backends agree on what matches (same words, stems, prefixes, phrases and operators) but not
+//! on scores: BM25 weighs rare words up across the whole index, `ts_rank_cd` looks at each text
+//! alone (how often and how close together the words occur). README lists every difference.
+
+mod parse;
+mod sql;
+
+use serde::Serialize;
+
+pub use parse::{parse, Query, QueryError};
+
+use super::sql::{Backend, Sql};
+use super::{Store, StoreError};
+
+/// How much a summary's score is raised over any other kind's.
+pub const SUMMARY_BOOST: f64 = 1.25;
+
+/// Most results in one page.
+pub const MAX_LIMIT: u32 = 200;
+
+/// Marks the start of a match in an excerpt as the database returns it (never in stored text:
+/// a control character).
+const START: char = '\u{2}';
+/// Marks the end of a match.
+const STOP: char = '\u{3}';
+
+/// What a result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchKind {
+    /// User or assistant message text.
+    Message,
+    /// A `summary` line, compaction boundary or compaction summary.
+    Summary,
+    /// What the user said: a prompt, a denial's reason, an interruption.
+    Feedback,
+    /// A stored snippet (title and content).
+    Snippet,
+}
+
+impl SearchKind {
+    /// Every kind.
+    pub const ALL: [SearchKind; 4] = [
+        SearchKind::Message,
+        SearchKind::Summary,
+        SearchKind::Feedback,
+        SearchKind::Snippet,
+    ];
+
+    /// The name used in flags, JSON and the index.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchKind::Message => "message",
+            SearchKind::Summary => "summary",
+            SearchKind::Feedback => "feedback",
+            SearchKind::Snippet => "snippet",
+        }
+    }
+
+    fn from_str(s: &str) -> Option<SearchKind> {
+        SearchKind::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+/// A search: the query and what narrows it.
+#[derive(Debug, Clone)]
+pub struct SearchFilter {
+    /// The parsed query.
+    pub query: Query,
+    /// Only these kinds (empty: all).
+    pub kinds: Vec<SearchKind>,
+    /// The session's project folder or working directory contains this text.
+    pub project: Option<String>,
+    /// Only these sessions (an empty list matches nothing).
+    pub session_ids: Option<Vec<String>>,
+    /// At or after this ISO-8601 time.
+    pub since: Option<String>,
+    /// Strictly before this ISO-8601 time.
+    pub until: Option<String>,
+    /// Page size (1 to [`MAX_LIMIT`]).
+    pub limit: u32,
+    /// Results skipped before the page.
+    pub offset: u32,
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// What it is.
+    pub kind: SearchKind,
+    /// Its session.
+    pub session_id: String,
+    /// The session's project folder.
+    pub project: Option<String>,
+    /// When it was said (a snippet: when it was stored).
+    pub timestamp: Option<String>,
+    /// The transcript it was read from (a snippet: its source).
+    pub source_file: Option<String>,
+    /// The line in that transcript (1-based).
+    pub line: Option<i64>,
+    /// Relevance, higher is better (comparable within one backend only).
+    pub score: f64,
+    /// A short piece of the text around the matches.
+    pub excerpt: String,
+    /// Where the matches are in `excerpt`: `[start, end)` in characters.
+    pub highlights: Vec<[usize; 2]>,
+}
+
+impl SearchHit {
+    /// The excerpt with each match between `open` and `close` (`[`/`]`, or terminal bold).
+    pub fn marked(&self, open: &str, close: &str) -> String {
+        let mut out = String::with_capacity(self.excerpt.len() + 8);
+        let mut spans = self.highlights.iter().peekable();
+        for (i, c) in self.excerpt.chars().enumerate() {
+            if spans.peek().is_some_and(|s| s[0] == i) {
+                out.push_str(open);
+            }
+            out.push(c);
+            if let Some(s) = spans.peek() {
+                if s[1] == i + 1 {
+                    out.push_str(close);
+                    spans.next();
+                }
+            }
+        }
+        out
+    }
+}
+
+/// One page of results.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchPage {
+    /// The results, best first.
+    pub results: Vec<SearchHit>,
+    /// Results matching the query and filters, ignoring limit and offset.
+    pub total_count: i64,
+    /// More results follow this page.
+    pub has_more: bool,
+}
+
+/// A result before its excerpt and details are fetched.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct Ranked {
+    /// SQLite: `search_docs.id`; PostgreSQL: 0.
+    doc_id: i64,
+    kind: String,
+    session_id: String,
+    ts: Option<String>,
+    file_id: Option<i64>,
+    generation: Option<i64>,
+    line_no: Option<i64>,
+    seq: Option<i64>,
+    ref_id: Option<i64>,
+    score: f64,
+}
+
+/// Longest excerpt kept, in characters (the backends' own limits count words or tokens).
+const EXCERPT_CHARS: usize = 320;
+
+/// Split a database excerpt into plain text (runs of white space as one space, at most
+/// [`EXCERPT_CHARS`]) and the character ranges of its marked matches.
+fn unmark(marked: &str) -> (String, Vec<[usize; 2]>) {
+    let mut text = String::with_capacity(marked.len());
+    let mut spans = Vec::new();
+    let mut open = None;
+    let mut n = 0;
+    for c in marked.chars() {
+        match c {
+            START => open = Some(n),
+            STOP => {
+                if let Some(s) = open.take() {
+                    if n > s {
+                        spans.push([s, n]);
+                    }
+                }
+            }
+            c if c.is_whitespace() => {
+                // One line per excerpt.
+                if n > 0 && !text.ends_with(' ') {
+                    text.push(' ');
+                    n += 1;
+                }
+            }
+            c => {
+                if n >= EXCERPT_CHARS {
+                    text.push('…');
+                    break;
+                }
+                text.push(c);
+                n += 1;
+            }
+        }
+    }
+    let text = text.trim_end().to_string();
+    let len = text.chars().count();
+    spans.retain(|s| s[1] <= len);
+    (text, spans)
+}
+
+impl Store {
+    /// One page of results, best first, with the number of all matches.
+    pub async fn search(&self, f: &SearchFilter) -> Result<SearchPage, StoreError> {
+        let backend = self.backend();
+        let limit = f.limit.clamp(1, MAX_LIMIT);
+        let ranked: Vec<Ranked> = {
+            let mut q = sql::ranked(backend, f);
+            q.push(" LIMIT ")
+                .push_bind(i64::from(limit))
+                .push(" OFFSET ")
+                .push_bind(i64::from(f.offset));
+            self.fetch_all(&q.not_persistent()).await?
+        };
+        let returned = ranked.len() as i64;
+        let offset = i64::from(f.offset);
+        let end = offset + returned;
+        let total_count = if returned < i64::from(limit) && (returned > 0 || offset == 0) {
+            end
+        } else {
+            self.fetch_i64(&sql::count(backend, f).not_persistent())
+                .await?
+        };
+        let results = self.complete(f, ranked).await?;
+        Ok(SearchPage {
+            has_more: end < total_count,
+            results,
+            total_count,
+        })
+    }
+
+    /// Excerpts, projects and source files of a page of results.
+    async fn complete(
+        &self,
+        f: &SearchFilter,
+        ranked: Vec<Ranked>,
+    ) -> Result<Vec<SearchHit>, StoreError> {
+        if ranked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let excerpts = self.excerpts(f, &ranked).await?;
+        let mut q = Sql::new("SELECT session_id, project FROM sessions WHERE ");
+        q.push_in("session_id", ranked.iter().map(|r| r.session_id.as_str()));
+        let projects: std::collections::HashMap<String, String> = self
+            .fetch_all::<(String, String)>(&q.not_persistent())
+            .await?
+            .into_iter()
+            .collect();
+        let mut q = Sql::new("SELECT id, path FROM files WHERE ");
+        q.push_in("id", ranked.iter().filter_map(|r| r.file_id));
+        let paths: std::collections::HashMap<i64, String> = self
+            .fetch_all::<(i64, String)>(&q.not_persistent())
+            .await?
+            .into_iter()
+            .collect();
+        let mut q = Sql::new("SELECT id, source_file, line_start FROM snippets WHERE ");
+        q.push_in(
+            "id",
+            ranked
+                .iter()
+                .filter(|r| r.kind == "snippet")
+                .filter_map(|r| r.ref_id),
+        );
+        let sources: std::collections::HashMap<i64, (String, i64)> = self
+            .fetch_all::<(i64, String, i64)>(&q.not_persistent())
+            .await?
+            .into_iter()
+            .map(|(id, f, l)| (id, (f, l)))
+            .collect();
+        Ok(ranked
+            .into_iter()
+            .zip(excerpts)
+            .filter_map(|(r, marked)| {
+                let kind = SearchKind::from_str(&r.kind)?;
+                let (excerpt, highlights) = unmark(&marked);
+                let (source_file, line) = match kind {
+                    SearchKind::Snippet => match r.ref_id.and_then(|id| sources.get(&id)) {
+                        Some((f, l)) => (Some(f.clone()), Some(*l)),
+                        None => (None, None),
+                    },
+                    _ => (r.file_id.and_then(|id| paths.get(&id).cloned()), r.line_no),
+                };
+                Some(SearchHit {
+                    kind,
+                    project: projects.get(&r.session_id).cloned(),
+                    session_id: r.session_id,
+                    timestamp: r.ts,
+                    source_file,
+                    line,
+                    score: r.score,
+                    excerpt,
+                    highlights,
+                })
+            })
+            .collect())
+    }
+
+    /// The marked excerpt of each result, in order (empty where the text is gone).
+    async fn excerpts(
+        &self,
+        f: &SearchFilter,
+        ranked: &[Ranked],
+    ) -> Result<Vec<String>, StoreError> {
+        match self.backend() {
+            Backend::Sqlite => {
+                let mut q = sql::sqlite_excerpts(f);
+                q.push(" AND ");
+                q.push_in("rowid", ranked.iter().map(|r| r.doc_id));
+                let rows: Vec<(i64, Option<String>)> = self.fetch_all(&q.not_persistent()).await?;
+                let by_id: std::collections::HashMap<i64, String> = rows
+                    .into_iter()
+                    .map(|(id, e)| (id, e.unwrap_or_default()))
+                    .collect();
+                Ok(ranked
+                    .iter()
+                    .map(|r| by_id.get(&r.doc_id).cloned().unwrap_or_default())
+                    .collect())
+            }
+            Backend::Postgres => {
+                let mut out = vec![String::new(); ranked.len()];
+                for kind in SearchKind::ALL {
+                    let idx: Vec<usize> = (0..ranked.len())
+                        .filter(|&i| ranked[i].kind == kind.as_str())
+                        .collect();
+                    if idx.is_empty() {
+                        continue;
+                    }
+                    let picked: Vec<&Ranked> = idx.iter().map(|&i| &ranked[i]).collect();
+                    let q = sql::pg_headlines(f, kind, &picked);
+                    let rows: Vec<(i64, Option<String>)> =
+                        self.fetch_all(&q.not_persistent()).await?;
+                    for (pos, text) in rows {
+                        if let Some(&i) = usize::try_from(pos).ok().and_then(|p| idx.get(p)) {
+                            out[i] = text.unwrap_or_default();
+                        }
+                    }
+                }
+                Ok(out)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unmark_gives_plain_text_and_char_ranges() {
+        let (t, s) = unmark("fix the \u{2}flaky\u{3} auth\n\n \u{2}tést\u{3}s");
+        assert_eq!(t, "fix the flaky auth tésts");
+        assert_eq!(s, vec![[8, 13], [19, 23]]);
+        let hit = SearchHit {
+            kind: SearchKind::Message,
+            session_id: "s".into(),
+            project: None,
+            timestamp: None,
+            source_file: None,
+            line: None,
+            score: 1.0,
+            excerpt: t,
+            highlights: s,
+        };
+        assert_eq!(hit.marked("[", "]"), "fix the [flaky] auth [tést]s");
+    }
+
+    #[test]
+    fn unmark_ignores_unbalanced_markers() {
+        assert_eq!(unmark("a\u{3}b\u{2}c").0, "abc");
+        assert!(unmark("a\u{3}b\u{2}c").1.is_empty());
+    }
+}

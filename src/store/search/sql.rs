@@ -1,0 +1,315 @@
+//! The SQL of a search, built from the parsed query: the user's words only ever travel as bound
+//! values.
+
+use super::{Query, Ranked, SearchFilter, SearchKind, START, STOP, SUMMARY_BOOST};
+use crate::store::query::push_project_filter;
+use crate::store::sql::{Backend, Sql};
+
+/// The kinds a search covers.
+fn kinds(f: &SearchFilter) -> Vec<SearchKind> {
+    if f.kinds.is_empty() {
+        SearchKind::ALL.to_vec()
+    } else {
+        SearchKind::ALL
+            .into_iter()
+            .filter(|k| f.kinds.contains(k))
+            .collect()
+    }
+}
+
+/// ` AND` clauses for the session, project and time filters.
+fn push_filters<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, session: &str, ts: &str) {
+    if let Some(ids) = &f.session_ids {
+        q.push(" AND ").push_in(session, ids);
+    }
+    if let Some(p) = &f.project {
+        q.push(&format!(
+            " AND {session} IN (SELECT ss.session_id FROM sessions ss WHERE 1 = 1"
+        ));
+        push_project_filter(q, p, "ss.project", "ss.cwd");
+        q.push(")");
+    }
+    if let Some(s) = &f.since {
+        q.push(&format!(" AND {ts} >= ")).push_bind(s.as_str());
+    }
+    if let Some(u) = &f.until {
+        q.push(&format!(" AND {ts} < ")).push_bind(u.as_str());
+    }
+}
+
+/// The ranked results (best first, without LIMIT) as [`Ranked`] rows.
+pub(super) fn ranked<'a>(backend: Backend, f: &'a SearchFilter) -> Sql<'a> {
+    match backend {
+        Backend::Sqlite => {
+            let mut q = Sql::new(format!(
+                "SELECT d.id AS doc_id, d.kind, d.session_id, d.ts, d.file_id, d.generation, \
+                 d.line_no, d.seq, d.ref_id, -bm25(search_fts) * \
+                 (CASE d.kind WHEN 'summary' THEN {SUMMARY_BOOST:.2} ELSE 1.0 END) AS score "
+            ));
+            sqlite_matches(&mut q, f);
+            q.push(" ORDER BY score DESC, d.id DESC");
+            q
+        }
+        Backend::Postgres => {
+            let mut q = Sql::new(
+                "SELECT 0::bigint AS doc_id, kind, session_id, ts, file_id, generation, line_no, \
+                 seq, ref_id, score FROM (",
+            );
+            pg_union(&mut q, f, true);
+            q.push(") hits ORDER BY score DESC, ts DESC NULLS LAST, kind, ref_id");
+            q
+        }
+    }
+}
+
+/// The number of results.
+pub(super) fn count<'a>(backend: Backend, f: &'a SearchFilter) -> Sql<'a> {
+    match backend {
+        Backend::Sqlite => {
+            let mut q = Sql::new("SELECT COUNT(*) ");
+            sqlite_matches(&mut q, f);
+            q
+        }
+        Backend::Postgres => {
+            let mut q = Sql::new("SELECT COUNT(*) FROM (");
+            pg_union(&mut q, f, false);
+            q.push(") hits");
+            q
+        }
+    }
+}
+
+/// `FROM ... WHERE` of the SQLite index, with the filters.
+fn sqlite_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter) {
+    q.push(
+        "FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid \
+         WHERE search_fts MATCH ",
+    )
+    .push_bind(f.query.fts5());
+    let ks = kinds(f);
+    if ks.len() < SearchKind::ALL.len() {
+        q.push(" AND ")
+            .push_in("d.kind", ks.iter().map(|k| k.as_str()));
+    }
+    push_filters(q, f, "d.session_id", "d.ts");
+}
+
+/// The marked excerpts of the SQLite index; the caller appends ` AND rowid IN (...)`.
+pub(super) fn sqlite_excerpts(f: &SearchFilter) -> Sql<'_> {
+    let mut q = Sql::new(format!(
+        "SELECT rowid, snippet(search_fts, 0, char({}), char({}), '…', 24) \
+         FROM search_fts WHERE search_fts MATCH ",
+        START as u32, STOP as u32
+    ));
+    q.push_bind(f.query.fts5());
+    q
+}
+
+/// Where each kind lives in PostgreSQL: table alias, session, time, key columns, ref, text.
+struct PgKind {
+    from: &'static str,
+    session: &'static str,
+    ts: &'static str,
+    /// file_id, generation, line_no, seq, ref_id.
+    key: [&'static str; 5],
+    text: &'static str,
+    boost: f64,
+}
+
+fn pg_kind(k: SearchKind) -> PgKind {
+    match k {
+        SearchKind::Message => PgKind {
+            from: "messages t",
+            session: "t.session_id",
+            ts: "t.ts",
+            key: [
+                "t.file_id",
+                "t.generation",
+                "t.line_no",
+                "t.seq",
+                "NULL::bigint",
+            ],
+            text: "t.text",
+            boost: 1.0,
+        },
+        SearchKind::Summary => PgKind {
+            from: "summaries t",
+            session: "t.session_id",
+            ts: "t.ts",
+            key: [
+                "t.file_id",
+                "NULL::bigint",
+                "t.line_no",
+                "NULL::bigint",
+                "t.id",
+            ],
+            text: "t.text",
+            boost: SUMMARY_BOOST,
+        },
+        SearchKind::Feedback => PgKind {
+            from: "feedback t",
+            session: "t.session_id",
+            ts: "t.ts",
+            key: [
+                "t.file_id",
+                "NULL::bigint",
+                "t.line_no",
+                "NULL::bigint",
+                "t.id",
+            ],
+            text: "t.content || COALESCE(E'\\n' || t.reason, '')",
+            boost: 1.0,
+        },
+        SearchKind::Snippet => PgKind {
+            from: "snippets t",
+            session: "t.session_id",
+            ts: "t.created_at",
+            key: [
+                "NULL::bigint",
+                "NULL::bigint",
+                "NULL::bigint",
+                "NULL::bigint",
+                "t.id",
+            ],
+            text: "t.title || E'\\n' || t.content",
+            boost: 1.0,
+        },
+    }
+}
+
+/// One `SELECT` per kind, `UNION ALL`; `ranked`: with kind, keys and score.
+fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool) {
+    for (i, k) in kinds(f).into_iter().enumerate() {
+        let p = pg_kind(k);
+        if i > 0 {
+            q.push(" UNION ALL ");
+        }
+        if ranked {
+            let names = ["file_id", "generation", "line_no", "seq", "ref_id"];
+            let key: Vec<String> = p
+                .key
+                .iter()
+                .zip(names)
+                .map(|(e, n)| format!("{e}::bigint AS {n}"))
+                .collect();
+            q.push(&format!(
+                "SELECT '{}'::text AS kind, {} AS session_id, {} AS ts, {}, ts_rank_cd(t.search_vec, ",
+                k.as_str(),
+                p.session,
+                p.ts,
+                key.join(", ")
+            ));
+            push_tsquery(q, &f.query);
+            q.push(&format!(")::float8 * {:.2} AS score", p.boost));
+        } else {
+            q.push("SELECT 1");
+        }
+        q.push(&format!(" FROM {} WHERE t.search_vec @@ ", p.from));
+        push_tsquery(q, &f.query);
+        push_filters(q, f, p.session, p.ts);
+    }
+}
+
+/// The query as a PostgreSQL `tsquery` expression. Words and phrases go through
+/// `websearch_to_tsquery` (its normalisation: stemming, stop words); prefixes through
+/// `to_tsquery` with `:*`, on words that are letters and digits only (the parser guarantees
+/// it), so the text handed to it can hold no tsquery syntax.
+fn push_tsquery<'a>(q: &mut Sql<'a>, query: &'a Query) {
+    match query {
+        Query::Term {
+            word,
+            prefix: false,
+        } => {
+            q.push("websearch_to_tsquery('english', ")
+                .push_bind(word.as_str())
+                .push(")");
+        }
+        Query::Term { word, prefix: true } => {
+            q.push("to_tsquery('english', ")
+                .push_bind(format!("{word}:*"))
+                .push(")");
+        }
+        Query::Phrase {
+            words,
+            prefix: false,
+        } => {
+            q.push("websearch_to_tsquery('english', ")
+                .push_bind(format!("\"{}\"", words.join(" ")))
+                .push(")");
+        }
+        Query::Phrase {
+            words,
+            prefix: true,
+        } => {
+            q.push("to_tsquery('english', ")
+                .push_bind(format!("{}:*", words.join(" <-> ")))
+                .push(")");
+        }
+        Query::And(parts) | Query::Or(parts) => {
+            let op = if matches!(query, Query::And(_)) {
+                " && "
+            } else {
+                " || "
+            };
+            q.push("(");
+            for (i, p) in parts.iter().enumerate() {
+                if i > 0 {
+                    q.push(op);
+                }
+                push_tsquery(q, p);
+            }
+            q.push(")");
+        }
+        Query::Not(inner) => {
+            q.push("(!! ");
+            push_tsquery(q, inner);
+            q.push(")");
+        }
+    }
+}
+
+/// `(position, headline)` of the given results of one kind, marked by `ts_headline`.
+pub(super) fn pg_headlines<'a>(
+    f: &'a SearchFilter,
+    kind: SearchKind,
+    picked: &[&Ranked],
+) -> Sql<'a> {
+    let p = pg_kind(kind);
+    let mut q = Sql::new(format!("SELECT k.pos, ts_headline('english', {}, ", p.text));
+    push_tsquery(&mut q, &f.query);
+    q.push(", ")
+        .push_bind(format!(
+            "StartSel={START}, StopSel={STOP}, MaxWords=16, MinWords=8, ShortWord=2, \
+             MaxFragments=2, FragmentDelimiter=\" … \""
+        ))
+        .push(") FROM (VALUES ");
+    for (i, r) in picked.iter().enumerate() {
+        q.push(if i == 0 { "(" } else { ", (" });
+        q.push_bind(i as i64).push("::bigint, ");
+        match kind {
+            SearchKind::Message => {
+                q.push_bind(r.file_id)
+                    .push("::bigint, ")
+                    .push_bind(r.generation)
+                    .push("::bigint, ")
+                    .push_bind(r.line_no)
+                    .push("::bigint, ")
+                    .push_bind(r.seq)
+                    .push("::bigint)");
+            }
+            _ => {
+                q.push_bind(r.ref_id)
+                    .push("::bigint, NULL::bigint, NULL::bigint, NULL::bigint)");
+            }
+        }
+    }
+    q.push(") AS k (pos, a, b, c, d) JOIN ");
+    q.push(p.from);
+    q.push(match kind {
+        SearchKind::Message => {
+            " ON t.file_id = k.a AND t.generation = k.b AND t.line_no = k.c AND t.seq = k.d"
+        }
+        _ => " ON t.id = k.a",
+    });
+    q
+}
