@@ -35,8 +35,9 @@ impl From<KindArg> for SearchKind {
 #[derive(Debug, Args)]
 pub struct SearchArgs {
     /// Words (all must match), "exact phrases", prefixes (migrat*), OR, NOT or -word, ( ).
-    #[arg(value_name = "QUERY", required = true, num_args = 1..)]
-    pub query: Vec<String>,
+    /// One argument: quote it when it has several words (`gleaner search 'auth -flaky'`).
+    #[arg(value_name = "QUERY", allow_hyphen_values = true)]
+    pub query: String,
     /// Only this kind; repeat for several (default: all).
     #[arg(long = "kind", value_name = "K")]
     pub kinds: Vec<KindArg>,
@@ -66,8 +67,7 @@ pub struct SearchArgs {
 
 /// Run `gleaner search`.
 pub async fn run(cfg: &Config, args: SearchArgs) -> Outcome {
-    let text = args.query.join(" ");
-    let query = search::parse(&text).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let query = search::parse(&args.query).map_err(|e| anyhow::anyhow!("{e}"))?;
     let since = args.since.as_deref().map(parse_since).transpose()?;
     let until = match args.until.as_deref() {
         Some(u) => Some(parse_since(u).map_err(|_| {

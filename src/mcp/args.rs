@@ -1,8 +1,46 @@
 //! The arguments of each MCP tool: their JSON schemas are generated from these types, and the
 //! doc comments are what a model reads.
 
+use rmcp::handler::server::common::FromContextPart;
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::ErrorData;
 use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
 use serde::Deserialize;
+
+/// A tool's arguments, read from the call. Why not rmcp's own `Parameters`: its error for a
+/// value of the wrong type does not say which argument it was; this one names the path
+/// (`invalid argument limit: invalid type: string "ten", expected u32`). The name is the one
+/// rmcp's `#[tool]` looks for to take the input schema from `P`.
+#[derive(Debug)]
+pub struct Parameters<P>(pub P);
+
+impl<P: JsonSchema> JsonSchema for Parameters<P> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        P::schema_name()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        P::json_schema(generator)
+    }
+}
+
+impl<S, P: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Parameters<P> {
+    fn from_context_part(context: &mut ToolCallContext<'_, S>) -> Result<Self, ErrorData> {
+        let args = serde_json::Value::Object(context.arguments.take().unwrap_or_default());
+        serde_path_to_error::deserialize::<_, P>(args)
+            .map(Parameters)
+            .map_err(|e| {
+                let path = e.path().to_string();
+                let msg = if path == "." {
+                    format!("invalid arguments: {}", e.inner())
+                } else {
+                    format!("invalid argument {path}: {}", e.inner())
+                };
+                ErrorData::invalid_params(msg, None)
+            })
+    }
+}
 
 /// `search`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -3,18 +3,17 @@
 
 use std::collections::HashSet;
 
-use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router, ErrorData};
 use serde_json::{json, Value};
 
 use super::args::{
     ConversationArgs, EpisodesArgs, ExtractArgs, FeedbackArgs, LinesArgs, ListSessionsArgs,
-    SearchArgs, SessionArgs, SnippetsArgs, SummariesArgs,
+    Parameters, SearchArgs, SessionArgs, SnippetsArgs, SummariesArgs,
 };
 use super::{cut_text, fail, ok, page, page_size, store_err, time, Gleaner};
 use crate::run::snippet_add::{self, AddRequest, Content};
-use crate::snippet::excerpt::{self, Selection};
+use crate::snippet::excerpt::{self, Selection, SourceError};
 use crate::snippet::SnippetType;
 use crate::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
 use crate::store::{
@@ -525,12 +524,27 @@ impl Gleaner {
         let redactor = self.cfg.redactor.clone();
         let p = path.clone();
         let sel = Selection::Lines(a.start_line, a.end_line);
-        let ex = crate::run::blocking(move || {
+        let read = crate::run::blocking(move || {
             excerpt::excerpt(std::path::Path::new(&p), sel, &redactor)
         })
         .await
-        .map_err(|e| format!("reading the transcript failed: {e}"))?
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| format!("reading the transcript failed: {e}"))?;
+        let ex = match read {
+            Ok(ex) => ex,
+            // Lines that exist but hold only bookkeeping are an answer, not an error.
+            Err(SourceError::Empty { .. }) => {
+                return Ok(json!({
+                    "session_id": id,
+                    "source_file": path,
+                    "start_line": a.start_line,
+                    "end_line": a.end_line,
+                    "text": "",
+                    "note": "these lines hold only metadata, progress, thinking or unparseable lines",
+                    "truncated": false,
+                }))
+            }
+            Err(e) => return Err(e.to_string()),
+        };
         let (text, truncated) = cut_text(&ex.content, self.cap().saturating_sub(400));
         Ok(json!({
             "session_id": id,

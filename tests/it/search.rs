@@ -1,0 +1,277 @@
+//! `gleaner search` on both backends over the real corpus: known words found, phrases,
+//! prefixes and operators, kind/project/date filters, pagination, the summary boost,
+//! malformed queries, and the backfill of a database that predates the index.
+
+use std::process::Output;
+
+use serde_json::Value;
+
+use crate::both_backends;
+use crate::common::*;
+
+fn search(env: &TestEnv, args: &[&str]) -> Output {
+    env.cmd()
+        .arg("search")
+        .args(args)
+        .output()
+        .expect("run search")
+}
+
+fn json(env: &TestEnv, args: &[&str]) -> Value {
+    let mut a = args.to_vec();
+    a.push("--json");
+    let out = search(env, &a);
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).expect("search JSON")
+}
+
+fn results(v: &Value) -> &Vec<Value> {
+    v["results"].as_array().expect("results array")
+}
+
+fn total(env: &TestEnv, args: &[&str]) -> i64 {
+    json(env, args)["total_count"]
+        .as_i64()
+        .expect("total_count")
+}
+
+fn excerpt(r: &Value) -> String {
+    r["excerpt"].as_str().unwrap_or("").to_lowercase()
+}
+
+async fn corpus_search(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    env.ingest_dir(&corpus_dir());
+
+    // A rare word: found, its match marked in the first excerpt.
+    let v = json(&env, &["AudioWorklet"]);
+    let first = &results(&v)[0];
+    assert!(excerpt(first).contains("audioworklet"), "{first}");
+    let spans = first["highlights"].as_array().expect("highlights");
+    assert!(!spans.is_empty(), "{first}");
+    let text: Vec<char> = first["excerpt"].as_str().unwrap_or("").chars().collect();
+    let [s, e] = [
+        spans[0][0].as_u64().unwrap_or(0),
+        spans[0][1].as_u64().unwrap_or(0),
+    ];
+    let marked: String = text[s as usize..e as usize].iter().collect();
+    assert!(
+        marked.to_lowercase().starts_with("audioworklet"),
+        "{marked}"
+    );
+    for key in [
+        "kind",
+        "session_id",
+        "score",
+        "source_file",
+        "line",
+        "timestamp",
+    ] {
+        assert!(!first[key].is_null(), "{key} missing: {first}");
+    }
+
+    // A word that appears in exactly one session ranks it first.
+    let v = json(&env, &["zustand"]);
+    assert_eq!(v["total_count"], 2, "{v}");
+    assert!(results(&v)
+        .iter()
+        .all(|r| r["session_id"] == "3dae6bc4-bf52-4a30-a961-09999364d8c6"));
+
+    // Phrases are stricter than their words; a reversed phrase finds less.
+    let words = total(&env, &["pull request"]);
+    let phrase = total(&env, &["\"pull request\""]);
+    let reversed = total(&env, &["\"request pull\""]);
+    assert!(phrase > 0 && phrase <= words, "{phrase} {words}");
+    assert!(reversed < phrase, "{reversed} {phrase}");
+    for r in results(&json(&env, &["\"pull request\"", "--limit", "10"])) {
+        let t = excerpt(r);
+        assert!(t.contains("pull") && t.contains("request"), "{r}");
+    }
+
+    // Prefixes find every word that starts so (stems included).
+    let prefix = total(&env, &["migrat*"]);
+    let word = total(&env, &["migration"]);
+    assert!(prefix >= word && word > 0, "{prefix} {word}");
+
+    // Operators.
+    let a = total(&env, &["Prisma"]);
+    let b = total(&env, &["tenant_id"]);
+    let or = total(&env, &["Prisma OR tenant_id"]);
+    let and = total(&env, &["Prisma AND tenant_id"]);
+    let not = total(&env, &["Prisma -tenant_id"]);
+    assert!(or >= a.max(b) && or <= a + b, "{a} {b} {or}");
+    assert!(and <= a.min(b), "{a} {b} {and}");
+    assert_eq!(not + and, a, "NOT and AND split Prisma's results");
+
+    // Kinds.
+    let v = json(&env, &["session", "--kind", "summary", "--limit", "50"]);
+    assert!(!results(&v).is_empty());
+    assert!(results(&v).iter().all(|r| r["kind"] == "summary"), "{v}");
+    let v = json(
+        &env,
+        &[
+            "test", "--kind", "feedback", "--kind", "snippet", "--limit", "50",
+        ],
+    );
+    assert!(results(&v)
+        .iter()
+        .all(|r| r["kind"] == "feedback" || r["kind"] == "snippet"));
+
+    // Project filter.
+    let v = json(&env, &["Prisma", "--project", "UTAGE3", "--limit", "50"]);
+    assert!(!results(&v).is_empty());
+    assert!(results(&v)
+        .iter()
+        .all(|r| r["project"].as_str().unwrap_or("").contains("UTAGE3")));
+
+    // Dates: since/until split the results of a word.
+    let all = total(&env, &["error"]);
+    let before = total(&env, &["error", "--until", "2026-01-01"]);
+    let after = total(&env, &["error", "--since", "2026-01-01"]);
+    assert!(before > 0 && after > 0, "{before} {after}");
+    assert!(before + after <= all, "{before} {after} {all}");
+    for r in results(&json(
+        &env,
+        &["error", "--since", "2026-01-01", "--limit", "50"],
+    )) {
+        assert!(r["timestamp"].as_str().unwrap_or("") >= "2026-01-01", "{r}");
+    }
+
+    // Pagination: pages do not overlap and add up.
+    let p1 = json(&env, &["error", "--limit", "5"]);
+    let p2 = json(&env, &["error", "--limit", "5", "--offset", "5"]);
+    assert_eq!(p1["has_more"], true);
+    assert_eq!(p1["total_count"], p2["total_count"]);
+    let key = |r: &Value| format!("{}:{}:{}", r["kind"], r["source_file"], r["line"]);
+    let k1: Vec<String> = results(&p1).iter().map(key).collect();
+    assert!(results(&p2).iter().all(|r| !k1.contains(&key(r))));
+    let last = json(
+        &env,
+        &["error", "--limit", "5", "--offset", &(all - 2).to_string()],
+    );
+    assert_eq!(results(&last).len(), 2);
+    assert_eq!(last["has_more"], false);
+
+    // Malformed queries: one line naming the problem, exit 2, no SQL in sight.
+    for (q, want) in [
+        ("\"unbalanced", "unbalanced quote"),
+        ("OR", "operator OR"),
+        ("*", "lone *"),
+        ("-alone", "not negated"),
+        ("(a OR b", "parenthesis"),
+    ] {
+        let out = search(&env, &[q]);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{q}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{q}: {err}");
+        assert!(err.contains(want), "{q}: {err}");
+        for sql in ["syntax", "fts5", "tsquery", "SQL"] {
+            assert!(!err.contains(sql), "{q}: {err}");
+        }
+    }
+    // FTS5 syntax inside words is just text.
+    let out = search(&env, &["NEAR(col:x^)"]);
+    assert_ok(&out);
+    env.cleanup().await;
+}
+
+both_backends!(
+    finds_phrases_prefixes_and_filters_on_the_corpus,
+    corpus_search
+);
+
+/// A summary and a message with the same words: the summary ranks first.
+async fn summary_boost(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let sid = "5b0c4a51-1111-4222-8333-944455556666";
+    let dir = env.path("-home-u-boost");
+    std::fs::create_dir_all(&dir).expect("project dir");
+    let text = "the quokka migration plan keeps the schema";
+    let lines = [
+        user_line(sid, "u1", text),
+        format!(
+            r#"{{"type":"summary","summary":"{text}","leafUuid":"u1","uuid":"s1","sessionId":"{sid}"}}"#
+        ),
+    ];
+    std::fs::write(dir.join(format!("{sid}.jsonl")), lines.join("\n") + "\n").expect("write");
+    env.ingest();
+    let v = json(&env, &["quokka migration"]);
+    let kinds: Vec<&str> = results(&v)
+        .iter()
+        .filter_map(|r| r["kind"].as_str())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"summary"), "{v}");
+    assert!(kinds.contains(&"message"), "{v}");
+    env.cleanup().await;
+}
+
+both_backends!(summaries_rank_above_equal_messages, summary_boost);
+
+/// A database made before the index existed gets its rows indexed by the migration.
+async fn backfill(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let dir = match backend {
+        Backend::Sqlite => "migrations/sqlite",
+        Backend::Postgres => "migrations/postgres",
+    };
+    let old = env.dir.path().join("old-migrations");
+    std::fs::create_dir_all(&old).expect("dir");
+    for f in std::fs::read_dir(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir))
+        .expect("migrations")
+        .flatten()
+    {
+        let name = f.file_name().to_string_lossy().into_owned();
+        if name.as_str() < "0004" {
+            std::fs::copy(f.path(), old.join(&name)).expect("copy");
+        }
+    }
+    let migrator = sqlx::migrate::Migrator::new(old.as_path())
+        .await
+        .expect("migrator");
+    let rows = [
+        // The first file row of a new database has id 1 on both backends.
+        "INSERT INTO files (machine, path, project, kind, session_id, first_seen_at, \
+         updated_at) VALUES ('test', '/x/s.jsonl', 'p', 'main', 'sess-old', 't', 't')",
+        "INSERT INTO messages (file_id, generation, line_no, seq, byte_start, byte_end, \
+         session_id, kind, is_sidechain, is_error, text) VALUES (1, 1, 3, 0, 0, 10, \
+         'sess-old', 'assistant', FALSE, FALSE, 'the wombat cache was stale')",
+        "INSERT INTO summaries (kind, dedup_key, text, session_id, file_id, line_no) VALUES \
+         ('summary', 'k', 'wombat cache fix', 'sess-old', 1, 1)",
+        "INSERT INTO sessions (session_id, machine, project, created_at, updated_at) VALUES \
+         ('sess-old', 'test', 'p', 't', 't')",
+    ];
+    match backend {
+        Backend::Sqlite => {
+            let path = env.dir.path().join("data/test.db");
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("data dir");
+            let opts = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(&path)
+                .create_if_missing(true);
+            let pool = sqlx::SqlitePool::connect_with(opts).await.expect("sqlite");
+            migrator.run(&pool).await.expect("old migrations");
+            for r in rows {
+                sqlx::query(r).execute(&pool).await.expect(r);
+            }
+            pool.close().await;
+        }
+        Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&env.url).await.expect("postgres");
+            migrator.run(&pool).await.expect("old migrations");
+            for r in rows {
+                sqlx::query(r).execute(&pool).await.expect(r);
+            }
+            pool.close().await;
+        }
+    }
+    // The next start applies 0004, which indexes what is there.
+    let v = json(&env, &["wombat"]);
+    let kinds: Vec<&str> = results(&v)
+        .iter()
+        .filter_map(|r| r["kind"].as_str())
+        .collect();
+    assert_eq!(kinds, ["summary", "message"], "{v}");
+    assert_eq!(results(&v)[1]["line"], 3);
+    env.cleanup().await;
+}
+
+both_backends!(migration_indexes_existing_rows, backfill);

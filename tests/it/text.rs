@@ -1,0 +1,200 @@
+//! `gleaner text` against an independent reading of the JSONL: for every main transcript of
+//! the corpus, the conversation printed from the stored rows equals the one read here straight
+//! from the files with `serde_json::Value` (no Gleaner parser), on both backends; truncation
+//! keeps the end from a paragraph boundary.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::both_backends;
+use crate::common::*;
+
+/// What Claude Code injects into user lines (format doc §3.1), as a text starts.
+const PLUMBING: &[&str] = &[
+    "<command-name>",
+    "<command-message>",
+    "<command-args>",
+    "<local-command-stdout>",
+    "<local-command-stderr>",
+    "<local-command-caveat>",
+    "<bash-input>",
+    "<bash-stdout>",
+    "<bash-stderr>",
+    "<task-notification>",
+    "<ide_opened_file>",
+    "<ide_selection>",
+    "<system-reminder>",
+    "Caveat: The messages below were generated",
+    "[Request interrupted",
+];
+
+/// The turns of one transcript file: (role, text), read with `serde_json` only. A last line
+/// without its `\n` may be half written: Gleaner reads it once complete, so it is left out.
+fn turns_of(bytes: &[u8]) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
+    lines.pop();
+    for line in lines {
+        let mut de = serde_json::Deserializer::from_slice(line).into_iter::<Value>();
+        while let Some(Ok(v)) = de.next() {
+            let role = match v["type"].as_str() {
+                Some("user") => "User",
+                Some("assistant") => "Assistant",
+                _ => continue,
+            };
+            if v["isMeta"] == true || v["isCompactSummary"] == true {
+                continue;
+            }
+            let text = match &v["message"]["content"] {
+                Value::String(s) => s.clone(),
+                Value::Array(blocks) => blocks
+                    .iter()
+                    .filter(|b| b["type"] == "text")
+                    .filter_map(|b| b["text"].as_str())
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+                _ => continue,
+            };
+            let t = text.trim();
+            if t.is_empty() || (role == "User" && PLUMBING.iter().any(|p| t.starts_with(p))) {
+                continue;
+            }
+            out.push((role, t.to_string()));
+        }
+    }
+    out
+}
+
+fn render(turns: &[(&str, String)]) -> String {
+    turns
+        .iter()
+        .map(|(role, t)| {
+            let sep = if t.contains('\n') { '\n' } else { ' ' };
+            format!("{role}:{sep}{t}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+fn text_json(env: &TestEnv, args: &[&str]) -> (Value, String) {
+    let out = env
+        .cmd()
+        .arg("text")
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("run text");
+    assert_ok(&out);
+    (
+        serde_json::from_slice(&out.stdout).expect("text JSON"),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+async fn matches_jsonl(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let corpus = corpus_dir().canonicalize().expect("corpus");
+    env.ingest_dir(&corpus);
+    let out = env
+        .cmd_for(&corpus)
+        .args(["files", "--json"])
+        .output()
+        .expect("files");
+    assert_ok(&out);
+    let files: Vec<Value> = serde_json::from_slice(&out.stdout).expect("files JSON");
+    let out = env
+        .cmd_for(&corpus)
+        .args(["sessions", "--json"])
+        .output()
+        .expect("sessions");
+    assert_ok(&out);
+    let known: Vec<Value> = serde_json::from_slice(&out.stdout).expect("sessions JSON");
+    let known: std::collections::HashSet<&str> = known
+        .iter()
+        .filter_map(|s| s["session_id"].as_str())
+        .collect();
+    // Main transcripts per session, in the order the store numbers them (sorted paths). A file
+    // with no record (only snapshots, say) makes no session.
+    let mut sessions: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for f in &files {
+        if f["agent_id"].is_null() {
+            if let Some(sid) = f["session_id"].as_str().filter(|s| known.contains(s)) {
+                let path = f["path"].as_str().unwrap_or_default().to_string();
+                if !path.contains("/subagents/") {
+                    sessions.entry(sid.to_string()).or_default().push(path);
+                }
+            }
+        }
+    }
+    let (mut compared, mut redacted) = (0, 0);
+    let mut longest: Option<(usize, String, String)> = None;
+    for (sid, mut paths) in sessions {
+        paths.sort();
+        let mut turns = Vec::new();
+        for p in &paths {
+            turns.extend(turns_of(&std::fs::read(p).expect("transcript")));
+        }
+        let want = render(&turns);
+        let (v, _) = text_json(&env, &[&sid]);
+        let got = v["text"].as_str().unwrap_or_default();
+        if got.contains("[REDACTED:") {
+            redacted += 1;
+            continue;
+        }
+        if got != want {
+            let at = got
+                .chars()
+                .zip(want.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            let around = |s: &str| {
+                s.chars()
+                    .skip(at.saturating_sub(80))
+                    .take(160)
+                    .collect::<String>()
+            };
+            panic!(
+                "session {sid} ({paths:?}) differs at char {at}:\n got: {:?}\nwant: {:?}",
+                around(got),
+                around(&want)
+            );
+        }
+        assert_eq!(v["dropped_chars"], 0);
+        assert_eq!(v["turns"], turns.len());
+        compared += 1;
+        if longest.as_ref().is_none_or(|(n, _, _)| want.len() > *n) {
+            longest = Some((want.len(), sid.clone(), want));
+        }
+    }
+    assert!(compared >= 100, "only {compared} sessions compared");
+    assert!(redacted <= 5, "{redacted} sessions hold redacted text");
+
+    // Truncation: the end is kept, from the first paragraph boundary after the cut.
+    let (_, sid, full) = longest.expect("a session");
+    let (v, err) = text_json(&env, &[&sid, "--max-chars", "2000"]);
+    let got = v["text"].as_str().unwrap_or_default();
+    assert!(
+        full.ends_with(got),
+        "{sid}: not the end of the conversation"
+    );
+    assert!(got.chars().count() <= 2000);
+    let dropped = v["dropped_chars"].as_u64().unwrap_or(0) as usize;
+    assert_eq!(dropped + got.chars().count(), full.chars().count());
+    let cut_at = full.len() - got.len();
+    assert!(
+        full[..cut_at].ends_with("\n\n"),
+        "cut not at a paragraph boundary"
+    );
+    assert!(
+        err.contains(&format!("dropped the first {dropped}")),
+        "{err}"
+    );
+
+    // Unknown and ambiguous prefixes.
+    let out = env.cmd().args(["text", "ffffffff"]).output().expect("text");
+    assert_eq!(out.status.code(), Some(1));
+    env.cleanup().await;
+}
+
+both_backends!(conversation_text_matches_the_jsonl, matches_jsonl);
