@@ -1,6 +1,9 @@
 //! Helpers shared by the benchmark examples (`bench`, `snippet_bench`): reaching a
 //! PostgreSQL server to create and drop throwaway databases, and percentiles.
 
+pub mod mcp;
+pub mod tree;
+
 use std::time::Duration;
 
 use anyhow::{Context, Result};

@@ -6,6 +6,7 @@
 //! no IO, so every rule here is unit-tested on literal lines.
 
 pub mod feedback;
+pub mod lexemes;
 pub mod prompt;
 pub mod redact;
 pub mod rows;
@@ -281,6 +282,7 @@ fn knowledge(
         agent_id: agent_id.clone(),
         ts: ts.clone(),
         line_no: at.line_no,
+        search_vec: None,
     };
     match rec.kind {
         Kind::Summary => {
@@ -329,6 +331,7 @@ fn knowledge(
                 uuid: uuid.clone(),
                 line_no: at.line_no,
                 seq: at.seq,
+                search_vec: None,
             });
         }
     }

@@ -119,6 +119,9 @@ pub struct MessageRow {
     /// Injected by Claude Code (`isMeta`, a compaction summary in a user line): kept, but left
     /// out of search and of the conversation text.
     pub is_meta: bool,
+    /// PostgreSQL only: the text's search words as a binary `tsvector`, computed on the
+    /// reading threads (see [`crate::extract::lexemes`]); `None` elsewhere.
+    pub search_vec: Option<Vec<u8>>,
 }
 
 /// A `summary` line, a compact boundary, or a compact summary.
@@ -146,6 +149,9 @@ pub struct SummaryRow {
     pub ts: Option<String>,
     /// 1-based line number.
     pub line_no: u64,
+    /// PostgreSQL only: the text's search words as a binary `tsvector`, computed on the
+    /// reading threads (see [`crate::extract::lexemes`]); `None` elsewhere.
+    pub search_vec: Option<Vec<u8>>,
 }
 
 /// One user-feedback item.
@@ -175,6 +181,9 @@ pub struct FeedbackRow {
     pub line_no: u64,
     /// Position of its record on the line (glued objects share a line); not stored.
     pub seq: u32,
+    /// PostgreSQL only: the text's search words as a binary `tsvector`, computed on the
+    /// reading threads (see [`crate::extract::lexemes`]); `None` elsewhere.
+    pub search_vec: Option<Vec<u8>>,
 }
 
 /// A tool call or a failed tool result, keyed by the tool use id.

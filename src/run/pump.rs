@@ -224,6 +224,8 @@ impl Pipeline {
         let idle_ms = self.cfg.sessions.idle_timeout.as_millis() as i64;
         let redactor = self.cfg.redactor.clone();
         let rules = self.cfg.rules.clone();
+        // PostgreSQL stores the search words the reading threads find (see extract::lexemes).
+        let lexemes = self.store.backend() == crate::store::Backend::Postgres;
         move || {
             let mut tailer = match tailer {
                 Some(t) => t,
@@ -262,6 +264,9 @@ impl Pipeline {
                         episode::feed(&mut episodes, &mut ex, &how);
                     }
                     let mut prepared = ex.rows;
+                    if lexemes {
+                        crate::extract::lexemes::index_batch(&mut prepared);
+                    }
                     prepared.expected = expected;
                     prepared.size = size;
                     prepared.mtime_ms = file_mtime_ms;

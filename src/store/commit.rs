@@ -5,12 +5,14 @@
 //! write), then the rows of the accepted batches table by table in multi-row statements
 //! (messages, diagnostics, kind tallies, knowledge, episodes), then the session facts.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::sql::{ladder_chunks, Conn, Sql};
+use super::sql::{ladder_chunks, Arg, Backend, Conn, Sql};
 use super::{episodes, knowledge, Store, StoreError};
+use crate::extract::lexemes;
 use crate::extract::rows::{
-    now_iso, uuid_key, DiagnosticRow, KindCount, MessageRow, PreparedBatch,
+    now_iso, uuid_key, DiagnosticRow, KindCount, MessageRow, PreparedBatch, SessionUpdate,
 };
 
 /// What a commit wrote.
@@ -23,12 +25,13 @@ pub struct CommitStats {
 }
 
 /// Merge a batch's session facts: first cwd and title win, latest branch and version win,
-/// timestamps widen, the message counter adds what was actually inserted.
-const UPSERT_SESSION: &str =
-    "INSERT INTO sessions (session_id, machine, project, cwd, git_branch, \
-     version, title, started_at, last_activity_at, message_count, created_at, updated_at, slug) \
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $11, $12) \
-     ON CONFLICT (session_id) DO UPDATE SET \
+/// timestamps widen, the message counter adds what was actually inserted (`UPSERT_SESSION`:
+/// this head, `VALUES`, then [`UPSERT_SESSIONS_CONFLICT`]).
+const UPSERT_SESSIONS: &str = "INSERT INTO sessions (session_id, machine, project, cwd, \
+     git_branch, version, title, started_at, last_activity_at, message_count, created_at, \
+     updated_at, slug) ";
+
+const UPSERT_SESSIONS_CONFLICT: &str = " ON CONFLICT (session_id) DO UPDATE SET \
      status = 'active', ended_at = NULL, duration_ms = NULL, end_reason = NULL, \
      slug = COALESCE(excluded.slug, sessions.slug), \
      cwd = COALESCE(sessions.cwd, excluded.cwd), \
@@ -46,18 +49,25 @@ const UPSERT_SESSION: &str =
      message_count = sessions.message_count + excluded.message_count, \
      updated_at = excluded.updated_at";
 
-/// The checkpoint write, guarded: zero rows updated means the stored checkpoint is not the one
-/// the batch was read from.
-const GUARDED_CHECKPOINT: &str =
-    "UPDATE files SET generation = $1, byte_offset = $2, lines = $3, size = $4, \
-     dev = $5, inode = $6, head_len = $7, head_hash = $8, tail_len = $9, \
-     tail_hash = $10, state = 'active', updated_at = $11, \
-     session_id = COALESCE(session_id, $12), \
-     mtime_ms = CASE WHEN $16 > mtime_ms THEN $16 ELSE mtime_ms END, \
-     agent_type = COALESCE($17, agent_type), \
-     agent_description = COALESCE($18, agent_description), \
-     episode_state = COALESCE($19, episode_state) \
-     WHERE id = $13 AND generation = $14 AND byte_offset = $15";
+/// The checkpoint writes of a group, guarded, in one statement per chunk: a file whose stored
+/// `(generation, offset)` is not the one its batch was read from is not updated, and its id is
+/// missing from what the statement returns. (One statement per file was a round trip each, in
+/// series on the writer.)
+const GUARDED_CHECKPOINTS: &str = "WITH v (id, expected_generation, expected_offset, generation, \
+     byte_offset, lines, size, dev, inode, head_len, head_hash, tail_len, tail_hash, \
+     session_id, mtime_ms, agent_type, agent_description, episode_state, updated_at) AS (";
+
+const GUARDED_CHECKPOINTS_SET: &str = ") UPDATE files SET generation = v.generation, \
+     byte_offset = v.byte_offset, lines = v.lines, size = v.size, dev = v.dev, inode = v.inode, \
+     head_len = v.head_len, head_hash = v.head_hash, tail_len = v.tail_len, \
+     tail_hash = v.tail_hash, state = 'active', updated_at = v.updated_at, \
+     session_id = COALESCE(files.session_id, v.session_id), \
+     mtime_ms = CASE WHEN v.mtime_ms > files.mtime_ms THEN v.mtime_ms ELSE files.mtime_ms END, \
+     agent_type = COALESCE(v.agent_type, files.agent_type), \
+     agent_description = COALESCE(v.agent_description, files.agent_description), \
+     episode_state = COALESCE(v.episode_state, files.episode_state) \
+     FROM v WHERE files.id = v.id AND files.generation = v.expected_generation \
+     AND files.byte_offset = v.expected_offset RETURNING files.id";
 
 impl Store {
     /// Keys of all summary leaf uuids (few: one per `summary` line).
@@ -87,10 +97,11 @@ impl Store {
         let now = now_iso();
         let mut tx = self.begin().await?;
         let mut c = tx.conn();
+        let moved = advance_checkpoints(&mut c, batches, &now).await?;
         let mut results: Vec<Result<CommitStats, StoreError>> = Vec::with_capacity(batches.len());
         let mut accepted: Vec<&PreparedBatch> = Vec::with_capacity(batches.len());
         for b in batches {
-            if advance_checkpoint(&mut c, b, &now).await? {
+            if moved.contains(&b.file_id) {
                 accepted.push(b);
                 results.push(Ok(CommitStats::default()));
             } else {
@@ -102,6 +113,9 @@ impl Store {
             }
         }
         let inserted = write_messages(&mut c, &accepted).await?;
+        if c.backend() == Backend::Sqlite {
+            index_messages(&mut c, &accepted, &inserted).await?;
+        }
         write_diagnostics(&mut c, &accepted, &now).await?;
         write_kinds(&mut c, &accepted).await?;
         knowledge::write(&mut c, &accepted, leaves).await?;
@@ -117,35 +131,43 @@ impl Store {
     }
 }
 
-/// The optimistic guard, which doubles as the checkpoint write. False: the guard failed and
-/// nothing was written for this batch.
-async fn advance_checkpoint(
+/// The optimistic guards, which double as the checkpoint writes: the ids of the files whose
+/// checkpoint moved (the others wrote nothing). A group holds at most one batch per file.
+async fn advance_checkpoints(
     c: &mut Conn<'_>,
-    b: &PreparedBatch,
+    batches: &[PreparedBatch],
     now: &str,
-) -> Result<bool, StoreError> {
-    let cp = &b.checkpoint;
-    let q = Sql::new(GUARDED_CHECKPOINT)
-        .arg(cp.generation)
-        .arg(cp.offset as i64)
-        .arg(cp.lines as i64)
-        .arg(b.size as i64)
-        .arg(cp.dev as i64)
-        .arg(cp.inode as i64)
-        .arg(i64::from(cp.head_len))
-        .arg(cp.head_hash as i64)
-        .arg(i64::from(cp.tail_len))
-        .arg(cp.tail_hash as i64)
-        .arg(now)
-        .arg(b.file_session_id.as_deref())
-        .arg(b.file_id)
-        .arg(b.expected.0)
-        .arg(b.expected.1 as i64)
-        .arg(b.mtime_ms)
-        .arg(b.agent_meta.as_ref().and_then(|m| m.0.as_deref()))
-        .arg(b.agent_meta.as_ref().and_then(|m| m.1.as_deref()))
-        .arg(b.episode_state.as_deref());
-    Ok(c.execute(&q).await? == 1)
+) -> Result<HashSet<i64>, StoreError> {
+    let mut moved = HashSet::with_capacity(batches.len());
+    for chunk in ladder_chunks(batches) {
+        let mut q = Sql::new(GUARDED_CHECKPOINTS);
+        q.push_values(chunk, |row, b| {
+            let cp = &b.checkpoint;
+            row.bind(b.file_id)
+                .bind(b.expected.0)
+                .bind(b.expected.1 as i64)
+                .bind(cp.generation)
+                .bind(cp.offset as i64)
+                .bind(cp.lines as i64)
+                .bind(b.size as i64)
+                .bind(cp.dev as i64)
+                .bind(cp.inode as i64)
+                .bind(i64::from(cp.head_len))
+                .bind(cp.head_hash as i64)
+                .bind(i64::from(cp.tail_len))
+                .bind(cp.tail_hash as i64)
+                .bind(b.file_session_id.as_deref())
+                .bind(b.mtime_ms)
+                .bind(b.agent_meta.as_ref().and_then(|m| m.0.as_deref()))
+                .bind(b.agent_meta.as_ref().and_then(|m| m.1.as_deref()))
+                .bind(b.episode_state.as_deref())
+                .bind(now);
+        });
+        q.push(GUARDED_CHECKPOINTS_SET);
+        let ids: Vec<(i64,)> = c.fetch_all(&q).await?;
+        moved.extend(ids.into_iter().map(|(id,)| id));
+    }
+    Ok(moved)
 }
 
 /// Message rows of the accepted batches; what each file actually gained.
@@ -173,12 +195,15 @@ async fn write_messages(
         .flat_map(|b| b.messages.iter().map(move |m| (*b, m)))
         .collect();
     let mut message_rows = 0;
+    // PostgreSQL indexes message text through a `search_vec` column (SQLite: index_messages).
+    let pg = backend == Backend::Postgres;
     for chunk in ladder_chunks(&messages) {
         let mut q = Sql::new(format!(
             "{}messages (file_id, generation, line_no, seq, byte_start, byte_end, \
              session_id, uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
-             model, tool_names, is_error, text, uuid_key, is_meta) ",
-            backend.insert_ignore()
+             model, tool_names, is_error, text, uuid_key, is_meta{}) ",
+            backend.insert_ignore(),
+            if pg { ", search_vec" } else { "" }
         ));
         q.push_values(chunk, |row, (b, m)| {
             row.bind(b.file_id)
@@ -201,6 +226,10 @@ async fn write_messages(
                 .bind(m.text.as_deref())
                 .bind(m.uuid.as_deref().map(uuid_key))
                 .bind(m.is_meta);
+            if pg {
+                let text = m.text.as_deref().filter(|_| lexemes::searchable(m));
+                row.bind(search_vec(&m.search_vec, text));
+            }
         });
         q.push(&backend.on_conflict_ignore("file_id, generation, line_no, seq"));
         message_rows += c.execute(&q).await?;
@@ -226,6 +255,79 @@ async fn write_messages(
         }
     }
     Ok(inserted)
+}
+
+/// A row's `search_vec` for PostgreSQL: the one the reading threads computed, else computed
+/// here from `text` (rows that did not come through a pump).
+pub(super) fn search_vec<'a>(pre: &'a Option<Vec<u8>>, text: Option<&str>) -> Arg<'a> {
+    Arg::TsVector(match pre {
+        Some(v) => Some(Cow::Borrowed(v.as_slice())),
+        None => text.map(|t| Cow::Owned(lexemes::tsvector_binary(t))),
+    })
+}
+
+/// SQLite: the searchable message text of the accepted batches into the full-text index
+/// (`search_docs` + `search_fts`), ids assigned here. The transaction holds the write lock
+/// already (its first statement was a checkpoint `UPDATE`), so no other writer can take an id
+/// in between. A batch whose message count disagrees with what was inserted (duplicates
+/// skipped, which the checkpoint guard rules out) is not indexed: which rows were skipped is
+/// unknown, and indexing one twice would show it twice.
+async fn index_messages(
+    c: &mut Conn<'_>,
+    accepted: &[&PreparedBatch],
+    inserted: &HashMap<i64, CommitStats>,
+) -> Result<(), StoreError> {
+    let docs: Vec<(&PreparedBatch, &MessageRow, &str)> = accepted
+        .iter()
+        .filter(|b| {
+            let exact = inserted
+                .get(&b.file_id)
+                .is_some_and(|s| s.messages == b.messages.len() as u64);
+            if !exact {
+                tracing::error!(file_id = b.file_id, "batch not indexed for search");
+            }
+            exact
+        })
+        .flat_map(|b| b.messages.iter().map(move |m| (*b, m)))
+        .filter(|(_, m)| lexemes::searchable(m))
+        .filter_map(|(b, m)| Some((b, m, m.text.as_deref()?)))
+        .collect();
+    if docs.is_empty() {
+        return Ok(());
+    }
+    let base = c
+        .fetch_i64(&Sql::new("SELECT COALESCE(MAX(id), 0) FROM search_docs"))
+        .await?;
+    let ids: Vec<i64> = (1..=docs.len() as i64).map(|k| base + k).collect();
+    let rows: Vec<(i64, &PreparedBatch, &MessageRow, &str)> = ids
+        .iter()
+        .zip(&docs)
+        .map(|(id, (b, m, t))| (*id, *b, *m, *t))
+        .collect();
+    for chunk in ladder_chunks(&rows) {
+        let mut q = Sql::new(
+            "INSERT INTO search_docs (id, kind, session_id, ts, file_id, generation, line_no, \
+             seq) ",
+        );
+        q.push_values(chunk, |row, (id, b, m, _)| {
+            row.bind(*id)
+                .bind("message")
+                .bind(m.session_id.as_str())
+                .bind(m.ts.as_deref())
+                .bind(b.file_id)
+                .bind(b.checkpoint.generation)
+                .bind(m.line_no as i64)
+                .bind(i64::from(m.seq));
+        });
+        // Both statements in one round trip to SQLite's thread (its arguments are taken in
+        // order, statement after statement).
+        q.push("; INSERT INTO search_fts (rowid, body) ");
+        q.push_values(chunk, |row, (id, _, _, text)| {
+            row.bind(*id).bind(*text);
+        });
+        c.execute(&q).await?;
+    }
+    Ok(())
 }
 
 /// Diagnostic rows, and each file's diagnostics counter recomputed (exact even if a
@@ -296,30 +398,110 @@ async fn write_kinds(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<()
     Ok(())
 }
 
-/// Each accepted batch's session facts, with the messages its file actually gained.
+/// The session facts of the accepted batches, merged per session in batch order by the rules
+/// of [`UPSERT_SESSIONS_CONFLICT`] (a group may hold a main file and its sub-agents, and PostgreSQL
+/// rejects an upsert that touches one row twice), then upserted in multi-row statements.
 async fn upsert_sessions(
     c: &mut Conn<'_>,
     accepted: &[&PreparedBatch],
     inserted: &HashMap<i64, CommitStats>,
     now: &str,
 ) -> Result<(), StoreError> {
+    let mut merged: Vec<(SessionUpdate, i64)> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
     for b in accepted {
         let Some(s) = &b.session else { continue };
-        let added = inserted.get(&b.file_id).map_or(0, |st| st.messages);
-        let q = Sql::new(UPSERT_SESSION)
-            .arg(s.session_id.as_str())
-            .arg(s.machine.as_str())
-            .arg(s.project.as_str())
-            .arg(s.cwd.as_deref())
-            .arg(s.git_branch.as_deref())
-            .arg(s.version.as_deref())
-            .arg(s.title.as_deref())
-            .arg(s.started_at.as_deref())
-            .arg(s.last_activity_at.as_deref())
-            .arg(added as i64)
-            .arg(now)
-            .arg(s.slug.as_deref());
+        let added = inserted.get(&b.file_id).map_or(0, |st| st.messages) as i64;
+        match at.get(s.session_id.as_str()) {
+            None => {
+                at.insert(s.session_id.as_str(), merged.len());
+                merged.push((s.clone(), added));
+            }
+            Some(&i) => {
+                let (m, n) = &mut merged[i];
+                merge_session(m, s);
+                *n += added;
+            }
+        }
+    }
+    for chunk in ladder_chunks(&merged) {
+        let mut q = Sql::new(UPSERT_SESSIONS);
+        q.push_values(chunk, |row, (s, added)| {
+            row.bind(s.session_id.as_str())
+                .bind(s.machine.as_str())
+                .bind(s.project.as_str())
+                .bind(s.cwd.as_deref())
+                .bind(s.git_branch.as_deref())
+                .bind(s.version.as_deref())
+                .bind(s.title.as_deref())
+                .bind(s.started_at.as_deref())
+                .bind(s.last_activity_at.as_deref())
+                .bind(*added)
+                .bind(now)
+                .bind(now)
+                .bind(s.slug.as_deref());
+        });
+        q.push(UPSERT_SESSIONS_CONFLICT);
         c.execute(&q).await?;
     }
     Ok(())
+}
+
+/// Fold a later batch's facts of one session into an earlier one's, as two upserts in a row
+/// would: first cwd and title win, latest branch, version and slug win, times widen.
+fn merge_session(into: &mut SessionUpdate, later: &SessionUpdate) {
+    fn keep_first(a: &mut Option<String>, b: &Option<String>) {
+        if a.is_none() {
+            a.clone_from(b);
+        }
+    }
+    fn keep_latest(a: &mut Option<String>, b: &Option<String>) {
+        if b.is_some() {
+            a.clone_from(b);
+        }
+    }
+    keep_first(&mut into.cwd, &later.cwd);
+    keep_first(&mut into.title, &later.title);
+    keep_latest(&mut into.git_branch, &later.git_branch);
+    keep_latest(&mut into.version, &later.version);
+    keep_latest(&mut into.slug, &later.slug);
+    if let Some(t) = &later.started_at {
+        if into.started_at.as_ref().is_none_or(|s| t < s) {
+            into.started_at = Some(t.clone());
+        }
+    }
+    if let Some(t) = &later.last_activity_at {
+        if into.last_activity_at.as_ref().is_none_or(|s| t > s) {
+            into.last_activity_at = Some(t.clone());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merged_session_facts_follow_the_upsert_rules() {
+        let s = |cwd: Option<&str>, branch: Option<&str>, start: &str, last: &str| SessionUpdate {
+            session_id: "s".into(),
+            cwd: cwd.map(str::to_string),
+            title: cwd.map(|c| format!("title {c}")),
+            git_branch: branch.map(str::to_string),
+            started_at: Some(start.into()),
+            last_activity_at: Some(last.into()),
+            ..SessionUpdate::default()
+        };
+        let mut a = s(None, Some("main"), "2026-01-02", "2026-01-03");
+        merge_session(&mut a, &s(Some("/a"), None, "2026-01-01", "2026-01-02"));
+        merge_session(
+            &mut a,
+            &s(Some("/b"), Some("dev"), "2026-01-05", "2026-01-09"),
+        );
+        assert_eq!(a.cwd.as_deref(), Some("/a"));
+        assert_eq!(a.title.as_deref(), Some("title /a"));
+        assert_eq!(a.git_branch.as_deref(), Some("dev"));
+        assert_eq!(a.started_at.as_deref(), Some("2026-01-01"));
+        assert_eq!(a.last_activity_at.as_deref(), Some("2026-01-09"));
+    }
 }

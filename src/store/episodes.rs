@@ -7,10 +7,12 @@
 //! its row. Every snippet insert is `ON CONFLICT (session_id, content_hash) DO NOTHING`: the
 //! same content twice in one session is stored once, whoever writes it.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-use super::sql::{ladder_chunks, Conn, Sql};
+use super::sql::{ladder_chunks, Arg, Backend, Conn, Sql};
 use super::{Store, StoreError};
+use crate::extract::lexemes;
 use crate::extract::rows::{EpisodeRow, PreparedBatch, SnippetRow};
 
 /// Columns of an episode row, in bind order (20 binds: `created_at` and `updated_at` share one).
@@ -223,6 +225,8 @@ async fn insert_snippets(
     pairs: &[(SnippetSource<'_>, &SnippetRow)],
 ) -> Result<Vec<Option<i64>>, StoreError> {
     let mut new_ids: HashMap<(String, String), i64> = HashMap::new();
+    // PostgreSQL indexes snippets through a `search_vec` column (SQLite: a trigger).
+    let pg = c.backend() == Backend::Postgres;
     for chunk in ladder_chunks(pairs) {
         let tags: Vec<String> = chunk
             .iter()
@@ -230,7 +234,11 @@ async fn insert_snippets(
             .collect();
         let rows: Vec<(&(SnippetSource<'_>, &SnippetRow), &String)> =
             chunk.iter().zip(&tags).collect();
-        let mut q = Sql::new(SNIPPET_INSERT);
+        let mut q = Sql::new(if pg {
+            SNIPPET_INSERT.replace(", created_at) ", ", created_at, search_vec) ")
+        } else {
+            SNIPPET_INSERT.to_string()
+        });
         q.push_values(&rows, |b, ((src, row), tags)| {
             b.bind(src.session_id)
                 .bind(src.episode_id)
@@ -246,6 +254,11 @@ async fn insert_snippets(
                 .bind(tags.as_str())
                 .bind(row.metadata.as_str())
                 .bind(src.created_at);
+            if pg {
+                b.bind(Arg::TsVector(Some(Cow::Owned(lexemes::tsvector_binary(
+                    &format!("{}\n{}", row.title, row.content),
+                )))));
+            }
         });
         q.push(SNIPPET_IGNORE);
         let inserted: Vec<(i64, String, String)> = c.fetch_all(&q).await?;

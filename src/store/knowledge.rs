@@ -6,8 +6,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::sql::{dedup_by, ladder_chunks, Conn, Sql};
+use super::commit::search_vec;
+use super::sql::{dedup_by, ladder_chunks, Backend, Conn, Sql};
 use super::StoreError;
+use crate::extract::lexemes;
 use crate::extract::rows::{
     uuid_key, FeedbackRow, PreparedBatch, SummaryRow, ToolUseRow, UsageRow,
 };
@@ -37,11 +39,13 @@ async fn write_summaries(
         .flat_map(|b| b.summaries.iter().map(move |r| (*b, r)))
         .collect();
     let summaries = dedup_by(summaries, |(_, r)| (r.kind, r.dedup_key.clone()));
+    let pg = backend == Backend::Postgres;
     for chunk in ladder_chunks(&summaries) {
         let mut q = Sql::new(format!(
             "{}summaries (kind, dedup_key, text, leaf_uuid, uuid, compact_trigger, \
-             pre_tokens, session_id, agent_id, ts, file_id, line_no, leaf_key) ",
-            backend.insert_ignore()
+             pre_tokens, session_id, agent_id, ts, file_id, line_no, leaf_key{}) ",
+            backend.insert_ignore(),
+            if pg { ", search_vec" } else { "" }
         ));
         q.push_values(chunk, |row, (b, r)| {
             row.bind(r.kind)
@@ -57,6 +61,9 @@ async fn write_summaries(
                 .bind(b.file_id)
                 .bind(r.line_no as i64)
                 .bind(r.leaf_uuid.as_deref().map(uuid_key));
+            if pg {
+                row.bind(search_vec(&r.search_vec, r.text.as_deref()));
+            }
         });
         q.push(&backend.on_conflict_ignore("kind, dedup_key"));
         c.execute(&q).await?;
@@ -120,11 +127,13 @@ async fn write_feedback(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result
         .flat_map(|b| b.feedback.iter().map(move |r| (*b, r)))
         .collect();
     let feedback = dedup_by(feedback, |(_, r)| r.dedup_key.clone());
+    let pg = backend == Backend::Postgres;
     for chunk in ladder_chunks(&feedback) {
         let mut q = Sql::new(format!(
             "{}feedback (dedup_key, ts, session_id, feedback_type, content, reason, \
-             agent_id, slug, tool_use_id, uuid, file_id, line_no) ",
-            backend.insert_ignore()
+             agent_id, slug, tool_use_id, uuid, file_id, line_no{}) ",
+            backend.insert_ignore(),
+            if pg { ", search_vec" } else { "" }
         ));
         q.push_values(chunk, |row, (b, r)| {
             row.bind(r.dedup_key.as_str())
@@ -139,6 +148,10 @@ async fn write_feedback(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result
                 .bind(r.uuid.as_deref())
                 .bind(b.file_id)
                 .bind(r.line_no as i64);
+            if pg {
+                let text = lexemes::feedback_text(&r.content, r.reason.as_deref());
+                row.bind(search_vec(&r.search_vec, Some(&text)));
+            }
         });
         q.push(&backend.on_conflict_ignore("dedup_key"));
         c.execute(&q).await?;

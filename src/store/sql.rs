@@ -18,6 +18,7 @@
 //! `async fn`s over a [`Conn`] (a pooled connection or an open transaction).
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 
 use sqlx::postgres::{PgArguments, PgConnection, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteConnection, SqliteRow};
@@ -76,6 +77,27 @@ pub(crate) enum Arg<'a> {
     Text(Option<Cow<'a, str>>),
     /// A PostgreSQL `text[]`. SQLite has no arrays: binding one there is an encode error.
     TextArray(Vec<String>),
+    /// A PostgreSQL `tsvector` in binary form (or NULL). PostgreSQL only, like arrays.
+    TsVector(Option<Cow<'a, [u8]>>),
+}
+
+/// A binary `tsvector` (see `extract::lexemes::tsvector_binary`), sent as it is.
+struct PgTsVector<'a>(&'a [u8]);
+
+impl sqlx::Type<Postgres> for PgTsVector<'_> {
+    fn type_info() -> sqlx::postgres::PgTypeInfo {
+        sqlx::postgres::PgTypeInfo::with_name("tsvector")
+    }
+}
+
+impl sqlx::Encode<'_, Postgres> for PgTsVector<'_> {
+    fn encode_by_ref(
+        &self,
+        buf: &mut sqlx::postgres::PgArgumentBuffer,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        buf.extend_from_slice(self.0);
+        Ok(sqlx::encode::IsNull::No)
+    }
 }
 
 impl From<i64> for Arg<'_> {
@@ -176,8 +198,8 @@ impl<'a> Sql<'a> {
     pub(crate) fn push_bind(&mut self, value: impl Into<Arg<'a>>) -> &mut Self {
         debug_assert!(!self.numbered_by_hand, "push_bind after arg: {}", self.pg);
         self.args.push(value.into());
-        self.pg.push('$');
-        self.pg.push_str(&self.args.len().to_string());
+        // `write!` into the string: no allocation per placeholder (a 500-row insert has 10,000).
+        let _ = write!(self.pg, "${}", self.args.len());
         self.lite.push('?');
         self
     }
@@ -255,6 +277,7 @@ impl<'a> Sql<'a> {
                 Arg::Bool(v) => out.add(*v),
                 Arg::Text(v) => out.add(v.as_deref()),
                 Arg::TextArray(_) => Err("SQLite has no array type".into()),
+                Arg::TsVector(_) => Err("SQLite has no tsvector type".into()),
             };
             r.map_err(sqlx::Error::Encode)?;
         }
@@ -270,6 +293,7 @@ impl<'a> Sql<'a> {
                 Arg::Bool(v) => out.add(*v),
                 Arg::Text(v) => out.add(v.as_deref()),
                 Arg::TextArray(v) => out.add(v),
+                Arg::TsVector(v) => out.add(v.as_deref().map(PgTsVector)),
             };
             r.map_err(sqlx::Error::Encode)?;
         }

@@ -213,6 +213,14 @@ impl Store {
     pub async fn search(&self, f: &SearchFilter) -> Result<SearchPage, StoreError> {
         let backend = self.backend();
         let limit = f.limit.clamp(1, MAX_LIMIT);
+        if backend == Backend::Postgres && sql::tsquery(&f.query).is_none() {
+            // Only stop words: PostgreSQL's index holds none of them, nothing can match.
+            return Ok(SearchPage {
+                results: Vec::new(),
+                total_count: 0,
+                has_more: false,
+            });
+        }
         let ranked: Vec<Ranked> = {
             let mut q = sql::ranked(backend, f);
             q.push(" LIMIT ")
@@ -353,6 +361,26 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn postgres_tsquery_uses_the_index_lexemes() {
+        let t = |q: &str| sql::tsquery(&parse(q).unwrap());
+        assert_eq!(t("Migrations").as_deref(), Some("'migrat'"));
+        assert_eq!(t("flaky*").as_deref(), Some("'flaki':*"));
+        assert_eq!(t("\"fix the bug\"").as_deref(), Some("('fix' <2> 'bug')"));
+        assert_eq!(
+            t("\"pull request\"").as_deref(),
+            Some("('pull' <-> 'request')")
+        );
+        // `a` is a stop word: its side of the OR disappears.
+        assert_eq!(t("a OR b -c").as_deref(), Some("(('b' & !'c'))"));
+        assert_eq!(
+            t("auth OR (login -oauth)").as_deref(),
+            Some("('auth' | ('login' & !'oauth'))")
+        );
+        assert_eq!(t("the"), None);
+        assert_eq!(t("the flaky").as_deref(), Some("('flaki')"));
+    }
 
     #[test]
     fn unmark_gives_plain_text_and_char_ranges() {

@@ -2,6 +2,7 @@
 //! values.
 
 use super::{Query, Ranked, SearchFilter, SearchKind, START, STOP, SUMMARY_BOOST};
+use crate::extract::lexemes::lexeme;
 use crate::store::query::push_project_filter;
 use crate::store::sql::{Backend, Sql};
 
@@ -117,6 +118,7 @@ struct PgKind {
 }
 
 fn pg_kind(k: SearchKind) -> PgKind {
+    // `text` is what ts_headline marks (the same text the row's search_vec was made of).
     match k {
         SearchKind::Message => PgKind {
             from: "messages t",
@@ -210,61 +212,54 @@ fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool) {
     }
 }
 
-/// The query as a PostgreSQL `tsquery` expression. Words and phrases go through
-/// `websearch_to_tsquery` (its normalisation: stemming, stop words); prefixes through
-/// `to_tsquery` with `:*`, on words that are letters and digits only (the parser guarantees
-/// it), so the text handed to it can hold no tsquery syntax.
+/// The query as a bound `tsquery` (see [`tsquery`]).
 fn push_tsquery<'a>(q: &mut Sql<'a>, query: &'a Query) {
+    q.push_bind(tsquery(query).unwrap_or_default())
+        .push("::tsquery");
+}
+
+/// The query as PostgreSQL `tsquery` text, its words turned into lexemes by the rules that
+/// index the texts ([`crate::extract::lexemes`]): stop words dropped (as `to_tsquery` does: a
+/// part made only of them disappears, and a phrase keeps their gap as `<n>`), the rest stemmed;
+/// a prefix is the stem with `:*`. `None` when nothing is left to search for. Lexemes are
+/// letters and digits only, so the text holds no syntax of the user's.
+pub(super) fn tsquery(query: &Query) -> Option<String> {
     match query {
-        Query::Term {
-            word,
-            prefix: false,
-        } => {
-            q.push("websearch_to_tsquery('english', ")
-                .push_bind(word.as_str())
-                .push(")");
+        Query::Term { word, prefix } => {
+            lexeme(word).map(|l| format!("'{l}'{}", if *prefix { ":*" } else { "" }))
         }
-        Query::Term { word, prefix: true } => {
-            q.push("to_tsquery('english', ")
-                .push_bind(format!("{word}:*"))
-                .push(")");
-        }
-        Query::Phrase {
-            words,
-            prefix: false,
-        } => {
-            q.push("websearch_to_tsquery('english', ")
-                .push_bind(format!("\"{}\"", words.join(" ")))
-                .push(")");
-        }
-        Query::Phrase {
-            words,
-            prefix: true,
-        } => {
-            q.push("to_tsquery('english', ")
-                .push_bind(format!("{}:*", words.join(" <-> ")))
-                .push(")");
+        Query::Phrase { words, prefix } => {
+            let last = words.len().saturating_sub(1);
+            let mut out = String::new();
+            let mut gap = 0;
+            for (i, w) in words.iter().enumerate() {
+                gap += 1;
+                let Some(l) = lexeme(w) else { continue };
+                if !out.is_empty() {
+                    out.push_str(&if gap == 1 {
+                        " <-> ".to_string()
+                    } else {
+                        format!(" <{gap}> ")
+                    });
+                }
+                out.push_str(&format!("'{l}'"));
+                if *prefix && i == last {
+                    out.push_str(":*");
+                }
+                gap = 0;
+            }
+            (!out.is_empty()).then(|| format!("({out})"))
         }
         Query::And(parts) | Query::Or(parts) => {
             let op = if matches!(query, Query::And(_)) {
-                " && "
+                " & "
             } else {
-                " || "
+                " | "
             };
-            q.push("(");
-            for (i, p) in parts.iter().enumerate() {
-                if i > 0 {
-                    q.push(op);
-                }
-                push_tsquery(q, p);
-            }
-            q.push(")");
+            let kept: Vec<String> = parts.iter().filter_map(tsquery).collect();
+            (!kept.is_empty()).then(|| format!("({})", kept.join(op)))
         }
-        Query::Not(inner) => {
-            q.push("(!! ");
-            push_tsquery(q, inner);
-            q.push(")");
-        }
+        Query::Not(inner) => tsquery(inner).map(|t| format!("!{t}")),
     }
 }
 

@@ -1,0 +1,171 @@
+//! The benchmark tree: copies of the real corpus with fresh session ids, as large as asked.
+#![allow(dead_code)] // Each example uses part of the shared helpers.
+
+use std::collections::HashSet;
+use std::fs::{self, File};
+use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use regex::bytes::{Captures, Regex};
+
+/// A UUID, as transcripts write them.
+pub const UUID_RE: &str =
+    r"(?-u)[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
+
+/// The real transcripts, scanned once, copied as often as a tree of the wanted size needs.
+pub struct Corpus {
+    /// The corpus folder.
+    pub root: PathBuf,
+    /// Its `*.jsonl` files (relative) and their sizes.
+    pub files: Vec<(PathBuf, u64)>,
+    ids: HashSet<Vec<u8>>,
+}
+
+/// Whether `b` is a UUID.
+pub fn is_uuid(b: &[u8]) -> bool {
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// Deterministic fresh UUID (version 4 layout) standing for `old` in copy `k`.
+pub fn map_uuid(k: u64, old: &[u8]) -> String {
+    let mut b = xxhash_rust::xxh3::xxh3_128_with_seed(old, k + 1).to_be_bytes();
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..]
+    )
+}
+
+impl Corpus {
+    /// Find the files and the session ids to rewrite.
+    pub fn scan(root: &Path) -> Result<Corpus> {
+        let root = root
+            .canonicalize()
+            .with_context(|| format!("corpus {} not found (use --corpus DIR)", root.display()))?;
+        let (mut files, mut stack) = (Vec::new(), vec![root.clone()]);
+        while let Some(dir) = stack.pop() {
+            for e in fs::read_dir(&dir).with_context(|| format!("cannot read {}", dir.display()))? {
+                let p = e?.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "jsonl") {
+                    let len = fs::metadata(&p)?.len();
+                    files.push((p.strip_prefix(&root)?.to_path_buf(), len));
+                }
+            }
+        }
+        files.sort();
+        if files.iter().all(|f| f.1 == 0) {
+            bail!("no non-empty *.jsonl file in corpus {}", root.display());
+        }
+        // Session ids: UUID path components and every "sessionId" value.
+        let re = Regex::new(&format!(r#""sessionId"\s*:\s*"({UUID_RE})""#))?;
+        let (mut ids, mut buf) = (HashSet::new(), Vec::new());
+        for (rel, _) in &files {
+            for c in rel.components() {
+                let s = c.as_os_str().to_string_lossy();
+                let s = s.strip_suffix(".jsonl").unwrap_or(&s);
+                if is_uuid(s.as_bytes()) {
+                    ids.insert(s.as_bytes().to_vec());
+                }
+            }
+            let mut r = BufReader::new(File::open(root.join(rel))?);
+            while {
+                buf.clear();
+                r.read_until(b'\n', &mut buf)? > 0
+            } {
+                ids.extend(re.captures_iter(&buf).map(|c| c[1].to_vec()));
+            }
+        }
+        Ok(Corpus { root, files, ids })
+    }
+
+    /// Copy the corpus as `copy-<k>/...` with fresh session ids, line by line, until `target`
+    /// bytes are written. Returns (bytes, files).
+    pub fn generate(&self, dest: &Path, target: u64) -> Result<(u64, u64)> {
+        let re = Regex::new(UUID_RE)?;
+        let (mut bytes, mut files, mut buf) = (0u64, 0u64, Vec::new());
+        for k in 0u64.. {
+            for (rel, _) in &self.files {
+                let mut out = dest.join(format!("copy-{k}"));
+                for c in rel.components() {
+                    let Component::Normal(name) = c else { continue };
+                    let name = name.to_string_lossy();
+                    let (stem, ext) = name
+                        .strip_suffix(".jsonl")
+                        .map_or((&*name, ""), |s| (s, ".jsonl"));
+                    match self.ids.contains(stem.as_bytes()) {
+                        true => out.push(format!("{}{ext}", map_uuid(k, stem.as_bytes()))),
+                        false => out.push(&*name),
+                    }
+                }
+                let ctx = || format!("cannot write {}", out.display());
+                fs::create_dir_all(out.parent().unwrap_or(dest)).with_context(ctx)?;
+                let mut r = BufReader::with_capacity(1 << 20, File::open(self.root.join(rel))?);
+                let mut w =
+                    BufWriter::with_capacity(1 << 20, File::create(&out).with_context(ctx)?);
+                while {
+                    buf.clear();
+                    r.read_until(b'\n', &mut buf)? > 0
+                } {
+                    let line =
+                        re.replace_all(&buf, |c: &Captures| match self.ids.contains(&c[0]) {
+                            true => map_uuid(k, &c[0]).into_bytes(),
+                            false => c[0].to_vec(),
+                        });
+                    w.write_all(&line).with_context(ctx)?;
+                    bytes += line.len() as u64;
+                }
+                w.flush().with_context(ctx)?;
+                files += 1;
+                if bytes >= target {
+                    return Ok((bytes, files));
+                }
+            }
+        }
+        unreachable!("the copy loop only ends at the target size")
+    }
+
+    /// `n` complete user/assistant lines under 4 KB, largest files first; cycled when short.
+    pub fn live_lines(&self, n: usize) -> Result<Vec<Vec<u8>>> {
+        let mut by_size: Vec<_> = self.files.iter().collect();
+        by_size.sort_by_key(|f| std::cmp::Reverse(f.1));
+        let mut out = Vec::new();
+        'files: for (rel, _) in by_size {
+            for line in BufReader::new(File::open(self.root.join(rel))?).split(b'\n') {
+                let mut line = line?;
+                let Ok(v) = serde_json::from_slice::<serde_json::Value>(&line) else {
+                    continue;
+                };
+                if line.len() < 4095 && matches!(v["type"].as_str(), Some("user" | "assistant")) {
+                    line.push(b'\n');
+                    out.push(line);
+                    if out.len() >= n {
+                        break 'files;
+                    }
+                }
+            }
+        }
+        let have = out.len();
+        if have < 21 {
+            bail!("the corpus has only {have} user/assistant lines under 4 KB");
+        }
+        out.extend(
+            (have..n)
+                .map(|i| out[20 + (i - 20) % (have - 20)].clone())
+                .collect::<Vec<_>>(),
+        );
+        Ok(out)
+    }
+}

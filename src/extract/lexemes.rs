@@ -1,0 +1,363 @@
+//! Search words of a text, as PostgreSQL's `english` configuration would index them, computed
+//! here instead of in the database.
+//!
+//! Why: `to_tsvector('english', text)` in the server cost more than a third of PostgreSQL
+//! ingest (its parser is slow, and it runs on the writer's one connection, in series with every
+//! insert). Here the words are found on the pump's reading threads, in parallel, and the
+//! server only reads a `tsvector` literal. The same rules turn a query's words into lexemes,
+//! so index and query always agree: words are runs of letters and digits, lower-cased, English
+//! stop words left out (PostgreSQL's list; positions still count them, so a phrase keeps its
+//! gaps), the rest stemmed with the Snowball English stemmer (PostgreSQL's `english_stem`).
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::OnceLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+
+use super::rows::{MessageRow, PreparedBatch};
+
+/// PostgreSQL's `english.stop`.
+const STOP_WORDS: &[&str] = &[
+    "i",
+    "me",
+    "my",
+    "myself",
+    "we",
+    "our",
+    "ours",
+    "ourselves",
+    "you",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+    "he",
+    "him",
+    "his",
+    "himself",
+    "she",
+    "her",
+    "hers",
+    "herself",
+    "it",
+    "its",
+    "itself",
+    "they",
+    "them",
+    "their",
+    "theirs",
+    "themselves",
+    "what",
+    "which",
+    "who",
+    "whom",
+    "this",
+    "that",
+    "these",
+    "those",
+    "am",
+    "is",
+    "are",
+    "was",
+    "were",
+    "be",
+    "been",
+    "being",
+    "have",
+    "has",
+    "had",
+    "having",
+    "do",
+    "does",
+    "did",
+    "doing",
+    "a",
+    "an",
+    "the",
+    "and",
+    "but",
+    "if",
+    "or",
+    "because",
+    "as",
+    "until",
+    "while",
+    "of",
+    "at",
+    "by",
+    "for",
+    "with",
+    "about",
+    "against",
+    "between",
+    "into",
+    "through",
+    "during",
+    "before",
+    "after",
+    "above",
+    "below",
+    "to",
+    "from",
+    "up",
+    "down",
+    "in",
+    "out",
+    "on",
+    "off",
+    "over",
+    "under",
+    "again",
+    "further",
+    "then",
+    "once",
+    "here",
+    "there",
+    "when",
+    "where",
+    "why",
+    "how",
+    "all",
+    "any",
+    "both",
+    "each",
+    "few",
+    "more",
+    "most",
+    "other",
+    "some",
+    "such",
+    "no",
+    "nor",
+    "not",
+    "only",
+    "own",
+    "same",
+    "so",
+    "than",
+    "too",
+    "very",
+    "s",
+    "t",
+    "can",
+    "will",
+    "just",
+    "don",
+    "should",
+    "now",
+];
+
+/// PostgreSQL keeps positions up to this value (larger ones are stored as it).
+const MAX_POSITION: usize = 16_383;
+/// PostgreSQL keeps at most this many positions per lexeme.
+const MAX_POSITIONS: usize = 256;
+/// PostgreSQL rejects longer lexemes (bytes).
+const MAX_LEXEME: usize = 2046;
+
+fn stemmer() -> &'static Stemmer {
+    static S: OnceLock<Stemmer> = OnceLock::new();
+    S.get_or_init(|| Stemmer::create(Algorithm::English))
+}
+
+fn is_stop(w: &str) -> bool {
+    static SET: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
+        .contains(w)
+}
+
+/// The lexeme of one word (`None` for a stop word or a word too long to index).
+pub fn lexeme(word: &str) -> Option<String> {
+    let w = word.to_lowercase();
+    if w.is_empty() || w.len() > MAX_LEXEME || is_stop(&w) {
+        return None;
+    }
+    Some(stemmer().stem(&w).into_owned())
+}
+
+/// Words seen by this thread and their lexemes, interned: a vocabulary repeats, and stemming
+/// and allocating were most of the cost of [`tsvector`]. Cleared when it grows past
+/// [`CACHE_WORDS`].
+const CACHE_WORDS: usize = 100_000;
+
+/// No lexeme (a stop word).
+const NONE: u32 = u32::MAX;
+
+/// A fast hasher for short words (the default SipHash cost a third of the time here).
+type Fast = foldhash::fast::FixedState;
+
+#[derive(Default)]
+struct Vocabulary {
+    /// Word as written -> lexeme id, or [`NONE`].
+    ids: HashMap<Box<str>, u32, Fast>,
+    /// Lexeme id -> lexeme.
+    lexemes: Vec<Box<str>>,
+    /// Lexeme -> id (two spellings of one lexeme share it).
+    by_lexeme: HashMap<Box<str>, u32, Fast>,
+}
+
+impl Vocabulary {
+    fn id(&mut self, word: &str) -> u32 {
+        if let Some(id) = self.ids.get(word) {
+            return *id;
+        }
+        let id = match lexeme(word) {
+            None => NONE,
+            Some(l) => match self.by_lexeme.get(l.as_str()) {
+                Some(id) => *id,
+                None => {
+                    let id = self.lexemes.len() as u32;
+                    self.lexemes.push(l.clone().into_boxed_str());
+                    self.by_lexeme.insert(l.into_boxed_str(), id);
+                    id
+                }
+            },
+        };
+        self.ids.insert(word.into(), id);
+        id
+    }
+}
+
+thread_local! {
+    static VOCABULARY: std::cell::RefCell<Vocabulary> = std::cell::RefCell::default();
+}
+
+/// The words of a text with their 1-based positions (stop words counted, not returned).
+pub fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .enumerate()
+        .map(|(i, w)| (i + 1, w))
+}
+
+/// The lexemes of a text, in text order, each with its positions (ascending, distinct, at most
+/// [`MAX_POSITIONS`]), handed to `emit` in turn; returns how many there were.
+fn each_lexeme(text: &str, mut emit: impl FnMut(&str, &[u16])) -> usize {
+    VOCABULARY.with(|v| {
+        let mut v = v.borrow_mut();
+        if v.ids.len() >= CACHE_WORDS {
+            *v = Vocabulary::default();
+        }
+        let mut pairs: Vec<(u32, u16)> = Vec::new();
+        for (pos, w) in words(text) {
+            let id = v.id(w);
+            if id != NONE {
+                pairs.push((id, pos.min(MAX_POSITION) as u16));
+            }
+        }
+        pairs.sort_unstable();
+        pairs.dedup();
+        // Grouped by lexeme id; PostgreSQL wants the lexemes in text order.
+        let mut groups: Vec<&[(u32, u16)]> = pairs.chunk_by(|a, b| a.0 == b.0).collect();
+        groups.sort_unstable_by(|a, b| v.lexemes[a[0].0 as usize].cmp(&v.lexemes[b[0].0 as usize]));
+        let mut positions = Vec::with_capacity(MAX_POSITIONS);
+        for g in &groups {
+            positions.clear();
+            positions.extend(g.iter().take(MAX_POSITIONS).map(|&(_, p)| p));
+            emit(&v.lexemes[g[0].0 as usize], &positions);
+        }
+        groups.len()
+    })
+}
+
+/// The text as a PostgreSQL `tsvector` literal (`'lexem':1,4 'other':2`). Lexemes are letters
+/// and digits only, so nothing in them needs quoting.
+pub fn tsvector(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() / 2);
+    each_lexeme(text, |l, positions| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push('\'');
+        out.push_str(l);
+        out.push('\'');
+        for (i, p) in positions.iter().enumerate() {
+            out.push(if i == 0 { ':' } else { ',' });
+            let _ = write!(out, "{p}");
+        }
+    });
+    out
+}
+
+/// The text as a `tsvector` in PostgreSQL's binary format (what `tsvectorrecv` reads: the
+/// lexeme count, then per lexeme its bytes, a NUL, the position count and the positions, all
+/// big-endian; weight D is 0). Sent instead of the literal: the server skips parsing text.
+pub fn tsvector_binary(text: &str) -> Vec<u8> {
+    let mut out = vec![0u8; 4];
+    let n = each_lexeme(text, |l, positions| {
+        out.extend_from_slice(l.as_bytes());
+        out.push(0);
+        out.extend_from_slice(&(positions.len() as u16).to_be_bytes());
+        for p in positions {
+            out.extend_from_slice(&p.to_be_bytes());
+        }
+    });
+    out[..4].copy_from_slice(&(n as u32).to_be_bytes());
+    out
+}
+
+/// What a feedback item contributes to search: its content, then the reason typed.
+pub fn feedback_text(content: &str, reason: Option<&str>) -> String {
+    match reason {
+        Some(r) => format!("{content}\n{r}"),
+        None => content.to_string(),
+    }
+}
+
+/// Whether a message's text is searchable: user and assistant text that is not injected.
+pub fn searchable(m: &MessageRow) -> bool {
+    !m.is_meta && matches!(m.kind.as_str(), "user" | "assistant")
+}
+
+/// Fill `search_vec` of every searchable row of a batch (PostgreSQL stores only).
+pub fn index_batch(b: &mut PreparedBatch) {
+    for m in b.messages.iter_mut().filter(|m| searchable(m)) {
+        m.search_vec = m.text.as_deref().map(tsvector_binary);
+    }
+    for s in &mut b.summaries {
+        s.search_vec = s.text.as_deref().map(tsvector_binary);
+    }
+    for f in &mut b.feedback {
+        f.search_vec = Some(tsvector_binary(&feedback_text(
+            &f.content,
+            f.reason.as_deref(),
+        )));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lexemes_are_stemmed_lower_case_without_stop_words() {
+        assert_eq!(lexeme("Migrations").as_deref(), Some("migrat"));
+        assert_eq!(lexeme("migration").as_deref(), Some("migrat"));
+        assert_eq!(lexeme("running").as_deref(), Some("run"));
+        assert_eq!(lexeme("The"), None);
+        assert_eq!(lexeme("Über").as_deref(), Some("über"));
+    }
+
+    #[test]
+    fn binary_form_holds_the_same_lexemes() {
+        let b = tsvector_binary("fix the fix, flaky");
+        // 2 lexemes: "fix" at 1 and 3, "flaki" at 4.
+        let mut want = vec![0, 0, 0, 2];
+        want.extend_from_slice(b"fix\0");
+        want.extend_from_slice(&[0, 2, 0, 1, 0, 3]);
+        want.extend_from_slice(b"flaki\0");
+        want.extend_from_slice(&[0, 1, 0, 4]);
+        assert_eq!(b, want);
+        assert_eq!(tsvector_binary("the"), vec![0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn tsvector_literal_keeps_positions_with_stop_word_gaps() {
+        assert_eq!(
+            tsvector("Fix the flaky test; fix it."),
+            "'fix':1,5 'flaki':3 'test':4"
+        );
+        assert_eq!(tsvector("the a of"), "");
+        assert_eq!(tsvector("foo.bar-baz"), "'bar':2 'baz':3 'foo':1");
+    }
+}
