@@ -599,7 +599,7 @@ fn mcp_leg(name: &str, url: &str, words: &Words, opts: &Opts) -> Result<usize> {
     let mut c = McpClient::start(&bin, url)?;
     let transcript = opts
         .corpus
-        .join("obra__episodic-memory__short-conversation.jsonl");
+        .join("entireio__cli__8e-0a64736bc7-0-full.jsonl");
     let calls: Vec<(String, &str, serde_json::Value, f64)> = vec![
         (
             "query_snippets newest 50".into(),

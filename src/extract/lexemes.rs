@@ -167,10 +167,15 @@ fn is_stop(w: &str) -> bool {
 }
 
 /// The lexeme of one word (`None` for a stop word or a word too long to index).
+/// Words with a digit (numbers, hashes, identifiers) are not stemmed: they are not English
+/// words, and the stemmer would only clip a trailing letter.
 pub fn lexeme(word: &str) -> Option<String> {
     let w = word.to_lowercase();
     if w.is_empty() || w.len() > MAX_LEXEME || is_stop(&w) {
         return None;
+    }
+    if w.bytes().any(|b| b.is_ascii_digit()) {
+        return Some(w);
     }
     Some(stemmer().stem(&w).into_owned())
 }
@@ -201,19 +206,23 @@ impl Vocabulary {
         if let Some(id) = self.ids.get(word) {
             return *id;
         }
-        let id = match lexeme(word) {
-            None => NONE,
-            Some(l) => match self.by_lexeme.get(l.as_str()) {
-                Some(id) => *id,
-                None => {
-                    let id = self.lexemes.len() as u32;
-                    self.lexemes.push(l.clone().into_boxed_str());
-                    self.by_lexeme.insert(l.into_boxed_str(), id);
-                    id
-                }
-            },
-        };
-        self.ids.insert(word.into(), id);
+        let id = lexeme(word).map_or(NONE, |l| self.intern(l));
+        // Words with digits (numbers, hashes, identifiers) rarely repeat: remembering each
+        // would only churn the cache.
+        if !word.bytes().any(|b| b.is_ascii_digit()) {
+            self.ids.insert(word.into(), id);
+        }
+        id
+    }
+
+    /// The id of a lexeme, interned.
+    fn intern(&mut self, l: String) -> u32 {
+        if let Some(id) = self.by_lexeme.get(l.as_str()) {
+            return *id;
+        }
+        let id = self.lexemes.len() as u32;
+        self.lexemes.push(l.clone().into_boxed_str());
+        self.by_lexeme.insert(l.into_boxed_str(), id);
         id
     }
 }
@@ -235,7 +244,7 @@ pub fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
 fn each_lexeme(text: &str, mut emit: impl FnMut(&str, &[u16])) -> usize {
     VOCABULARY.with(|v| {
         let mut v = v.borrow_mut();
-        if v.ids.len() >= CACHE_WORDS {
+        if v.ids.len() >= CACHE_WORDS || v.lexemes.len() >= 4 * CACHE_WORDS {
             *v = Vocabulary::default();
         }
         let mut pairs: Vec<(u32, u16)> = Vec::new();

@@ -13,6 +13,7 @@
 //! on scores: BM25 weighs rare words up across the whole index, `ts_rank_cd` looks at each text
 //! alone (how often and how close together the words occur). README lists every difference.
 
+mod excerpt;
 mod parse;
 mod sql;
 
@@ -343,12 +344,13 @@ impl Store {
                         continue;
                     }
                     let picked: Vec<&Ranked> = idx.iter().map(|&i| &ranked[i]).collect();
-                    let q = sql::pg_headlines(f, kind, &picked);
+                    let q = sql::pg_texts(kind, &picked);
                     let rows: Vec<(i64, Option<String>)> =
                         self.fetch_all(&q.not_persistent()).await?;
+                    let terms = excerpt::terms(&f.query);
                     for (pos, text) in rows {
                         if let Some(&i) = usize::try_from(pos).ok().and_then(|p| idx.get(p)) {
-                            out[i] = text.unwrap_or_default();
+                            out[i] = excerpt::excerpt(text.as_deref().unwrap_or(""), &terms);
                         }
                     }
                 }

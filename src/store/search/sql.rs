@@ -118,7 +118,7 @@ struct PgKind {
 }
 
 fn pg_kind(k: SearchKind) -> PgKind {
-    // `text` is what ts_headline marks (the same text the row's search_vec was made of).
+    // `text`: the text the row's search_vec was made of (excerpts are cut from it).
     match k {
         SearchKind::Message => PgKind {
             from: "messages t",
@@ -263,21 +263,10 @@ pub(super) fn tsquery(query: &Query) -> Option<String> {
     }
 }
 
-/// `(position, headline)` of the given results of one kind, marked by `ts_headline`.
-pub(super) fn pg_headlines<'a>(
-    f: &'a SearchFilter,
-    kind: SearchKind,
-    picked: &[&Ranked],
-) -> Sql<'a> {
+/// `(position, text)` of the given results of one kind (the text their index was made of).
+pub(super) fn pg_texts<'a>(kind: SearchKind, picked: &[&Ranked]) -> Sql<'a> {
     let p = pg_kind(kind);
-    let mut q = Sql::new(format!("SELECT k.pos, ts_headline('english', {}, ", p.text));
-    push_tsquery(&mut q, &f.query);
-    q.push(", ")
-        .push_bind(format!(
-            "StartSel={START}, StopSel={STOP}, MaxWords=16, MinWords=8, ShortWord=2, \
-             MaxFragments=2, FragmentDelimiter=\" … \""
-        ))
-        .push(") FROM (VALUES ");
+    let mut q = Sql::new(format!("SELECT k.pos, {} FROM (VALUES ", p.text));
     for (i, r) in picked.iter().enumerate() {
         q.push(if i == 0 { "(" } else { ", (" });
         q.push_bind(i as i64).push("::bigint, ");
