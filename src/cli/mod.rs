@@ -121,7 +121,8 @@ enum Command {
     Episodes {
         /// Only this session (a unique prefix of its id is enough).
         session_prefix: Option<String>,
-        /// Only episodes with this label.
+        /// Only episodes holding a turn with this label (the episode's own label is its
+        /// strongest turn's; `--json` lists every turn's under `turn_labels`).
         #[arg(long, value_name = "L")]
         triage: Option<TriageLabel>,
         /// Print a JSON array.

@@ -263,6 +263,20 @@ pub fn print_episodes(rows: &[EpisodeListing], json: bool) -> std::io::Result<()
             e.confidence,
             ellipsize(first_line(e.title.as_deref().unwrap_or("(no title)")), 80)
         )?;
+        // The other labels its turns hold, with the turns that hold them.
+        for t in e.turn_labels.as_array().into_iter().flatten() {
+            let label = t["triage"].as_str().unwrap_or("?");
+            if label != "routine" && label != e.triage {
+                writeln!(
+                    out,
+                    "         turn {} (L{}-{}): {label} {:.2}",
+                    t["ordinal"],
+                    t["start_line"],
+                    t["end_line"],
+                    t["confidence"].as_f64().unwrap_or(0.0)
+                )?;
+            }
+        }
         for item in e.evidence.as_array().into_iter().flatten() {
             writeln!(out, "         {}", evidence_line(item))?;
         }

@@ -143,7 +143,11 @@ impl Builder {
     }
 
     fn row(&self, open: &Open, session_id: &str, end_line: u64, closed: bool) -> EpisodeRow {
-        let t = triage::decide(open);
+        let mut turn_labels = open.turn_log.clone();
+        if let Some(turn) = &open.turn {
+            turn_labels.push(triage::turn_label(turn, end_line.max(turn.start_line)));
+        }
+        let t = triage::decide(open, &turn_labels);
         let snippets = if closed {
             auto::snippets(
                 open,
@@ -170,6 +174,8 @@ impl Builder {
             triage: t.label.as_str().to_string(),
             confidence: t.confidence,
             evidence: t.evidence_json(),
+            labels: triage::labels_json(&turn_labels, t.label),
+            turn_labels: triage::turn_labels_json(&turn_labels),
             title: open.title.clone(),
             files_touched: to_json(&open.files),
             tools: to_json(&open.tools),
@@ -194,8 +200,11 @@ impl Builder {
             }
         }
         if self.project.is_none() {
+            // Redacted like every stored text: it becomes a snippet tag and part of the state.
             self.project = rec
                 .cwd
+                .as_deref()
+                .map(|c| ctx.redactor.redact(c, &mut BTreeMap::new()).into_owned())
                 .as_deref()
                 .and_then(|c| c.trim_end_matches(['/', '\\']).rsplit(['/', '\\']).next())
                 .filter(|b| !b.is_empty())
@@ -311,6 +320,9 @@ impl Builder {
                 },
             );
         }
+        if let Some(open) = &mut self.open {
+            end_turn(open, line.saturating_sub(1));
+        }
         let gap = match (previous_ts, timestamp) {
             (Some(a), Some(b)) => unix_millis_from_iso(b)
                 .zip(unix_millis_from_iso(a))
@@ -369,12 +381,19 @@ impl Builder {
                 recoveries: Vec::new(),
                 notes: Vec::new(),
                 error_kinds: BTreeSet::new(),
+                turn_log: Vec::new(),
+                turn: None,
             });
         } else if let Some(open) = &mut self.open {
             open.turns += 1;
         }
         let first_of_file = self.turns == 1;
         let Some(open) = &mut self.open else { return };
+        open.turn = Some(Turn {
+            ordinal: self.turns,
+            start_line: line,
+            signals: Vec::new(),
+        });
         add_vocab(&mut open.vocab, prompt_terms);
         // A prompt that corrects (never the session's first prompt: nothing to correct yet).
         if !first_of_file {
@@ -530,9 +549,29 @@ fn set_max(slot: &mut Option<String>, ts: &str) {
     }
 }
 
+/// Record a signal for the episode (its snippets and evidence) and for the turn being read
+/// (its own label): a signal belongs to the turn in which it was seen.
 pub(super) fn push_signal(open: &mut Open, s: Signal) {
+    if let Some(turn) = &mut open.turn {
+        if turn.signals.len() < MAX_TURN_SIGNALS {
+            turn.signals.push(Signal {
+                followup: None,
+                ..s.clone()
+            });
+        }
+    }
     if open.signals.len() < MAX_SIGNALS {
         open.signals.push(s);
+    }
+}
+
+/// End the turn being read at `end_line`: decide its label and log it.
+fn end_turn(open: &mut Open, end_line: u64) {
+    if let Some(turn) = open.turn.take() {
+        let label = triage::turn_label(&turn, end_line.max(turn.start_line));
+        if open.turn_log.len() < MAX_TURN_LABELS || label.triage != Label::Routine {
+            open.turn_log.push(label);
+        }
     }
 }
 

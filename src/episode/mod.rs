@@ -42,6 +42,12 @@ const MAX_VOCAB: usize = 2000;
 const MAX_FILES: usize = 100;
 const MAX_AGENTS: usize = 50;
 const MAX_SIGNALS: usize = 24;
+/// Signals kept per turn (the turn's label needs only its strongest few).
+const MAX_TURN_SIGNALS: usize = 8;
+/// Evidence items stored per turn label.
+const TURN_EVIDENCE: usize = 3;
+/// Turn labels kept per episode; past it, routine turns are no longer listed.
+const MAX_TURN_LABELS: usize = 300;
 const MAX_FAILURES: usize = 8;
 const MAX_RECOVERIES: usize = 4;
 const MAX_NOTES_PER_KIND: usize = 3;
@@ -138,6 +144,31 @@ struct Call {
     seq: u64,
 }
 
+/// The label of one turn, decided from that turn's own signals when it ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnLabel {
+    /// Turn number in the file (1-based).
+    pub ordinal: i64,
+    /// Line of its prompt.
+    pub start_line: u64,
+    /// Line before the next prompt (or the last line read).
+    pub end_line: u64,
+    /// Its label.
+    pub triage: Label,
+    /// 0..1.
+    pub confidence: f64,
+    /// The signals that decided it (at most [`TURN_EVIDENCE`]).
+    pub evidence: Vec<Signal>,
+}
+
+/// The turn being read: its prompt and the signals seen since.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct Turn {
+    ordinal: i64,
+    start_line: u64,
+    signals: Vec<Signal>,
+}
+
 /// The episode being built.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Open {
@@ -158,6 +189,12 @@ pub struct Open {
     recoveries: Vec<Recovery>,
     notes: Vec<Note>,
     error_kinds: BTreeSet<String>,
+    /// The labels of its ended turns (states written before turns had labels have none).
+    #[serde(default)]
+    turn_log: Vec<TurnLabel>,
+    /// The turn being read.
+    #[serde(default)]
+    turn: Option<Turn>,
 }
 
 /// Episode state of one main transcript between two batches.
@@ -192,3 +229,5 @@ pub struct Builder {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_turns;

@@ -5,20 +5,20 @@ use super::*;
 use crate::extract::redact::Redactor;
 use crate::extract::rows::EpisodeRow;
 
-const SID: &str = "11111111-2222-4333-8444-555555555555";
+pub(super) const SID: &str = "11111111-2222-4333-8444-555555555555";
 
-fn ts(min: u32) -> String {
+pub(super) fn ts(min: u32) -> String {
     format!("2025-03-01T{:02}:{:02}:00.000Z", 10 + min / 60, min % 60)
 }
 
-fn env(kind: &str, min: u32, uuid: &str, body: &str) -> String {
+pub(super) fn env(kind: &str, min: u32, uuid: &str, body: &str) -> String {
     format!(
         r#"{{"type":"{kind}","uuid":"{uuid}","sessionId":"{SID}","timestamp":"{}","cwd":"/home/u/src/gleaner","version":"2.0.5","isSidechain":false,{body}}}"#,
         ts(min)
     )
 }
 
-fn prompt(min: u32, text: &str) -> String {
+pub(super) fn prompt(min: u32, text: &str) -> String {
     let t = serde_json::to_string(text).unwrap();
     env(
         "user",
@@ -28,7 +28,7 @@ fn prompt(min: u32, text: &str) -> String {
     )
 }
 
-fn say(min: u32, text: &str) -> String {
+pub(super) fn say(min: u32, text: &str) -> String {
     let t = serde_json::to_string(text).unwrap();
     env(
         "assistant",
@@ -38,7 +38,7 @@ fn say(min: u32, text: &str) -> String {
     )
 }
 
-fn call(min: u32, id: &str, name: &str, input: &str) -> String {
+pub(super) fn call(min: u32, id: &str, name: &str, input: &str) -> String {
     env(
         "assistant",
         min,
@@ -49,7 +49,7 @@ fn call(min: u32, id: &str, name: &str, input: &str) -> String {
     )
 }
 
-fn result(min: u32, id: &str, is_error: bool, text: &str) -> String {
+pub(super) fn result(min: u32, id: &str, is_error: bool, text: &str) -> String {
     let t = serde_json::to_string(text).unwrap();
     env(
         "user",
@@ -61,7 +61,7 @@ fn result(min: u32, id: &str, is_error: bool, text: &str) -> String {
     )
 }
 
-fn compact(min: u32) -> String {
+pub(super) fn compact(min: u32) -> String {
     env(
         "system",
         min,
@@ -73,7 +73,11 @@ fn compact(min: u32) -> String {
 /// Feed `lines` (line numbers from 1) through the real extraction path (tailer, parse, rows,
 /// redaction, builder) in batches of `split` lines, round-tripping the builder's state through
 /// JSON between batches as the database does. Returns the builder and every row emitted.
-fn run_split(rules: &Rules, lines: &[String], split: usize) -> (Builder, Vec<EpisodeRow>) {
+pub(super) fn run_split(
+    rules: &Rules,
+    lines: &[String],
+    split: usize,
+) -> (Builder, Vec<EpisodeRow>) {
     use crate::extract::{extract, FileContext};
     use crate::tail::{Tailer, TailerConfig};
     use std::io::Write;
@@ -110,11 +114,11 @@ fn run_split(rules: &Rules, lines: &[String], split: usize) -> (Builder, Vec<Epi
     (state, rows)
 }
 
-fn run(lines: &[String]) -> (Builder, Vec<EpisodeRow>) {
+pub(super) fn run(lines: &[String]) -> (Builder, Vec<EpisodeRow>) {
     run_split(&Rules::defaults().unwrap(), lines, usize::MAX)
 }
 
-fn closed(rows: &[EpisodeRow]) -> Vec<&EpisodeRow> {
+pub(super) fn closed(rows: &[EpisodeRow]) -> Vec<&EpisodeRow> {
     rows.iter().filter(|r| r.closed).collect()
 }
 

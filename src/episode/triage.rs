@@ -29,7 +29,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Open, Signal};
+use super::{Open, Signal, Turn, TurnLabel, TURN_EVIDENCE};
 
 /// Triage label of an episode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -98,11 +98,13 @@ impl Triage {
     }
 }
 
-/// Score the label of an episode.
-pub fn decide(open: &Open) -> Triage {
+/// The winning label of a set of signals and its confidence: each label scores its strongest
+/// signal plus 0.05 per further distinct signal kind (capped at 0.99); the highest wins, ties by
+/// [`Label::PRECEDENCE`]. `None` without a signal.
+fn strongest(signals: &[Signal]) -> Option<(Label, f64)> {
     let mut best: Option<(Label, f64)> = None;
     for label in Label::PRECEDENCE {
-        let sigs: Vec<&Signal> = open.signals.iter().filter(|s| s.label == label).collect();
+        let sigs: Vec<&Signal> = signals.iter().filter(|s| s.label == label).collect();
         let Some(top) = sigs.iter().map(|s| s.weight).reduce(f64::max) else {
             continue;
         };
@@ -115,10 +117,63 @@ pub fn decide(open: &Open) -> Triage {
             best = Some((label, conf));
         }
     }
-    let (label, confidence) = best.unwrap_or_else(|| {
-        let turns = open.turns.clamp(1, 4) as f64;
-        (Label::Routine, 0.7 + 0.05 * turns)
-    });
+    best
+}
+
+/// Routine confidence after `turns` turns without a signal: the more seen, the surer.
+fn routine_confidence(turns: i64) -> f64 {
+    0.7 + 0.05 * turns.clamp(1, 4) as f64
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+/// The label of one turn, from the signals seen while it was read.
+pub(super) fn turn_label(turn: &Turn, end_line: u64) -> TurnLabel {
+    let (triage, confidence) =
+        strongest(&turn.signals).unwrap_or((Label::Routine, routine_confidence(1)));
+    let mut evidence: Vec<Signal> = turn
+        .signals
+        .iter()
+        .filter(|s| s.label == triage)
+        .cloned()
+        .collect();
+    evidence.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.line.cmp(&b.line)));
+    evidence.truncate(TURN_EVIDENCE);
+    TurnLabel {
+        ordinal: turn.ordinal,
+        start_line: turn.start_line,
+        end_line,
+        triage,
+        confidence: round2(confidence),
+        evidence,
+    }
+}
+
+/// The label of an episode: its strongest turn's (highest confidence, ties by precedence), or
+/// routine when no turn holds a signal. Evidence: the signals of that label across the
+/// episode first, then the others, by line; at most 12.
+pub fn decide(open: &Open, turns: &[TurnLabel]) -> Triage {
+    let mut best: Option<(Label, f64)> = None;
+    for t in turns.iter().filter(|t| t.triage != Label::Routine) {
+        let better = match best {
+            None => true,
+            Some((l, c)) => {
+                t.confidence > c + 1e-9
+                    || ((t.confidence - c).abs() <= 1e-9 && precedence(t.triage) < precedence(l))
+            }
+        };
+        if better {
+            best = Some((t.triage, t.confidence));
+        }
+    }
+    // Episodes stored before turns had labels: their signals decide as one turn.
+    if turns.is_empty() {
+        best = strongest(&open.signals);
+    }
+    let (label, confidence) =
+        best.unwrap_or_else(|| (Label::Routine, routine_confidence(open.turns)));
     let mut evidence: Vec<Signal> = open
         .signals
         .iter()
@@ -137,7 +192,48 @@ pub fn decide(open: &Open) -> Triage {
     evidence.truncate(12);
     Triage {
         label,
-        confidence: (confidence * 100.0).round() / 100.0,
+        confidence: round2(confidence),
         evidence,
     }
+}
+
+fn precedence(l: Label) -> usize {
+    Label::PRECEDENCE
+        .iter()
+        .position(|p| *p == l)
+        .unwrap_or(Label::PRECEDENCE.len())
+}
+
+/// `["<episode label>", ...the other labels its turns hold, by precedence]`.
+pub(super) fn labels_json(turns: &[TurnLabel], episode: Label) -> String {
+    let mut labels = vec![episode];
+    for l in Label::PRECEDENCE.into_iter().chain([Label::Routine]) {
+        if l != episode && turns.iter().any(|t| t.triage == l) {
+            labels.push(l);
+        }
+    }
+    serde_json::to_string(&labels).unwrap_or_else(|_| "[]".into())
+}
+
+/// `[{"ordinal", "start_line", "end_line", "triage", "confidence", "evidence": [{"line",
+/// "signal", "text"}]}]`.
+pub(super) fn turn_labels_json(turns: &[TurnLabel]) -> String {
+    let items: Vec<serde_json::Value> = turns
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "ordinal": t.ordinal,
+                "start_line": t.start_line,
+                "end_line": t.end_line,
+                "triage": t.triage.as_str(),
+                "confidence": t.confidence,
+                "evidence": t.evidence.iter().map(|s| serde_json::json!({
+                    "line": s.line,
+                    "signal": s.signal,
+                    "text": s.text,
+                })).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    serde_json::Value::Array(items).to_string()
 }

@@ -40,6 +40,10 @@ pub struct FileContext {
     pub session_id: Option<String>,
     /// The sub-agent's `.meta.json` has been read (it is looked for until found).
     pub agent_meta_seen: bool,
+    /// Set by the reader for a batch that ends at the end of a file still being written: with
+    /// no session decided and no `sessionId` in the batch, the batch is left unread (see
+    /// [`Extracted::waiting_for_session`]) instead of naming the session after the file.
+    pub wait_for_session: bool,
 }
 
 impl FileContext {
@@ -52,6 +56,7 @@ impl FileContext {
             info,
             session_id,
             agent_meta_seen: false,
+            wait_for_session: false,
         }
     }
 }
@@ -66,6 +71,12 @@ pub struct Extracted<'b> {
     pub parsed: Vec<(&'b Line, Parsed<'b>)>,
     /// The session the file belongs to, once known.
     pub session_id: Option<String>,
+    /// The batch was not turned into rows: the file's session is not decided, no line of the
+    /// batch names it, and the file is still being written (`FileContext::wait_for_session`).
+    /// The caller commits nothing and reads the same lines again later, so the same bytes give
+    /// the same session however they arrive: a daemon that reads a non-UUID file before its
+    /// first `sessionId` line is written decides as a one-shot ingest of the finished file.
+    pub waiting_for_session: bool,
 }
 
 /// Build the rows of one tailer batch: parse every line, make rows, redact them.
@@ -76,6 +87,14 @@ pub fn extract<'b>(ctx: &mut FileContext, batch: &'b Batch, redactor: &Redactor)
         .iter()
         .map(|line| (line, parse_line(batch.line_bytes(line))))
         .collect();
+    if ctx.session_id.is_none() && ctx.wait_for_session && first_session_id(&parsed).is_none() {
+        return Extracted {
+            rows: PreparedBatch::default(),
+            parsed,
+            session_id: None,
+            waiting_for_session: true,
+        };
+    }
     let mut rows = extract_rows(ctx, batch, &parsed);
     scrub_batch(&mut rows, redactor, &mut redacted);
     rows.kinds
@@ -88,11 +107,22 @@ pub fn extract<'b>(ctx: &mut FileContext, batch: &'b Batch, redactor: &Redactor)
         rows,
         parsed,
         session_id: ctx.session_id.clone(),
+        waiting_for_session: false,
     }
 }
 
+/// The first `sessionId` a line of the batch carries.
+fn first_session_id(parsed: &[(&Line, Parsed<'_>)]) -> Option<String> {
+    parsed
+        .iter()
+        .flat_map(|(_, p)| p.records.iter())
+        .find_map(|r| r.session_id.as_deref().map(str::to_string))
+}
+
 /// Replace secrets in every text a batch would store: message text, feedback, summaries, the
-/// session title and tool targets (commands can carry tokens).
+/// session's title, working directory, branch and slug, and tool targets (commands can carry
+/// tokens). Keys built from text are rebuilt from the redacted text afterwards: a summary's
+/// de-duplication key is its leaf uuid and text, and must not keep what the text lost.
 fn scrub_batch(out: &mut PreparedBatch, r: &Redactor, counts: &mut BTreeMap<&'static str, u64>) {
     let mut scrub = |s: &mut String| {
         if let Cow::Owned(clean) = r.redact(s, counts) {
@@ -105,16 +135,32 @@ fn scrub_batch(out: &mut PreparedBatch, r: &Redactor, counts: &mut BTreeMap<&'st
     for f in &mut out.feedback {
         scrub(&mut f.content);
         f.reason.as_mut().map(&mut scrub);
+        f.slug.as_mut().map(&mut scrub);
     }
     for s in &mut out.summaries {
-        s.text.as_mut().map(&mut scrub);
+        if let Some(text) = s.text.as_mut() {
+            scrub(text);
+            if s.kind == "summary" {
+                s.dedup_key = summary_key(s.leaf_uuid.as_deref(), Some(text));
+            }
+        }
     }
     for t in &mut out.tool_uses {
         t.target.as_mut().map(&mut scrub);
     }
     if let Some(s) = &mut out.session {
         s.title.as_mut().map(&mut scrub);
+        s.cwd.as_mut().map(&mut scrub);
+        s.git_branch.as_mut().map(&mut scrub);
+        s.slug.as_mut().map(&mut scrub);
     }
+}
+
+/// De-duplication key of a `summary` line: the same summary of the same leaf is one row however
+/// often Claude Code copies it into later files. Built from the redacted text (see
+/// [`scrub_batch`]); migration 0005 rebuilds the keys of databases written before that.
+fn summary_key(leaf_uuid: Option<&str>, text: Option<&str>) -> String {
+    format!("{}\n{}", leaf_uuid.unwrap_or(""), text.unwrap_or(""))
 }
 
 fn extract_rows(
@@ -167,10 +213,7 @@ fn extract_rows(
     // Decide the session before building rows: the first `sessionId` of a main file whose name
     // is not a UUID, or of a flat agent file, names the session of every row of the file.
     if ctx.session_id.is_none() {
-        ctx.session_id = parsed
-            .iter()
-            .flat_map(|(_, p)| p.records.iter())
-            .find_map(|r| r.session_id.as_deref().map(str::to_string))
+        ctx.session_id = first_session_id(parsed)
             .or_else(|| (!parsed.is_empty()).then(|| ctx.info.stem.clone()));
         out.file_session_id = ctx.session_id.clone();
     }
@@ -287,11 +330,7 @@ fn knowledge(
     match rec.kind {
         Kind::Summary => {
             let text = owned(&rec.summary);
-            let key = format!(
-                "{}\n{}",
-                rec.leaf_uuid.as_deref().unwrap_or(""),
-                text.as_deref().unwrap_or("")
-            );
+            let key = summary_key(rec.leaf_uuid.as_deref(), text.as_deref());
             out.summaries.push(summary("summary", key, text));
         }
         Kind::System if rec.subtype.as_deref() == Some("compact_boundary") => {

@@ -303,6 +303,11 @@ pub struct EpisodeRow {
     pub confidence: f64,
     /// JSON array of evidence items.
     pub evidence: String,
+    /// JSON array of every label its turns hold, the episode's own first.
+    pub labels: String,
+    /// JSON array of `{ordinal, start_line, end_line, triage, confidence, evidence}`, one per
+    /// turn.
+    pub turn_labels: String,
     /// First line of its first prompt.
     pub title: Option<String>,
     /// JSON array of files touched.

@@ -209,7 +209,8 @@ pub struct ConversationArgs {
 pub struct EpisodesArgs {
     /// Only this session (a unique prefix of its id is enough).
     pub session_id: Option<String>,
-    /// `routine`, `error_recovery`, `user_correction`, `pivot` or `design_decision`.
+    /// Episodes holding a turn labelled `routine`, `error_recovery`, `user_correction`,
+    /// `pivot` or `design_decision`.
     pub triage: Option<String>,
     /// Episodes per page (default 50, at most 500).
     pub limit: Option<u32>,

@@ -158,7 +158,7 @@ impl Gleaner {
     }
 
     #[tool(
-        description = "Episodes (runs of turns about one task) in the order they happened, each with its triage label, confidence, evidence and line range. Filter by session and label (routine, error_recovery, user_correction, pivot, design_decision) to find where things broke and were fixed or decided."
+        description = "Episodes (runs of turns about one task) in the order they happened, each with its triage label (its strongest turn's), confidence, evidence, line range and every turn's own label (turn_labels). Filter by session and label (routine, error_recovery, user_correction, pivot, design_decision; an episode matches when one of its turns holds the label) to find where things broke and were fixed or decided."
     )]
     async fn list_episodes(&self, Parameters(a): Parameters<EpisodesArgs>) -> Result {
         done(self.list_episodes_body(a).await)

@@ -70,6 +70,7 @@ pub async fn run(
 ) -> Result<(), RunError> {
     let _lock = acquire_lock(&cfg.lock_path())?;
     let (pipeline, writer) = Pipeline::new(cfg.clone(), store.clone());
+    let pipeline = pipeline.wait_for_sessions();
     let pipeline = Arc::new(pipeline);
     let stats = pipeline.stats.clone();
     let engine = Engine::new(pipeline).await?;

@@ -181,7 +181,7 @@ impl Engine {
         let found_set: HashSet<&PathBuf> = found.iter().collect();
         for p in &found {
             let changed = match self.slots.get(p) {
-                Some(Slot::Idle(t)) => t.gone || t.seen != stat_key(p),
+                Some(Slot::Idle(t)) => t.gone || t.waiting_for_session || t.seen != stat_key(p),
                 Some(Slot::Busy { .. }) => true,
                 None => true,
             };

@@ -66,6 +66,10 @@ pub struct Tracked {
     pub seen: Option<(u64, i128, u64)>,
     /// The database says the file is gone.
     pub gone: bool,
+    /// Its lines were left unread until one names the session (see
+    /// `Extracted::waiting_for_session`): every rescan reads it again, unchanged or not, so it
+    /// is decided once the file goes idle.
+    pub waiting_for_session: bool,
 }
 
 impl Tracked {
@@ -87,6 +91,7 @@ impl Tracked {
             last_growth: Instant::now(),
             seen: None,
             gone: r.state == "gone",
+            waiting_for_session: false,
         }
     }
 
@@ -112,7 +117,13 @@ pub enum PumpEnd {
 /// `(agentType, description)` from `agent-<id>.meta.json` next to a sub-agent transcript.
 /// Written by Claude Code 2.1.9x+ only, and possibly after the transcript starts, so callers
 /// retry until it is found.
-fn read_agent_meta(transcript: &std::path::Path) -> Option<(Option<String>, Option<String>)> {
+///
+/// The description is the prompt's gist written by the parent agent and can quote a secret:
+/// both fields are redacted like every other stored text.
+fn read_agent_meta(
+    transcript: &std::path::Path,
+    redactor: &crate::extract::redact::Redactor,
+) -> Option<(Option<String>, Option<String>)> {
     #[derive(serde::Deserialize)]
     struct Meta {
         #[serde(rename = "agentType")]
@@ -122,7 +133,9 @@ fn read_agent_meta(transcript: &std::path::Path) -> Option<(Option<String>, Opti
     let sidecar = transcript.with_extension("meta.json");
     let bytes = std::fs::read(sidecar).ok()?;
     let m: Meta = serde_json::from_slice(&bytes).ok()?;
-    Some((m.agent_type, m.description))
+    let mut counts = std::collections::BTreeMap::new();
+    let mut clean = |v: Option<String>| v.map(|t| redactor.redact(&t, &mut counts).into_owned());
+    Some((clean(m.agent_type), clean(m.description)))
 }
 
 /// Shared machinery for reading files into the store.
@@ -143,6 +156,9 @@ pub struct Pipeline {
     budget_kib: u32,
     /// Reads running at once (`daemon.workers`): each holds a blocking thread.
     read_slots: Arc<Semaphore>,
+    /// Leave a file still being written unread while its session is undecided (the daemon;
+    /// a one-shot ingest takes the files as they are). See `Extracted::waiting_for_session`.
+    wait_for_sessions: bool,
 }
 
 /// Transcript bytes allowed in flight, as a multiple of `batch.max_bytes`.
@@ -156,6 +172,8 @@ struct ReadStep {
     result: Result<Option<PreparedBatch>, TailError>,
     /// The batch ends at the file's current size: no need to ask again.
     at_eof: bool,
+    /// The batch was left unread until a line names the file's session.
+    waiting: bool,
 }
 
 /// Checkpoint and counters of a batch handed to the writer.
@@ -188,8 +206,15 @@ impl Pipeline {
             budget: Arc::new(Semaphore::new(budget_kib as usize)),
             budget_kib,
             read_slots: Arc::new(Semaphore::new(cfg_workers)),
+            wait_for_sessions: false,
         };
         (pipeline, writer_loop)
+    }
+
+    /// Wait for a file's `sessionId` while the file is being written (the daemon's mode).
+    pub fn wait_for_sessions(mut self) -> Pipeline {
+        self.wait_for_sessions = true;
+        self
     }
 
     fn tailer_config(&self) -> TailerConfig {
@@ -226,6 +251,7 @@ impl Pipeline {
         let rules = self.cfg.rules.clone();
         // PostgreSQL stores the search words the reading threads find (see extract::lexemes).
         let lexemes = self.store.backend() == crate::store::Backend::Postgres;
+        let wait_for_sessions = self.wait_for_sessions;
         move || {
             let mut tailer = match tailer {
                 Some(t) => t,
@@ -237,8 +263,9 @@ impl Pipeline {
             };
             let before = tailer.checkpoint().clone();
             let mut at_eof = false;
+            let mut waiting = false;
             let result = tailer.read_batch(max_bytes, max_lines).map(|opt| {
-                opt.map(|batch| {
+                opt.and_then(|batch| {
                     let meta = std::fs::metadata(tailer.path()).ok();
                     let size = meta
                         .as_ref()
@@ -254,7 +281,15 @@ impl Pipeline {
                     // timeout: the idle sweep closes that session and writes the episode closed
                     // (a backfill saves one upsert per file).
                     let emit_open = at_eof && now_ms - file_mtime_ms <= idle_ms;
+                    // Only a batch that ends at the end of a live file waits for its session:
+                    // a full batch, or a file idle past the session timeout, decides as a
+                    // one-shot ingest of the same bytes would.
+                    ctx.wait_for_session = wait_for_sessions && emit_open;
                     let mut ex = extract(&mut ctx, &batch, &redactor);
+                    if ex.waiting_for_session {
+                        waiting = true;
+                        return None;
+                    }
                     if ctx.info.kind == FileKind::Main && rules.settings.enabled {
                         let how = episode::Feed {
                             rules: &rules,
@@ -271,7 +306,7 @@ impl Pipeline {
                     prepared.size = size;
                     prepared.mtime_ms = file_mtime_ms;
                     if ctx.info.kind == FileKind::Agent && !ctx.agent_meta_seen {
-                        prepared.agent_meta = read_agent_meta(tailer.path());
+                        prepared.agent_meta = read_agent_meta(tailer.path(), &redactor);
                         ctx.agent_meta_seen = prepared.agent_meta.is_some();
                     }
                     prepared.lines = if batch.checkpoint.generation == before.generation {
@@ -279,7 +314,7 @@ impl Pipeline {
                     } else {
                         batch.checkpoint.lines
                     };
-                    prepared
+                    Some(prepared)
                 })
             });
             Ok(ReadStep {
@@ -288,6 +323,7 @@ impl Pipeline {
                 episodes,
                 result,
                 at_eof,
+                waiting,
             })
         }
     }
@@ -424,6 +460,15 @@ impl Pipeline {
             t.ctx = step.ctx;
             t.episodes = step.episodes;
             let tailer = step.tailer;
+            if step.waiting {
+                // Nothing is committed: the next pump (a change, or the rescan once the file
+                // has gone idle) reads the same lines again from the stored checkpoint.
+                tracing::debug!(path = %t.path().display(), "waiting for the file's sessionId");
+                t.waiting_for_session = true;
+                self.stats.files.fetch_add(1, Ordering::Relaxed);
+                return PumpEnd::Caught;
+            }
+            t.waiting_for_session = false;
             match step.result {
                 Ok(Some(batch)) => {
                     t.last_growth = Instant::now();

@@ -15,10 +15,11 @@ use super::{Store, StoreError};
 use crate::extract::lexemes;
 use crate::extract::rows::{EpisodeRow, PreparedBatch, SnippetRow};
 
-/// Columns of an episode row, in bind order (20 binds: `created_at` and `updated_at` share one).
+/// Columns of an episode row, in bind order.
 const EPISODE_INSERT: &str = "INSERT INTO episodes (session_id, file_id, generation, ordinal, \
      first_turn, turns, start_line, end_line, started_at, ended_at, status, cut_reason, triage, \
-     confidence, evidence, title, files_touched, tools, agents, created_at, updated_at) ";
+     confidence, evidence, labels, turn_labels, title, files_touched, tools, agents, created_at, \
+     updated_at) ";
 
 /// Upsert on the natural key, keeping the row's id and `created_at`.
 const EPISODE_UPSERT: &str = " ON CONFLICT (file_id, generation, start_line) DO UPDATE \
@@ -26,7 +27,8 @@ const EPISODE_UPSERT: &str = " ON CONFLICT (file_id, generation, start_line) DO 
      first_turn = excluded.first_turn, turns = excluded.turns, end_line = excluded.end_line, \
      started_at = excluded.started_at, ended_at = excluded.ended_at, status = excluded.status, \
      cut_reason = excluded.cut_reason, triage = excluded.triage, \
-     confidence = excluded.confidence, evidence = excluded.evidence, title = excluded.title, \
+     confidence = excluded.confidence, evidence = excluded.evidence, labels = excluded.labels, \
+     turn_labels = excluded.turn_labels, title = excluded.title, \
      files_touched = excluded.files_touched, tools = excluded.tools, agents = excluded.agents, \
      updated_at = excluded.updated_at \
      RETURNING id, file_id, generation, start_line";
@@ -152,6 +154,8 @@ pub(super) async fn write(
                 .bind(ep.triage.as_str())
                 .bind(ep.confidence)
                 .bind(ep.evidence.as_str())
+                .bind(ep.labels.as_str())
+                .bind(ep.turn_labels.as_str())
                 .bind(ep.title.as_deref())
                 .bind(ep.files_touched.as_str())
                 .bind(ep.tools.as_str())

@@ -134,7 +134,8 @@ pub const KEYWORD_COUNT_CAP: i64 = 1000;
 pub struct EpisodeFilter {
     /// Only these sessions (an empty list matches nothing).
     pub session_ids: Option<Vec<String>>,
-    /// `routine`, `error_recovery`, `user_correction`, `pivot` or `design_decision`.
+    /// Episodes holding a turn with this label (`routine`, `error_recovery`,
+    /// `user_correction`, `pivot` or `design_decision`).
     pub triage: Option<String>,
 }
 
@@ -172,6 +173,10 @@ pub struct EpisodeListing {
     pub confidence: f64,
     /// `[{"line", "signal", "label", "text"}]`: why it got its label.
     pub evidence: serde_json::Value,
+    /// Every label its turns hold, its own first (JSON array).
+    pub labels: serde_json::Value,
+    /// `[{ordinal, start_line, end_line, triage, confidence, evidence}]`, one per turn.
+    pub turn_labels: serde_json::Value,
     /// First line of its first prompt.
     pub title: Option<String>,
     /// Files touched (JSON array).
@@ -247,6 +252,8 @@ where
             triage: row.try_get("triage")?,
             confidence: row.try_get("confidence")?,
             evidence: json_column(row.try_get("evidence")?),
+            labels: json_column(row.try_get("labels")?),
+            turn_labels: json_column(row.try_get("turn_labels")?),
             title: row.try_get("title")?,
             files_touched: json_column(row.try_get("files_touched")?),
             tools: json_column(row.try_get("tools")?),
@@ -452,14 +459,20 @@ impl Store {
         let mut q = Sql::new(
             "SELECT e.id, e.session_id, fl.path AS source_file, e.ordinal, e.first_turn, \
              e.turns, e.start_line, e.end_line, e.started_at, e.ended_at, e.status, \
-             e.cut_reason, e.triage, e.confidence, e.evidence, e.title, e.files_touched, \
+             e.cut_reason, e.triage, e.confidence, e.evidence, e.labels, e.turn_labels, \
+             e.title, e.files_touched, \
              e.tools, e.agents FROM episodes e JOIN files fl ON fl.id = e.file_id WHERE 1 = 1",
         );
         if let Some(ids) = &f.session_ids {
             q.push(" AND ").push_in("e.session_id", ids);
         }
+        // An episode holding a turn labelled L (its `labels` array names every turn label).
         if let Some(t) = &f.triage {
-            q.push(" AND e.triage = ").push_bind(t.as_str());
+            q.push(" AND (e.triage = ")
+                .push_bind(t.as_str())
+                .push(" OR e.labels LIKE ")
+                .push_bind(format!("%\"{t}\"%"))
+                .push(")");
         }
         // NULLs sort first on SQLite and last on PostgreSQL: place them explicitly.
         q.push(

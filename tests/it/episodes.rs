@@ -388,6 +388,14 @@ async fn live(backend: Backend) {
     assert_ok(&out);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("episodes JSON");
     assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+    // One label per turn, in order, tiling the episode.
+    for e in v.as_array().into_iter().flatten() {
+        let turns = e["turn_labels"].as_array().expect("turn_labels");
+        assert_eq!(turns.len() as i64, e["turns"].as_i64().unwrap_or(-1), "{e}");
+        assert_eq!(turns[0]["start_line"], e["start_line"], "{e}");
+        assert_eq!(turns[turns.len() - 1]["end_line"], e["end_line"], "{e}");
+        assert_eq!(e["labels"][0], e["triage"], "{e}");
+    }
 
     let (status, _) = terminate(&mut daemon);
     assert!(status.success());

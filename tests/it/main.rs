@@ -10,7 +10,8 @@
 //!   resumed copies; sessions finishing by idle time and by the hook, and reopening.
 //! - `episodes`: episodes tile every corpus session, snippets pass the gates, re-ingest adds
 //!   nothing, the schema refuses bad snippets; live open/close and session end.
-//! - `redact`: 60+ fake secrets in real transcript lines never reach either database.
+//! - `redact`: 60+ fake secrets in real transcript lines never reach any column of either database.
+//! - `identity`: a file's session is the same however its bytes arrive (chunks, kill -9).
 
 mod common;
 
@@ -19,6 +20,7 @@ mod corpus;
 mod crash;
 mod daemon;
 mod episodes;
+mod identity;
 mod knowledge;
 mod layout;
 mod mcp;

@@ -14,25 +14,92 @@ fn fixture(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
-/// Every text the store keeps, one string per value.
-async fn stored_texts(store: &Store) -> Vec<String> {
-    let sql = "SELECT text FROM messages WHERE text IS NOT NULL \
-               UNION ALL SELECT content FROM feedback \
-               UNION ALL SELECT reason FROM feedback WHERE reason IS NOT NULL \
-               UNION ALL SELECT text FROM summaries WHERE text IS NOT NULL \
-               UNION ALL SELECT title FROM sessions WHERE title IS NOT NULL \
-               UNION ALL SELECT target FROM tool_uses WHERE target IS NOT NULL \
-               UNION ALL SELECT title FROM episodes WHERE title IS NOT NULL \
-               UNION ALL SELECT evidence FROM episodes \
-               UNION ALL SELECT files_touched FROM episodes \
-               UNION ALL SELECT title FROM snippets \
-               UNION ALL SELECT content FROM snippets \
-               UNION ALL SELECT episode_state FROM files WHERE episode_state IS NOT NULL";
+/// Every value of every column of every table, as bytes, labelled `table.column`; on SQLite
+/// also every term of the full-text index (its shadow tables hold terms prefix-compressed, so
+/// a scan of their blobs alone could miss one).
+async fn every_stored_value(store: &Store) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
     match store {
-        Store::Sqlite(p) => sqlx::query_scalar::<_, String>(sql).fetch_all(p).await,
-        Store::Postgres(p) => sqlx::query_scalar::<_, String>(sql).fetch_all(p).await,
+        Store::Sqlite(p) => {
+            let tables: Vec<String> = sqlx::query_scalar(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> '_sqlx_migrations'",
+            )
+            .fetch_all(p)
+            .await
+            .expect("tables");
+            for t in tables {
+                let cols: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
+                    .bind(&t)
+                    .fetch_all(p)
+                    .await
+                    .expect("columns");
+                for c in cols {
+                    let sql = format!("SELECT hex(\"{c}\") FROM \"{t}\" WHERE \"{c}\" IS NOT NULL");
+                    let Ok(rows) = sqlx::query_scalar::<_, String>(&sql).fetch_all(p).await else {
+                        continue; // a virtual table's hidden column
+                    };
+                    out.extend(rows.into_iter().map(|h| (format!("{t}.{c}"), unhex(&h))));
+                }
+            }
+            let mut conn = p.acquire().await.expect("connection");
+            sqlx::query("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, search_fts, 'row')")
+                .execute(&mut *conn)
+                .await
+                .expect("fts5vocab");
+            let terms: Vec<String> = sqlx::query_scalar("SELECT term FROM temp.terms")
+                .fetch_all(&mut *conn)
+                .await
+                .expect("terms");
+            assert!(terms.len() > 100, "{} indexed terms", terms.len());
+            out.extend(
+                terms
+                    .into_iter()
+                    .map(|t| ("search_fts terms".to_string(), t.into_bytes())),
+            );
+        }
+        Store::Postgres(p) => {
+            let cols: Vec<(String, String)> = sqlx::query_as(
+                "SELECT table_name::text, column_name::text FROM information_schema.columns \
+                 WHERE table_schema = 'public' AND table_name <> '_sqlx_migrations'",
+            )
+            .fetch_all(p)
+            .await
+            .expect("columns");
+            assert!(cols.len() > 50, "{} columns", cols.len());
+            for (t, c) in cols {
+                let sql = format!("SELECT \"{c}\"::text FROM \"{t}\" WHERE \"{c}\" IS NOT NULL");
+                let rows: Vec<String> =
+                    sqlx::query_scalar(&sql).fetch_all(p).await.expect("values");
+                out.extend(
+                    rows.into_iter()
+                        .map(|v| (format!("{t}.{c}"), v.into_bytes())),
+                );
+            }
+        }
     }
-    .expect("stored texts")
+    out
+}
+
+fn unhex(h: &str) -> Vec<u8> {
+    (0..h.len() / 2)
+        .filter_map(|i| u8::from_str_radix(h.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
+}
+
+/// The pieces of a secret a tokenizer or a key could keep: its runs of letters and digits of
+/// at least 8 characters, lower-cased, cut to their first 8 characters when longer (a stemmer
+/// may have shortened the end).
+fn secret_parts(secret: &str) -> Vec<Vec<u8>> {
+    secret
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|p| p.len() >= 8)
+        .map(|p| p[..8].to_ascii_lowercase().into_bytes())
+        .collect()
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 async fn redaction_counts(store: &Store) -> Vec<(String, i64)> {
@@ -50,6 +117,21 @@ async fn no_secret_is_stored(backend: Backend) {
     let target = env.path(&format!("-home-u-proj/{SESSION}.jsonl"));
     std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
     std::fs::copy(fixture("secrets.jsonl"), &target).expect("copy fixture");
+    // A sub-agent of the session, whose sidecar description quotes a token.
+    let agents = env.path(&format!("-home-u-proj/{SESSION}/subagents"));
+    std::fs::create_dir_all(&agents).expect("mkdir");
+    std::fs::copy(
+        fixture("secrets-agent.meta.json"),
+        agents.join("agent-a5ec2e7.meta.json"),
+    )
+    .expect("copy meta");
+    std::fs::write(
+        agents.join("agent-a5ec2e7.jsonl"),
+        format!(
+            "{{\"parentUuid\":null,\"isSidechain\":true,\"userType\":\"external\",\"cwd\":\"/home/u/proj\",\"sessionId\":\"{SESSION}\",\"version\":\"2.1.41\",\"agentId\":\"a5ec2e7\",\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":\"Check the mirror push\"}},\"uuid\":\"5ec2e700-0000-4000-8000-0000000009b1\",\"timestamp\":\"2026-02-01T10:01:00.000Z\"}}\n"
+        ),
+    )
+    .expect("agent file");
     // A one-second idle timeout finishes the session, so its episodes close and their
     // snippets (made of the same lines) are written and checked too.
     let summary = env.ingest_dir_env(
@@ -71,19 +153,51 @@ async fn no_secret_is_stored(backend: Backend) {
     assert!(secrets.len() >= 60, "{} fake secrets", secrets.len());
 
     let store = env.store().await;
-    let texts = stored_texts(&store).await;
+    let values = every_stored_value(&store).await;
     assert!(
-        texts.iter().any(|t| t.contains("[REDACTED:")),
+        values.iter().any(|(_, v)| contains(v, b"[REDACTED:")),
         "nothing was redacted"
     );
+    let mut leaks = Vec::new();
     for secret in &secrets {
-        for t in &texts {
-            assert!(
-                !t.contains(secret.as_str()),
-                "secret {secret:?} stored in {t:?}"
-            );
+        let parts = secret_parts(secret);
+        for (at, v) in &values {
+            if contains(v, secret.as_bytes()) || parts.iter().any(|p| contains(v, p)) {
+                leaks.push(format!(
+                    "{at}: {secret:?} in {:?}",
+                    String::from_utf8_lossy(v)
+                ));
+            }
         }
     }
+    assert!(
+        leaks.is_empty(),
+        "{} leaks:\n{}",
+        leaks.len(),
+        leaks.join("\n")
+    );
+    let described: Vec<String> = values
+        .iter()
+        .filter(|(at, _)| at == "files.agent_description")
+        .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    assert!(
+        described
+            .iter()
+            .any(|d| d.contains("[REDACTED:github_token]")),
+        "the sub-agent's description was not stored redacted: {described:?}"
+    );
+    let summary_keys: Vec<String> = values
+        .iter()
+        .filter(|(at, _)| at == "summaries.dedup_key")
+        .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    assert!(
+        summary_keys
+            .iter()
+            .any(|k| k.contains("[REDACTED:anthropic_key]")),
+        "{summary_keys:?}"
+    );
     let redacted_snippets = {
         let sql = "SELECT COUNT(*) FROM snippets WHERE content LIKE '%[REDACTED:%'";
         match &store {

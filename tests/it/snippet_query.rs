@@ -762,6 +762,27 @@ async fn episodes(backend: Backend) {
     assert!(text.contains("cargo test failed"), "{text}");
     assert!(!text.contains("pivot"), "{text}");
 
+    // An episode holding a turn of another label matches that label too.
+    exec(
+        &store,
+        "UPDATE episodes SET labels = '[\"error_recovery\",\"pivot\",\"routine\"]', \
+         turn_labels = '[{\"ordinal\":3,\"start_line\":40,\"end_line\":60,\"triage\":\"pivot\",\"confidence\":0.8,\"evidence\":[]}]' \
+         WHERE triage = 'error_recovery'",
+    )
+    .await;
+    let v = json_of(&episodes(&["--json", "--triage", "pivot"]));
+    let labels: Vec<&str> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|e| e["triage"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(labels, ["error_recovery", "pivot"], "{v}");
+    assert_eq!(v[0]["turn_labels"][0]["triage"], "pivot");
+    assert_eq!(v[0]["labels"][1], "pivot");
+    let text = String::from_utf8_lossy(&episodes(&["aaaa"]).stdout).into_owned();
+    assert!(text.contains("turn 3 (L40-60): pivot 0.80"), "{text}");
+
     let out = episodes(&["--triage", "design_decision"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stdout.is_empty());

@@ -77,7 +77,9 @@ pub(super) fn builtin_specs() -> Vec<Spec> {
             kind: "slack_token",
             trigger: r"xox[abeoprs]-",
             pattern: concat!(
-                r"(?:^|[^A-Za-z0-9_\-])(?P<secret>(?:xoxe\.)?xox[abeoprs]-[0-9]{1,16}-[A-Za-z0-9\-]{10,})",
+                // A `-` may come before: the prefix and its digit groups are distinctive enough
+                // to redact inside a slug or a branch name.
+                r"(?:^|[^A-Za-z0-9_])(?P<secret>(?:xoxe\.)?xox[abeoprs]-[0-9]{1,16}-[A-Za-z0-9\-]{10,})",
                 end!()
             ),
             validate: Some(not_placeholder),
@@ -108,8 +110,20 @@ pub(super) fn builtin_specs() -> Vec<Spec> {
         },
         Spec {
             kind: "aws_secret_access_key",
-            trigger: r"(?i)secret_?(?:access_?)?key",
-            pattern: r#"(?i)(?:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key)\\?["']?\s*(?::=|=>|=|:)\s*\\?["']?(?P<secret>[A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])"#,
+            trigger: r"(?i)secret[_\s\-]?(?:access[_\s\-]?)?key",
+            // The key name as code writes it (`AWS_SECRET_ACCESS_KEY=`) or as prose and
+            // summaries do (`**Secret Access Key**: `...``): any short run of punctuation and
+            // spaces between the name and the 40 characters.
+            pattern: r#"(?i)(?:aws[_\s\-]?secret[_\s\-]?access[_\s\-]?key|aws[_\s\-]?secret[_\s\-]?key|secret[_\s\-]?access[_\s\-]?key)(?:\s+is)?[^A-Za-z0-9/+\n]{0,12}(?P<secret>[A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])"#,
+            validate: Some(aws_secret_ok),
+        },
+        Spec {
+            // An access key id with its secret close behind, whatever the secret is called
+            // ("AKIA... / wJalr...", "key AKIA... and secret wJalr..."): the id says the
+            // 40-character string next to it is its secret.
+            kind: "aws_secret_access_key",
+            trigger: r"AKIA|ASIA|ABIA|ACCA",
+            pattern: r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}[\s\S]{0,160}?(?:[^A-Za-z0-9/+=])(?P<secret>[A-Za-z0-9/+]{40})(?:$|[^A-Za-z0-9/+=])",
             validate: Some(aws_secret_ok),
         },
         Spec {

@@ -1,0 +1,155 @@
+//! A file's session does not depend on how its bytes arrive: a main transcript whose name is
+//! not a UUID and whose first lines carry no `sessionId`, written in small chunks while the
+//! daemon runs (and is killed with -9 between chunks), ends with the same rows and the same
+//! session as a one-shot ingest of the finished file.
+
+use std::time::Duration;
+
+use gleaner::store::Store;
+
+use crate::both_backends;
+use crate::common::*;
+
+/// A real transcript that opens with a `summary` and a `file-history-snapshot` line (no
+/// `sessionId`), its first `sessionId` on line 3.
+const SOURCE: &str = "entireio__cli__8e-0a64736bc7-0-full.jsonl";
+const SESSION: &str = "8b418ea5-895d-4ad5-abe8-4489d36e454f";
+const NAME: &str = "-Users-alex-workspace-cli/linear-notes.jsonl";
+
+type Row = (String, i64, i64, String);
+
+/// Every row's session: messages (line, seq, kind), summaries and feedback, sorted.
+async fn rows(store: &Store) -> Vec<Row> {
+    let sql = "SELECT session_id, line_no, seq, kind FROM messages \
+               UNION ALL SELECT session_id, line_no, 0, 'summary:' || kind FROM summaries \
+               UNION ALL SELECT session_id, line_no, 0, 'feedback:' || feedback_type FROM feedback \
+               ORDER BY 2, 3, 4";
+    match store {
+        Store::Sqlite(p) => sqlx::query_as::<_, Row>(sql).fetch_all(p).await,
+        Store::Postgres(p) => sqlx::query_as::<_, Row>(sql).fetch_all(p).await,
+    }
+    .expect("rows")
+}
+
+async fn sessions(store: &Store) -> Vec<String> {
+    let sql = "SELECT session_id FROM sessions ORDER BY 1";
+    match store {
+        Store::Sqlite(p) => sqlx::query_scalar::<_, String>(sql).fetch_all(p).await,
+        Store::Postgres(p) => sqlx::query_scalar::<_, String>(sql).fetch_all(p).await,
+    }
+    .expect("sessions")
+}
+
+fn kill(mut d: std::process::Child) {
+    d.kill().expect("kill -9");
+    d.wait().expect("reap");
+}
+
+async fn chunked_writes(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let bytes = std::fs::read(corpus_dir().join(SOURCE)).expect("corpus file");
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|&b| b == b'\n').collect();
+    assert!(lines.len() > 100, "{} lines", lines.len());
+    let target = env.path(NAME);
+    std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+
+    // 1. The first line and half of the second, with the daemon running: no line names the
+    // session yet, so nothing may be committed under the file's name.
+    let half = lines[1].len() / 2;
+    append(&target, lines[0]);
+    append(&target, &lines[1][..half]);
+    let d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "7")]);
+    std::thread::sleep(Duration::from_millis(600));
+    let store = env.store().await;
+    assert!(
+        sessions(&store).await.is_empty(),
+        "a session was decided before any line named it: {:?}",
+        sessions(&store).await
+    );
+    kill(d);
+
+    // 2. The rest of line 2 with the daemon down, then line 3 (the first `sessionId`) in two
+    // pieces with a daemon killed in between; then the rest in chunks of a few lines, killing
+    // the daemon after every other chunk.
+    append(&target, &lines[1][half..]);
+    let mut d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "7")]);
+    let third = lines[2].len() / 3;
+    append(&target, &lines[2][..third]);
+    std::thread::sleep(Duration::from_millis(150));
+    kill(d);
+    d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "7")]);
+    append(&target, &lines[2][third..]);
+    for (i, chunk) in lines[3..].chunks(13).enumerate() {
+        for l in chunk {
+            append(&target, l);
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        if i % 2 == 1 {
+            kill(d);
+            d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "7")]);
+        }
+    }
+    let (end, _) = expected_checkpoint(&std::fs::read(&target).expect("read"));
+    wait_offset(&store, &target, end).await;
+    let (status, _) = terminate(&mut d);
+    assert!(status.success(), "daemon exit {status:?}");
+    let live = rows(&store).await;
+    let live_sessions = sessions(&store).await;
+    store.close().await;
+
+    // 3. A one-shot ingest of the finished file.
+    let clean_env = TestEnv::new(backend).await;
+    let clean_target = clean_env.path(NAME);
+    std::fs::create_dir_all(clean_target.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(&target, &clean_target).expect("copy");
+    clean_env.ingest_dir(&clean_env.projects);
+    let clean_store = clean_env.store().await;
+    let clean = rows(&clean_store).await;
+    assert_eq!(sessions(&clean_store).await, vec![SESSION.to_string()]);
+    assert_eq!(live_sessions, vec![SESSION.to_string()]);
+    assert!(clean.len() > 100, "{} rows", clean.len());
+    assert!(clean.iter().all(|r| r.0 == SESSION), "{:?}", &clean[..3]);
+    assert_eq!(live.len(), clean.len());
+    assert!(
+        live == clean,
+        "rows differ between the chunked and the one-shot run"
+    );
+    clean_store.close().await;
+    clean_env.cleanup().await;
+    env.cleanup().await;
+}
+
+both_backends!(
+    session_identity_does_not_depend_on_how_bytes_arrive,
+    chunked_writes
+);
+
+/// A non-UUID file that never names its session takes the file's name, by a one-shot ingest
+/// at once and by the daemon once the file has been idle for the session timeout.
+async fn never_named(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let target = env.path("-p/notes-only.jsonl");
+    std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+    append(
+        &target,
+        b"{\"type\":\"summary\",\"summary\":\"Linear API access\",\"leafUuid\":\"f3f06261-248b-4e9d-947a-a75627a84214\"}\n",
+    );
+    let mut d = env.spawn_daemon(&[
+        ("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1"),
+        ("GLEANER_DAEMON__RESCAN_INTERVAL_SECS", "1"),
+    ]);
+    let store = env.store().await;
+    wait_for(Duration::from_secs(15), "the stem session", || async {
+        sessions(&store).await == vec!["notes-only".to_string()]
+    })
+    .await;
+    let (status, _) = terminate(&mut d);
+    assert!(status.success());
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(
+    a_file_that_never_names_its_session_takes_its_name,
+    never_named
+);
