@@ -15,6 +15,7 @@
 //! - [`conversation`]: a session's conversation as plain text (from stored rows or records).
 //! - [`store`]: stage 5, the database, sink and checkpoint, both backends; its single writer.
 //! - [`run`]: the async shell: engine, pump, daemon, one-shot ingest, status socket.
+//! - [`export`]: what was kept about some sessions as Markdown, JSON or learnings.
 //! - [`mcp`]: the Model Context Protocol server for coding agents (`gleaner mcp`).
 //! - [`cli`], [`telemetry`]: the edges.
 //!
@@ -35,6 +36,7 @@ pub mod snippet;
 pub mod conversation;
 pub mod store;
 pub mod run;
+pub mod export;
 pub mod mcp;
 pub mod cli;
 pub mod telemetry;

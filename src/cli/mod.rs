@@ -3,6 +3,7 @@
 //! Subcommands render results (table or `--json`) and never write SQL themselves; queries live
 //! in [`crate::store`]. Errors surface as `anyhow` chains that `main` prints on one line.
 
+mod export;
 mod hook;
 mod output;
 mod search;
@@ -133,6 +134,9 @@ enum Command {
     Snippets(snippets::SnippetsArgs),
     /// Full-text search over messages, summaries, feedback and snippets, best first.
     Search(search::SearchArgs),
+    /// Export sessions (summaries, feedback, episodes, snippets) as Markdown, JSON, JSON lines,
+    /// or learnings for other memory stores.
+    Export(export::ExportArgs),
     /// A session's conversation as plain text (user and assistant text, in order).
     Text(text::TextArgs),
     /// Serve the Model Context Protocol on stdin/stdout (for coding agents).
@@ -333,6 +337,7 @@ impl Command {
                     since: since.as_deref().map(parse_since).transpose()?,
                     status: status.map(value_name),
                     session_ids: None,
+                    until: None,
                 };
                 let store = Store::connect(&cfg.database).await?;
                 let sessions = store.list_sessions(&filter).await?;
@@ -405,6 +410,7 @@ impl Command {
             Command::Snippets(args) => snippets::snippets(&cfg, args).await,
             Command::Search(args) => search::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,
+            Command::Export(args) => export::run(&cfg, args).await,
             Command::Mcp => {
                 let store = Store::connect(&cfg.database).await?;
                 crate::mcp::serve(cfg, store.clone()).await?;

@@ -30,6 +30,27 @@ struct Draft {
     title: String,
     content: String,
     lines: (u64, u64),
+    /// What happened, concretely, in a sentence or two (a learning's `observation`).
+    observation: String,
+    /// The reusable lesson (a learning's `generalization`).
+    lesson: String,
+}
+
+/// The first sentence of `text` (its first line when there is no sentence end), clipped.
+fn first_sentence(text: &str) -> String {
+    let t = text.trim();
+    let line = t
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let end = line
+        .char_indices()
+        .find(|&(i, c)| {
+            matches!(c, '.' | '!' | '?') && line[i + c.len_utf8()..].starts_with(' ') && i > 20
+        })
+        .map_or(line.len(), |(i, c)| i + c.len_utf8());
+    clip_chars(&line[..end], 300)
 }
 
 /// The snippets of a closed episode.
@@ -85,11 +106,15 @@ pub fn snippets(
         out.push(SnippetRow {
             origin: "auto",
             snippet_type: d.kind.as_str().to_string(),
-            metadata: metadata_json(
-                &content,
-                Some(triage.label.as_str()),
-                Some(triage.confidence),
-                version,
+            metadata: crate::snippet::with_learning(
+                &metadata_json(
+                    &content,
+                    Some(triage.label.as_str()),
+                    Some(triage.confidence),
+                    version,
+                ),
+                &d.observation,
+                &d.lesson,
             ),
             title,
             content,
@@ -198,9 +223,36 @@ fn error_reasoning(open: &Open) -> Option<Draft> {
             c.push_str(&format!("{t}\n"));
         }
     }
+    let fix = r
+        .fix_text
+        .as_ref()
+        .map(|(_, t)| first_sentence(t))
+        .filter(|t| !t.is_empty())
+        .or_else(|| {
+            f.actions
+                .first()
+                .map(|(_, a)| format!("the change that made it work: {a}"))
+        })
+        .unwrap_or_else(|| format!("it worked with {call}"));
     Some(Draft {
         kind: SnippetType::ErrorReasoning,
         title: format!("{subject} failed, then fixed: {}", title_from(&first_error)),
+        observation: clip_chars(
+            &format!(
+                "{what} failed (line {}) with \"{}\"; it worked at line {} with {call}.",
+                f.line,
+                clip_chars(&first_error, 200),
+                r.line
+            ),
+            600,
+        ),
+        lesson: clip_chars(
+            &format!(
+                "When {subject} fails with \"{}\": {fix}",
+                clip_chars(&first_error, 160)
+            ),
+            600,
+        ),
         content: c,
         lines: (f.line, r.line),
     })
@@ -228,6 +280,22 @@ fn correction(open: &Open) -> Option<Draft> {
     Some(Draft {
         kind: SnippetType::LearningPattern,
         title: format!("User correction: {}", title_from(&s.text)),
+        observation: clip_chars(
+            &format!(
+                "{what} (line {}); the assistant then: {}",
+                s.line,
+                first_sentence(follow)
+            ),
+            600,
+        ),
+        // The user's own words are the rule to keep.
+        lesson: clip_chars(
+            s.text
+                .split_once("the user said:")
+                .map_or(s.text.as_str(), |(_, r)| r)
+                .trim(),
+            600,
+        ),
         content,
         lines: (s.line, *fl),
     })
@@ -267,9 +335,15 @@ fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
     } else {
         format!("{prefix}: {head}")
     };
+    let observation = match (&n.context, kind) {
+        (Some((_, ctx)), NoteKind::Pivot | NoteKind::Decision) => first_sentence(ctx),
+        _ => first_sentence(&n.text),
+    };
     Some(Draft {
         kind: snippet_kind,
         title,
+        observation,
+        lesson: clip_chars(n.sentence.trim(), 600),
         content,
         lines: (start, n.line),
     })

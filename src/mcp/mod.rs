@@ -13,6 +13,7 @@
 //! are cut and say `has_more` / `next_offset`, texts are cut and say so.
 
 mod args;
+mod export;
 mod tools;
 
 use std::sync::Arc;
@@ -48,7 +49,8 @@ machine: compaction summaries, what the user said (prompts, tool denials, interr
 episodes labelled by what happened (error_recovery, user_correction, pivot, design_decision) \
 and snippets of reasoning. Start with `search` (full text over all of it) or `list_sessions`; \
 read `get_session` for an overview before asking for more; `get_conversation` and \
-`get_transcript_lines` give the words themselves. Session ids may be given as unique prefixes.";
+`get_transcript_lines` give the words themselves; `export_learnings` gives what was learned as \
+observation/generalization pairs. Session ids may be given as unique prefixes.";
 
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Gleaner {
@@ -65,7 +67,7 @@ impl Gleaner {
         Gleaner {
             store,
             cfg,
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::export_router(),
         }
     }
 

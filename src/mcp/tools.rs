@@ -212,6 +212,7 @@ impl Gleaner {
                 since: time("since", a.since.as_deref())?,
                 status: a.status,
                 session_ids: None,
+                until: None,
             })
             .await
             .map_err(store_err)?;

@@ -315,6 +315,23 @@ pub fn metadata_json(
     serde_json::Value::Object(m).to_string()
 }
 
+/// `metadata` with a learning's two halves added (`observation`: what happened, concretely;
+/// `generalization`: the reusable lesson), which `gleaner export --format learnings` emits.
+/// Empty halves are left out.
+pub fn with_learning(metadata: &str, observation: &str, generalization: &str) -> String {
+    let mut m: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(metadata).unwrap_or_default();
+    for (k, v) in [
+        ("observation", observation),
+        ("generalization", generalization),
+    ] {
+        if !v.trim().is_empty() {
+            m.insert(k.into(), v.trim().into());
+        }
+    }
+    serde_json::Value::Object(m).to_string()
+}
+
 /// `project:<name>`: the last component of the session's working directory (or, when that is
 /// unknown, of its project folder), lowercase, runs of whitespace as `-`, so automatic and
 /// manual snippets of one project share one tag that `--tag` can name without quoting.

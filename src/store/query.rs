@@ -225,6 +225,8 @@ pub struct SessionFilter {
     pub project: Option<String>,
     /// Last activity at or after this ISO-8601 time.
     pub since: Option<String>,
+    /// Started strictly before this ISO-8601 time.
+    pub until: Option<String>,
     /// `active` or `finished`.
     pub status: Option<String>,
     /// Only these sessions.
@@ -301,6 +303,9 @@ impl Store {
         }
         if let Some(s) = &f.since {
             q.push(" AND last_activity_at >= ").push_bind(s.as_str());
+        }
+        if let Some(u) = &f.until {
+            q.push(" AND started_at < ").push_bind(u.as_str());
         }
         if let Some(s) = &f.status {
             q.push(" AND status = ").push_bind(s.as_str());

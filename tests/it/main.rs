@@ -11,6 +11,7 @@
 //! - `episodes`: episodes tile every corpus session, snippets pass the gates, re-ingest adds
 //!   nothing, the schema refuses bad snippets; live open/close and session end.
 //! - `redact`: 60+ fake secrets in real transcript lines never reach any column of either database.
+//! - `export`: `gleaner export` in every format over the corpus, filters, atomic output.
 //! - `identity`: a file's session is the same however its bytes arrive (chunks, kill -9).
 
 mod common;
@@ -20,6 +21,7 @@ mod corpus;
 mod crash;
 mod daemon;
 mod episodes;
+mod export;
 mod identity;
 mod knowledge;
 mod layout;

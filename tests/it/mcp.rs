@@ -82,7 +82,7 @@ impl Client {
     }
 }
 
-const TOOLS: [&str; 10] = [
+const TOOLS: [&str; 11] = [
     "search",
     "list_sessions",
     "get_session",
@@ -93,6 +93,7 @@ const TOOLS: [&str; 10] = [
     "get_transcript_lines",
     "get_conversation",
     "list_episodes",
+    "export_learnings",
 ];
 
 async fn mcp_session(backend: Backend) {
@@ -221,6 +222,36 @@ async fn mcp_session(backend: Backend) {
         .call("list_episodes", json!({"session_id": sid}))
         .expect("list_episodes");
     assert!(eps["episodes"].is_array());
+    let learned = c
+        .call("export_learnings", json!({"limit": 5}))
+        .expect("export_learnings");
+    let items = learned["learnings"].as_array().expect("learnings");
+    assert_eq!(items.len(), 5, "{learned}");
+    assert!(
+        learned["total_count"].as_u64().unwrap_or(0) > 5,
+        "{learned}"
+    );
+    for l in items {
+        assert!(
+            ["pattern", "mistake", "decision", "preference"]
+                .contains(&l["type"].as_str().unwrap_or("")),
+            "{l}"
+        );
+        assert!(
+            l["observation"].as_str().is_some_and(|t| !t.is_empty()),
+            "{l}"
+        );
+        assert!(
+            l["generalization"].as_str().is_some_and(|t| !t.is_empty()),
+            "{l}"
+        );
+        assert!(
+            l["tags"][0]
+                .as_str()
+                .is_some_and(|t| t.starts_with("session:")),
+            "{l}"
+        );
+    }
 
     // Invalid calls: each says what is wrong.
     let bad: Vec<(&str, Value, &str)> = vec![
@@ -269,6 +300,12 @@ async fn mcp_session(backend: Backend) {
         ),
         ("get_conversation", json!({"session_id": 42}), "session_id"),
         ("list_episodes", json!({"triage": "drama"}), "triage"),
+        ("export_learnings", json!({"limit": 0}), "limit"),
+        (
+            "export_learnings",
+            json!({"since": "yesterday-ish"}),
+            "since",
+        ),
         ("no_such_tool", json!({}), "not found"),
     ];
     for (tool, args, want) in bad {

@@ -1,0 +1,105 @@
+//! Snippets as learnings, in the shape learning stores import.
+
+use serde::Serialize;
+
+use super::SessionExport;
+use crate::snippet::clip_chars;
+use crate::store::SnippetListing;
+
+/// One learning: what happened, the lesson, where.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Learning {
+    /// What happened, concretely.
+    pub observation: String,
+    /// The reusable lesson.
+    pub generalization: String,
+    /// Project folder of the session.
+    pub project: String,
+    /// `pattern`, `mistake`, `decision` or `preference`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// `session:<id>`, `episode:<id>`, `turn:<n>` and the snippet's own tags.
+    pub tags: Vec<String>,
+}
+
+/// The learnings of one session: one per snippet that is not from routine work (automatic
+/// snippets of routine episodes are left out; manual ones are always in: a person kept them).
+pub fn learnings(s: &SessionExport) -> Vec<Learning> {
+    s.snippets
+        .iter()
+        .filter(|sn| sn.origin != "auto" || triage_of(sn) != Some("routine"))
+        .map(|sn| learning(s, sn))
+        .collect()
+}
+
+fn triage_of(sn: &SnippetListing) -> Option<&str> {
+    sn.metadata.get("triage").and_then(|t| t.as_str())
+}
+
+/// `error_reasoning` -> mistake; `decision_rationale` -> decision; a `learning_pattern` drawn
+/// from a user's correction -> preference (what the user wants done), else pattern.
+fn kind(sn: &SnippetListing) -> &'static str {
+    match sn.snippet_type.as_str() {
+        "error_reasoning" => "mistake",
+        "decision_rationale" => "decision",
+        _ if triage_of(sn) == Some("user_correction")
+            || sn.title.starts_with("User correction") =>
+        {
+            "preference"
+        }
+        _ => "pattern",
+    }
+}
+
+fn learning(s: &SessionExport, sn: &SnippetListing) -> Learning {
+    let field = |k: &str| {
+        sn.metadata
+            .get(k)
+            .and_then(|v| v.as_str())
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    // Snippets written before the two halves were stored (and manual ones): the title names
+    // the lesson, the opening of the content says what happened.
+    let observation = field("observation").unwrap_or_else(|| {
+        let para = sn
+            .content
+            .split("\n\n")
+            .map(str::trim)
+            .find(|p| !p.is_empty())
+            .unwrap_or("");
+        clip_chars(para, 600)
+    });
+    let generalization = field("generalization").unwrap_or_else(|| sn.title.clone());
+    let mut tags = vec![format!("session:{}", sn.session_id)];
+    if let Some(e) = sn.episode_id {
+        tags.push(format!("episode:{e}"));
+    }
+    if let Some(t) = turn_of(s, sn) {
+        tags.push(format!("turn:{t}"));
+    }
+    tags.extend(sn.tags.iter().cloned());
+    Learning {
+        observation,
+        generalization,
+        project: sn.project.clone(),
+        kind: kind(sn),
+        tags,
+    }
+}
+
+/// The turn (its number in the file) whose lines hold the snippet's first line.
+fn turn_of(s: &SessionExport, sn: &SnippetListing) -> Option<i64> {
+    let ep = s.episodes.iter().find(|e| Some(e.id) == sn.episode_id)?;
+    let line = sn.line_start;
+    ep.turn_labels
+        .as_array()?
+        .iter()
+        .find(|t| {
+            t["start_line"].as_i64().is_some_and(|a| a <= line)
+                && t["end_line"].as_i64().is_some_and(|b| line <= b)
+        })
+        .and_then(|t| t["ordinal"].as_i64())
+        .or_else(|| (line >= ep.start_line && line <= ep.end_line).then_some(ep.first_turn))
+}
