@@ -1,26 +1,42 @@
-//! Automatic snippets of a closed episode.
+//! Automatic snippets of a closed episode, scored so that each keeps only what teaches.
 //!
-//! Each non-routine episode yields at most two: first the one its label calls for
-//! (`error_recovery` -> `error_reasoning` from the first failure that was fixed;
-//! `user_correction` -> `learning_pattern` from the correction and the assistant's answer;
-//! `pivot` / `design_decision` -> `decision_rationale` from the paragraph holding the phrase),
-//! then an explicit lesson ("the root cause was", "key insight", ...) as `learning_pattern`,
-//! which qualifies in any episode, routine ones included. Candidates lose their noise lines,
-//! must pass [`crate::snippet::validate`] (gates, 100 B to 10 KB), and two candidates with the
-//! same normalized content count once.
+//! Candidates: an `error_reasoning` for each failure that was fixed (the error, the reason
+//! when the assistant gave one, the fix as a compact diff or the way the passing command
+//! differs, the command that then passed); a `learning_pattern` for each strong correction by
+//! the user (their words and the denied call); a `decision_rationale` for a decision that
+//! weighs options, or a change of approach with its reason; and an explicit lesson ("the root
+//! cause was", "key insight") as `learning_pattern`, in any episode.
+//!
+//! Each candidate gets a score in 0..1 from what it holds (see [`score`] in each draft):
+//! an explanation and a concrete change count for it; a cascade or a different action never
+//! becomes a candidate (see `tools.rs`); a fix that silences a check, a missing program
+//! installed, a question typed as a "correction", options without a choice, and lessons cut
+//! out of code or how-to steps count against it. Below [`MIN_SCORE`] it is dropped; an episode
+//! keeps its best [`PER_EPISODE`], a session its best [`PER_SESSION`] (see
+//! [`super::Builder`]). Everything shown was redacted by extraction before it got here.
 
 use std::collections::BTreeSet;
 
+use super::fix::{self, is_announcement, is_explanation, is_reason, sentences};
+use super::tags::tags;
 use super::triage::{Label, Triage};
-use super::{NoteKind, Open};
+use super::{NoteKind, Open, Recovery};
 use crate::extract::rows::SnippetRow;
 use crate::snippet::{
-    clip_chars, is_noise_line, metadata_json, normalized_hash, path_tags, title_from,
-    truncate_bytes, validate, SnippetType, MAX_CONTENT_BYTES, MAX_TITLE_CHARS,
+    clip_chars, is_noise_line, metadata_json, normalized_hash, title_from, truncate_bytes,
+    validate, SnippetType, MAX_CONTENT_BYTES, MAX_TITLE_CHARS,
 };
 
 /// Most automatic snippets per episode.
 const PER_EPISODE: usize = 2;
+/// Most automatic snippets per session file; past it a new one must beat the weakest kept.
+pub(super) const PER_SESSION: usize = 8;
+/// Lowest score a snippet needs to be kept.
+pub(super) const MIN_SCORE: f64 = 0.55;
+/// Head start of the snippet type the episode's label calls for.
+const PRIMARY_BONUS: f64 = 0.1;
+/// Lines between a failure and its success past which the link is loose.
+const LOOSE_LINES: u64 = 40;
 /// Smallest automatic `learning_pattern`, in bytes.
 const MIN_LESSON_BYTES: usize = 150;
 
@@ -34,56 +50,59 @@ struct Draft {
     observation: String,
     /// The reusable lesson (a learning's `generalization`).
     lesson: String,
+    /// How much it teaches, 0..1.
+    score: f64,
 }
 
 /// The first sentence of `text` (its first line when there is no sentence end), clipped.
 fn first_sentence(text: &str) -> String {
-    let t = text.trim();
-    let line = t
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    let end = line
-        .char_indices()
-        .find(|&(i, c)| {
-            matches!(c, '.' | '!' | '?') && line[i + c.len_utf8()..].starts_with(' ') && i > 20
-        })
-        .map_or(line.len(), |(i, c)| i + c.len_utf8());
-    clip_chars(&line[..end], 300)
+    sentences(text)
+        .into_iter()
+        .next()
+        .map(|s| clip_chars(&s, 300))
+        .unwrap_or_default()
 }
 
-/// The snippets of a closed episode.
+/// The snippets of a closed episode with their scores, best first.
 pub fn snippets(
     open: &Open,
     triage: &Triage,
     version: Option<&str>,
     project: Option<&str>,
     end_line: u64,
-) -> Vec<SnippetRow> {
+) -> Vec<(f64, SnippetRow)> {
     let mut drafts: Vec<Draft> = Vec::new();
-    match triage.label {
-        Label::ErrorRecovery => drafts.extend(error_reasoning(open)),
-        Label::UserCorrection => drafts.extend(correction(open)),
-        Label::Pivot => {
-            drafts.extend(note_draft(open, NoteKind::Pivot));
-            drafts.extend(note_draft(open, NoteKind::Decision));
-        }
-        Label::DesignDecision => drafts.extend(note_draft(open, NoteKind::Decision)),
-        Label::Routine => {}
+    if triage.label != Label::Routine {
+        drafts.extend(open.recoveries.iter().filter_map(error_reasoning));
+        drafts.extend(corrections(open));
+        drafts.extend(note_draft(open, NoteKind::Decision));
+        drafts.extend(note_draft(open, NoteKind::Pivot));
     }
     drafts.extend(note_draft(open, NoteKind::Learning));
-    if triage.label != Label::Routine {
-        // Second choices, used only if a first one failed the gates.
-        drafts.extend(error_reasoning(open));
-        drafts.extend(note_draft(open, NoteKind::Decision));
-    }
+    // Best first; the episode's own label breaks ties (it is what the episode is about).
+    let primary = match triage.label {
+        Label::ErrorRecovery => Some(SnippetType::ErrorReasoning),
+        Label::UserCorrection => Some(SnippetType::LearningPattern),
+        Label::Pivot | Label::DesignDecision => Some(SnippetType::DecisionRationale),
+        Label::Routine => None,
+    };
+    // Best first; the snippet of the episode's own label gets a small head start (it is what
+    // the episode is about).
+    let rank = |d: &Draft| {
+        d.score
+            + if Some(d.kind) == primary {
+                PRIMARY_BONUS
+            } else {
+                0.0
+            }
+    };
+    drafts.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
 
     let tags = tags(open, project);
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for d in drafts {
-        if out.len() >= PER_EPISODE {
+        if out.len() >= PER_EPISODE || d.score < MIN_SCORE {
             break;
         }
         let content = clean(&d.content);
@@ -100,29 +119,46 @@ pub fn snippets(
         if !seen.insert(hash.clone()) {
             continue;
         }
+        // A lesson already quoted by a kept snippet (the "Why" of an error) counts once.
+        if d.kind == SnippetType::LearningPattern
+            && out.iter().any(|(_, r): &(f64, SnippetRow)| {
+                r.content.contains(d.lesson.trim_end_matches(['.', ':']))
+            })
+        {
+            continue;
+        }
         let (start, end) = d.lines;
         let start = start.max(open.start_line).min(end_line);
         let end = end.clamp(start, end_line);
-        out.push(SnippetRow {
-            origin: "auto",
-            snippet_type: d.kind.as_str().to_string(),
-            metadata: crate::snippet::with_learning(
-                &metadata_json(
-                    &content,
-                    Some(triage.label.as_str()),
-                    Some(triage.confidence),
-                    version,
-                ),
-                &d.observation,
-                &d.lesson,
+        let score = (d.score * 100.0).round() / 100.0;
+        let mut metadata = crate::snippet::with_learning(
+            &metadata_json(
+                &content,
+                Some(triage.label.as_str()),
+                Some(triage.confidence),
+                version,
             ),
-            title,
-            content,
-            content_hash: hash,
-            line_start: start,
-            line_end: end,
-            tags: tags.clone(),
-        });
+            &d.observation,
+            &d.lesson,
+        );
+        if let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&metadata) {
+            m.insert("score".into(), score.into());
+            metadata = serde_json::Value::Object(m).to_string();
+        }
+        out.push((
+            score,
+            SnippetRow {
+                origin: "auto",
+                snippet_type: d.kind.as_str().to_string(),
+                metadata,
+                title,
+                content,
+                content_hash: hash,
+                line_start: start,
+                line_end: end,
+                tags: tags.clone(),
+            },
+        ));
     }
     out
 }
@@ -143,8 +179,11 @@ fn clip_command(cmd: &str) -> String {
 fn clean(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut blank = false;
+    let mut fenced = false;
     for line in text.lines() {
-        if is_noise_line(line) {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && is_noise_line(line) {
             continue;
         }
         if line.trim().is_empty() {
@@ -160,13 +199,7 @@ fn clean(text: &str) -> String {
     }
     let mut out = out.trim().to_string();
     // A paragraph cut inside a code block: close the fence so the rest does not read as code.
-    if out
-        .lines()
-        .filter(|l| l.trim_start().starts_with("```"))
-        .count()
-        % 2
-        == 1
-    {
+    if fenced {
         out.push_str("\n```");
     }
     while let Some(i) = out.rfind('\n') {
@@ -179,126 +212,386 @@ fn clean(text: &str) -> String {
     out
 }
 
-fn error_reasoning(open: &Open) -> Option<Draft> {
-    // A failure, its error and at least one word on what was tried or why the fix works: an
-    // error followed by a silent re-run teaches nothing.
-    let r = open.recoveries.iter().find(|r| {
-        !r.failure.error.trim().is_empty()
-            && (!r.failure.tried.is_empty()
-                || r.fix_text.is_some()
-                || !r.failure.actions.is_empty())
-    })?;
+/// Whether two texts share a word of five letters or more (a narration about the failure
+/// names something in it: the file, the error, the program).
+fn shares_word(a: &str, b: &str) -> bool {
+    let words = |s: &str| -> BTreeSet<String> {
+        s.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|w| w.chars().count() >= 5)
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let b = words(b);
+    words(a).iter().any(|w| b.contains(w))
+}
+
+/// The `error_reasoning` draft of one fixed failure, or `None` when it shows nothing a reader
+/// could reuse (no error text, no reason, no change).
+fn error_reasoning(r: &Recovery) -> Option<Draft> {
     let f = &r.failure;
+    if f.error.trim().is_empty() {
+        return None;
+    }
     let what = match &f.target {
         Some(t) => format!("{} {}", f.tool, clip_command(t)),
         None => f.tool.clone(),
     };
-    let first_error = crate::snippet::headline(&f.error);
+    let headline = crate::snippet::headline(&f.error);
     let subject = match (f.tool.as_str(), &f.target) {
-        ("Bash", Some(cmd)) => format!("`{}`", super::terms::command_head(cmd)),
+        ("Bash", Some(cmd)) => format!("`{}`", fix::subject_command(cmd)),
         (tool, Some(t)) => format!("{tool} {}", t.rsplit(['/', '\\']).next().unwrap_or(t)),
         (tool, None) => tool.to_string(),
     };
+    let context = format!("{what}\n{}", f.error);
+    // What the assistant said between failure and fix: an explanation is the lesson, an
+    // announcement ("Let me check X:") is not worth quoting, narration about something else
+    // is left out.
+    let said: Vec<&(u64, String)> = f.tried.iter().chain(r.fix_text.iter()).collect();
+    // The first words after the failure are about it; later ones must name something in it.
+    let first_said = f
+        .tried
+        .iter()
+        .find(|(_, t)| !is_announcement(t))
+        .map(|(l, _)| *l);
+    let reason = said.iter().find_map(|(l, t)| {
+        sentences(t)
+            .into_iter()
+            .find(|s| is_reason(s) && (Some(*l) == first_said || shares_word(s, &context)))
+            .map(|s| (*l, s))
+    });
+    let tried: Vec<&(u64, String)> = f
+        .tried
+        .iter()
+        .filter(|(_, t)| !is_announcement(t) && (is_explanation(t) || shares_word(t, &context)))
+        .collect();
+    let changes: Vec<&(u64, String)> = f.actions.iter().filter(|(l, _)| *l < r.line).collect();
+    // A diff that only moves a brace says nothing on its own.
+    let diffs: Vec<&str> = changes
+        .iter()
+        .filter_map(|(_, a)| a.split_once('\n').map(|(_, d)| d))
+        .filter(|d| d.chars().filter(|c| c.is_alphanumeric()).count() >= 3)
+        .collect();
+    let passed = r.call.strip_prefix("Bash ").unwrap_or(&r.call);
+    let change = match (f.tool.as_str(), &f.target) {
+        ("Bash", Some(t)) => fix::command_change(t, passed),
+        _ => None,
+    };
+    let fix_words = format!(
+        "{}\n{}",
+        changes
+            .iter()
+            .map(|(_, a)| a.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        passed
+    );
+
+    let mut score: f64 = 0.35;
+    if reason.is_some() {
+        score += 0.25;
+    }
+    if !diffs.is_empty() {
+        score += 0.2;
+    } else if change.is_some() {
+        score += 0.15;
+    }
+    if fix::is_suppression(&fix_words) {
+        score -= 0.35;
+    }
+    if fix::is_missing_install(&f.error, &fix_words) || fix::is_conflict(&f.error) {
+        score -= 0.35;
+    }
+    // A success long after the failure, past many changes, is only loosely its fix.
+    if r.line.saturating_sub(f.line) > LOOSE_LINES {
+        score -= 0.3;
+    }
+
     let mut c = format!(
         "What failed (line {}): {what}\n\nError:\n{}\n",
         f.line, f.error
     );
-    if !f.tried.is_empty() {
+    if let Some((l, s)) = &reason {
+        c.push_str(&format!("\nWhy (line {l}): {s}\n"));
+    }
+    let tried: Vec<_> = tried
+        .into_iter()
+        .filter(|(l, t)| {
+            reason
+                .as_ref()
+                .is_none_or(|(rl, s)| rl != l || !t.contains(s.as_str()))
+        })
+        .collect();
+    if !tried.is_empty() {
         c.push_str("\nWhat was tried:\n");
-        for (l, t) in &f.tried {
+        for (l, t) in tried {
             c.push_str(&format!("- (line {l}) {t}\n"));
         }
     }
-    let changes: Vec<&(u64, String)> = f.actions.iter().filter(|(l, _)| *l < r.line).collect();
     if !changes.is_empty() {
-        c.push_str("\nChanges made before it worked:\n");
-        for (l, a) in changes {
-            c.push_str(&format!("- (line {l}) {a}\n"));
+        c.push_str("\nThe fix:\n");
+        for (l, a) in &changes {
+            match a.split_once('\n') {
+                Some((head, diff)) => {
+                    c.push_str(&format!("- (line {l}) {head}\n```diff\n{diff}\n```\n"))
+                }
+                None => c.push_str(&format!("- (line {l}) {a}\n")),
+            }
         }
     }
-    let call = crate::snippet::clip_chars(r.call.lines().next().unwrap_or(""), 300);
-    c.push_str(&format!("\nWhat fixed it (line {}): {call}\n", r.line));
-    if let Some((l, t)) = &r.fix_text {
-        if f.tried.iter().all(|(tl, _)| tl != l) {
-            c.push_str(&format!("{t}\n"));
-        }
+    let call = clip_chars(r.call.lines().next().unwrap_or(""), 300);
+    c.push_str(&format!("\nThen it worked (line {}): {call}", r.line));
+    match &change {
+        Some(ch) => c.push_str(&format!(" ({ch})\n")),
+        None => c.push('\n'),
     }
-    let fix = r
-        .fix_text
-        .as_ref()
-        .map(|(_, t)| first_sentence(t))
-        .filter(|t| !t.is_empty())
-        .or_else(|| {
-            f.actions
-                .first()
-                .map(|(_, a)| format!("the change that made it work: {a}"))
-        })
-        .unwrap_or_else(|| format!("it worked with {call}"));
+
+    // The lesson: the reason, then the concrete change.
+    let concrete = if let Some(d) = diffs.first() {
+        // Only a one-line change reads well inline; a larger one is in the content.
+        let one = |sign: &str| {
+            let mut it = d.lines().filter(|l| l.starts_with(sign));
+            match (it.next(), it.next()) {
+                (Some(l), None) => Some(&l[2..]),
+                _ => None,
+            }
+        };
+        let (minus, plus) = match (
+            d.lines().filter(|l| l.starts_with("- ")).count(),
+            d.lines().filter(|l| l.starts_with("+ ")).count(),
+        ) {
+            (0..=1, 0..=1) => (one("- "), one("+ ").map(str::to_string)),
+            // Lines only added (an import, a field): name them all.
+            (0, 2..=3) => (
+                None,
+                Some(d.lines().map(|l| &l[2..]).collect::<Vec<_>>().join("`, `")),
+            ),
+            _ => (None, None),
+        };
+        let file = changes
+            .iter()
+            .find(|(_, a)| a.contains('\n'))
+            .and_then(|(_, a)| a.lines().next())
+            .and_then(|h| h.rsplit(['/', '\\']).next())
+            .unwrap_or("the file");
+        match (minus, plus) {
+            (Some(m), Some(p)) => format!(
+                "changing `{}` to `{}` in {file} fixed it",
+                clip_chars(m, 100),
+                clip_chars(&p, 100)
+            ),
+            (None, Some(p)) => format!("adding `{}` to {file} fixed it", clip_chars(&p, 160)),
+            (Some(m), None) => format!("removing `{}` from {file} fixed it", clip_chars(m, 100)),
+            (None, None) => format!("the edit of {file} shown above fixed it"),
+        }
+    } else {
+        change
+            .as_ref()
+            .map(|ch| format!("the command worked once it {ch}"))
+            .unwrap_or_default()
+    };
+    let lesson = match (&reason, concrete.is_empty()) {
+        (Some((_, s)), true) => s.clone(),
+        (Some((_, s)), false) => format!("{} ({concrete}).", s.trim_end_matches(['.', ':'])),
+        (None, false) => format!("{}{}.", concrete[..1].to_uppercase(), &concrete[1..]),
+        (None, true) => return None,
+    };
     Some(Draft {
         kind: SnippetType::ErrorReasoning,
-        title: format!("{subject} failed, then fixed: {}", title_from(&first_error)),
+        title: format!("{subject} failed, then fixed: {}", title_from(&headline)),
         observation: clip_chars(
             &format!(
                 "{what} failed (line {}) with \"{}\"; it worked at line {} with {call}.",
                 f.line,
-                clip_chars(&first_error, 200),
+                clip_chars(&headline, 200),
                 r.line
             ),
             600,
         ),
         lesson: clip_chars(
             &format!(
-                "When {subject} fails with \"{}\": {fix}",
-                clip_chars(&first_error, 160)
+                "When {subject} fails with \"{}\": {lesson}",
+                clip_chars(&headline, 160)
             ),
             600,
         ),
         content: c,
         lines: (f.line, r.line),
+        score: score.clamp(0.0, 1.0),
     })
 }
 
-fn correction(open: &Open) -> Option<Draft> {
-    // Only strong corrections teach something: a denial with the reason typed, a redirect
-    // after an interruption, a prompt that opens with a correction.
-    let s = open
-        .signals
+/// Openings of an answer that takes a correction on board.
+const ACKNOWLEDGED: &[&str] = &[
+    "you're right",
+    "you are right",
+    "got it",
+    "good point",
+    "understood",
+    "right,",
+    "ah,",
+    "ah ",
+    "ok,",
+    "okay,",
+    "i see",
+    "makes sense",
+];
+
+/// `learning_pattern` drafts of the episode's strong corrections: a denial with the reason
+/// typed, a redirect after an interruption, a prompt that opens with a correction.
+fn corrections(open: &Open) -> Vec<Draft> {
+    open.signals
         .iter()
         .filter(|s| s.label == Label::UserCorrection && s.weight >= 0.8)
         .filter(|s| s.signal != "tool_denial" || s.weight > 0.9)
-        .find(|s| s.followup.is_some())?;
-    let (fl, follow) = s.followup.as_ref()?;
-    let what = match s.signal.as_str() {
-        "tool_denial" => "The user rejected a tool call",
-        "interruption_redirect" => "The user interrupted and redirected",
-        _ => "The user corrected the assistant",
-    };
-    let content = format!(
-        "{what} (line {}):\n{}\n\nWhat the assistant did next (line {fl}):\n{follow}\n",
-        s.line, s.text
-    );
-    Some(Draft {
-        kind: SnippetType::LearningPattern,
-        title: format!("User correction: {}", title_from(&s.text)),
-        observation: clip_chars(
-            &format!(
-                "{what} (line {}); the assistant then: {}",
+        .filter_map(|s| {
+            let (fl, follow) = s.followup.as_ref()?;
+            let denial = s.signal == "tool_denial";
+            // "denied Bash `npm i`: use pnpm" -> the call and the user's words.
+            let (call, words) = match s.text.split_once(": ") {
+                Some((head, w)) if denial => (head.trim_start_matches("denied ").to_string(), w),
+                _ => (String::new(), s.text.as_str()),
+            };
+            // The user's own words, not what they pasted after them.
+            let words = words.trim();
+            let words = words.lines().next().unwrap_or(words).trim();
+            let what = match s.signal.as_str() {
+                "tool_denial" => format!("The user rejected {call}"),
+                "interruption_redirect" => "The user interrupted and redirected".to_string(),
+                _ => "The user corrected the assistant".to_string(),
+            };
+            let mut score: f64 = 0.6;
+            let question = words.trim_end().ends_with(['?', '？']);
+            if question || crate::snippet::word_count(words) < 2 {
+                score -= 0.3;
+            }
+            let lower = follow.trim_start().to_lowercase();
+            if ACKNOWLEDGED.iter().any(|a| lower.starts_with(a)) || shares_word(follow, words) {
+                score += 0.15;
+            }
+            let content = format!(
+                "{what} (line {}) and said:\n> {}\n\nWhat the assistant did next (line {fl}):\n{follow}\n",
                 s.line,
-                first_sentence(follow)
-            ),
-            600,
+                words.replace('\n', "\n> ")
+            );
+            let (prefix, lesson) = if denial {
+                ("Preference", format!("{words} (said when rejecting {call})"))
+            } else {
+                ("Correction", words.to_string())
+            };
+            Some(Draft {
+                kind: SnippetType::LearningPattern,
+                title: format!("{prefix}: {}", title_from(words)),
+                observation: clip_chars(
+                    &format!("{what} (line {}); the assistant then: {}", s.line, first_sentence(follow)),
+                    600,
+                ),
+                lesson: clip_chars(&lesson, 600),
+                content,
+                lines: (s.line, *fl),
+                score: score.clamp(0.0, 1.0),
+            })
+        })
+        .collect()
+}
+
+/// Words that give a decision its reason.
+const REASONS: &[&str] = &[
+    "because",
+    "since ",
+    "so that",
+    "simpler",
+    "cleaner",
+    "faster",
+    "safer",
+    "tradeoff",
+    "trade-off",
+    "avoids",
+    "avoid ",
+    "keeps",
+    "without",
+    "cheaper",
+    "more robust",
+    "easier",
+];
+
+/// Whether a text lays out options: two or more list items, or words that set one thing
+/// against another.
+fn has_options(text: &str) -> bool {
+    let items = text
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| {
+            l.starts_with("- ")
+                || l.starts_with("* ")
+                || l.split_once(['.', ')']).is_some_and(|(n, _)| {
+                    !n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_digit())
+                })
+        })
+        .count();
+    let t = text.to_lowercase();
+    items >= 2
+        || [
+            " vs ",
+            " vs. ",
+            "versus",
+            "rather than",
+            "instead of",
+            "option a",
+            "option 1",
+            "alternative",
+            "over ",
+            "trade-off",
+            "tradeoff",
+            "whereas",
+            "compared",
+            "either",
+        ]
+        .iter()
+        .any(|w| t.contains(w))
+}
+
+/// Whether a paragraph is mostly commands or code (a how-to), not prose a lesson can come from.
+fn is_how_to(text: &str) -> bool {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let code = lines
+        .iter()
+        .filter(|l| {
+            l.starts_with("```")
+                || l.starts_with("cd ")
+                || l.starts_with("$ ")
+                || l.starts_with('`') && l.ends_with('`')
+                || l.starts_with("npm ")
+                || l.starts_with("git ")
+        })
+        .count();
+    code * 2 >= lines.len().max(1)
+}
+
+/// The sentence a note's lesson is: the phrase's own sentence, or, when that is only a lead-in
+/// ("Key insight:"), the sentence after it.
+fn lesson_sentence(sentence: &str, text: &str) -> String {
+    let s = sentence.trim().trim_matches('*').trim();
+    let words = crate::snippet::word_count(s);
+    if !s.ends_with(':') && words >= 6 {
+        return s.to_string();
+    }
+    let all = sentences(text);
+    let at = all.iter().position(|x| x.contains(s.trim_end_matches(':')));
+    match at.and_then(|i| all.get(i + 1)) {
+        // "The issue was that X, but:" + "Client expects Y" reads as one lesson.
+        Some(next) if words >= 6 => format!(
+            "{s} {}",
+            next.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+                .trim()
+                .replace("**", "")
         ),
-        // The user's own words are the rule to keep.
-        lesson: clip_chars(
-            s.text
-                .split_once("the user said:")
-                .map_or(s.text.as_str(), |(_, r)| r)
-                .trim(),
-            600,
-        ),
-        content,
-        lines: (s.line, *fl),
-    })
+        Some(next) => next.replace("**", ""),
+        None => s.to_string(),
+    }
 }
 
 fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
@@ -319,7 +612,8 @@ fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
         }
     }
     content.push_str(&n.text);
-    let mut head = title_from(&n.sentence);
+    let lesson = lesson_sentence(&n.sentence, &n.text);
+    let mut head = title_from(&lesson);
     let words = |t: &str| t.chars().filter(|c| c.is_alphanumeric()).count();
     if words(&head) < 10 {
         head = title_from(&n.text);
@@ -328,6 +622,44 @@ fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
         // No sentence to name it by: not readable on its own.
         return None;
     }
+    let body = content.to_lowercase();
+    let prose: usize = n
+        .text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .map(str::len)
+        .sum();
+    let mut score: f64 = 0.5;
+    match kind {
+        NoteKind::Decision => {
+            // A decision shows the options and the choice; a heading or a plan does not.
+            if !has_options(&content) || prose < 80 {
+                score -= 0.3;
+            }
+            if REASONS.iter().any(|w| body.contains(w)) {
+                score += 0.2;
+            }
+        }
+        NoteKind::Pivot => {
+            // A change of approach teaches through why the first one failed.
+            if sentences(&n.text).iter().any(|s| is_reason(s)) {
+                score += 0.1;
+            } else {
+                score -= 0.35;
+            }
+        }
+        NoteKind::Learning => {
+            if is_how_to(&n.text) {
+                score -= 0.35;
+            }
+            if is_explanation(&lesson) {
+                score += 0.2;
+            }
+            if lesson.trim_end().ends_with(':') {
+                score -= 0.2;
+            }
+        }
+    }
     // "Key design decision: ..." needs no "Decision: " in front.
     let lead = head.chars().take(40).collect::<String>().to_lowercase();
     let title = if lead.contains(&prefix.to_lowercase()) {
@@ -335,112 +667,28 @@ fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
     } else {
         format!("{prefix}: {head}")
     };
-    let observation = match (&n.context, kind) {
-        (Some((_, ctx)), NoteKind::Pivot | NoteKind::Decision) => first_sentence(ctx),
-        _ => first_sentence(&n.text),
+    // What happened: the reason given, else the note's own first sentence.
+    let observation = sentences(&content)
+        .into_iter()
+        .find(|s| is_reason(s))
+        .map(|s| clip_chars(&s, 300))
+        .unwrap_or_else(|| first_sentence(&n.text));
+    // A change of approach is learnt through its reason: "why -> what instead".
+    let lesson = match (kind, &observation) {
+        (NoteKind::Pivot, why) if is_reason(why) && !why.contains(lesson.as_str()) => {
+            format!("{} -> {}", why.trim_end_matches('.'), lesson)
+        }
+        _ => lesson,
     };
     Some(Draft {
         kind: snippet_kind,
         title,
         observation,
-        lesson: clip_chars(n.sentence.trim(), 600),
+        lesson: clip_chars(lesson.trim(), 600),
         content,
         lines: (start, n.line),
+        score: score.clamp(0.0, 1.0),
     })
-}
-
-/// Tools that organise the work rather than do it: not worth a tag.
-const BOOKKEEPING_TOOLS: &[&str] = &[
-    "TodoWrite",
-    "TodoRead",
-    "ExitPlanMode",
-    "EnterPlanMode",
-    "AskUserQuestion",
-    "Skill",
-];
-
-/// Tools used (most used first, at most 5), file extensions, error kinds, project.
-fn tags(open: &Open, project: Option<&str>) -> Vec<String> {
-    let mut tools: Vec<(&String, &i64)> = open.tools.iter().collect();
-    tools.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let mut out: BTreeSet<String> = tools
-        .into_iter()
-        .filter(|(t, _)| !BOOKKEEPING_TOOLS.contains(&t.as_str()))
-        .take(5)
-        .map(|(t, _)| format!("tool:{}", t.to_lowercase()))
-        .collect();
-    out.extend(open.files.iter().filter_map(|f| path_tags(f)));
-    out.extend(open.error_kinds.iter().map(|k| format!("error:{k}")));
-    if let Some(p) = project {
-        out.extend(crate::snippet::project_tag(p));
-    }
-    out.into_iter().collect()
-}
-
-/// Whether a failed call is tool mechanics rather than a real failure (see the caller).
-pub fn is_mechanics(kind: &Option<String>, tool: Option<&str>) -> bool {
-    matches!(kind.as_deref(), Some("edit_mismatch" | "stale_read"))
-        || matches!(
-            tool,
-            Some("KillShell" | "KillBash" | "TodoWrite" | "BashOutput")
-        )
-}
-
-/// A coarse kind for an error text, for tags.
-pub fn error_kind(text: &str) -> Option<String> {
-    let t = text.to_ascii_lowercase();
-    let kind = if t.contains("string to replace not found")
-        || t.contains("old_string")
-        || t.contains("matches of the string to replace")
-    {
-        "edit_mismatch"
-    } else if t.contains("has not been read yet") || t.contains("file has been modified") {
-        "stale_read"
-    } else if t.contains("error[e")
-        || t.contains("mismatched types")
-        || t.contains("cannot find")
-        || t.contains("could not compile")
-    {
-        "compile"
-    } else if t.contains("syntaxerror")
-        || t.contains("syntax error")
-        || t.contains("unexpected token")
-        || t.contains("parse error")
-    {
-        "syntax"
-    } else if t.contains("typeerror") || t.contains("type error") || t.contains("is not assignable")
-    {
-        "type"
-    } else if t.contains("test result: failed")
-        || t.contains("tests failed")
-        || t.contains("assertion")
-        || t.contains("failed:") && t.contains("test")
-    {
-        "test"
-    } else if t.contains("permission denied")
-        || t.contains("eacces")
-        || t.contains("operation not permitted")
-    {
-        "permission"
-    } else if t.contains("no such file")
-        || t.contains("not found")
-        || t.contains("does not exist")
-        || t.contains("enoent")
-    {
-        "not_found"
-    } else if t.contains("timed out") || t.contains("timeout") {
-        "timeout"
-    } else if t.contains("connection refused")
-        || t.contains("econnrefused")
-        || t.contains("network")
-    {
-        "network"
-    } else if t.contains("exit code") {
-        "exit_status"
-    } else {
-        return None;
-    };
-    Some(kind.to_string())
 }
 
 #[cfg(test)]
@@ -472,5 +720,25 @@ mod tests {
         );
         assert_eq!(clip_command(&"x".repeat(500)).chars().count(), 400);
         assert_eq!(clip_command("cargo build"), "cargo build");
+    }
+
+    #[test]
+    fn options_how_tos_and_lead_ins() {
+        assert!(has_options(
+            "1. Copy files\n2. Use rewrites\nI think option 1 is cleanest."
+        ));
+        assert!(has_options(
+            "Shell out to the CLI rather than adding the SDK."
+        ));
+        assert!(!has_options("## Possible Approaches"));
+        assert!(is_how_to("```\ncd \"S:\\repo\"\nnpm run build\n```"));
+        assert!(!is_how_to("The root cause was a stale cache key."));
+        assert_eq!(
+            lesson_sentence(
+                "**Key insight:**",
+                "**Key insight:**\nEach checkpoint saves the full state of modified files."
+            ),
+            "Each checkpoint saves the full state of modified files."
+        );
     }
 }

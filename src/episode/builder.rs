@@ -7,11 +7,13 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::feed::Feed;
-use super::text::{first_line, head_bytes, in_prose, paragraph_around, sentence_around};
+use super::text::{
+    first_line, head_bytes, in_prose, laid_out_option, paragraph_around, sentence_around,
+};
 use super::*;
 use crate::extract::feedback::FeedbackType;
 use crate::extract::redact::Redactor;
-use crate::extract::rows::{unix_millis_from_iso, EpisodeRow, FeedbackRow};
+use crate::extract::rows::{unix_millis_from_iso, EpisodeRow, FeedbackRow, SnippetRow};
 use crate::parse::{Kind, Record};
 use crate::snippet::clip_chars;
 
@@ -149,13 +151,14 @@ impl Builder {
         }
         let t = triage::decide(open, &turn_labels);
         let snippets = if closed {
-            auto::snippets(
+            let scored = auto::snippets(
                 open,
                 &t,
                 self.version.as_deref(),
                 self.project.as_deref(),
                 end_line,
-            )
+            );
+            session_cap(&self.kept, scored)
         } else {
             Vec::new()
         };
@@ -257,11 +260,25 @@ impl Builder {
                 FeedbackType::ToolDenial => {
                     if let Some(open) = &mut self.open {
                         let reason = item.reason.as_deref();
+                        // The denied call as "Bash `npm i vite`": the user's words are about it.
                         let tool = item
                             .tool_use_id
                             .as_deref()
                             .and_then(|id| self.calls.get(id))
-                            .map(|c| c.name.clone())
+                            .map(|c| match &c.target {
+                                Some(t) if c.name != "ExitPlanMode" => {
+                                    let t = first_line(t).replace('`', "'");
+                                    // A file is known by its name.
+                                    let t = if crate::snippet::FILE_TOOLS.contains(&c.name.as_str())
+                                    {
+                                        t.rsplit(['/', '\\']).next().unwrap_or(&t).to_string()
+                                    } else {
+                                        t
+                                    };
+                                    format!("{} `{}`", c.name, clip_chars(&t, 80))
+                                }
+                                _ => c.name.clone(),
+                            })
                             .unwrap_or_else(|| "a tool".into());
                         let (text, weight) = match reason {
                             Some(r) => (format!("denied {tool}: {r}"), 0.95),
@@ -359,7 +376,11 @@ impl Builder {
         if let Some(reason) = cut {
             if let Some(open) = self.open.take() {
                 let end = line.saturating_sub(1).max(open.start_line);
-                out.push(self.row(&open, session_id, end, true));
+                let row = self.row(&open, session_id, end, true);
+                for s in &row.snippets {
+                    keep_score(&mut self.kept, snippet_score(s));
+                }
+                out.push(row);
             }
             self.episodes += 1;
             self.awaiting_followup = None;
@@ -393,6 +414,7 @@ impl Builder {
             ordinal: self.turns,
             start_line: line,
             signals: Vec::new(),
+            answered: first_of_file,
         });
         add_vocab(&mut open.vocab, prompt_terms);
         // A prompt that corrects (never the session's first prompt: nothing to correct yet).
@@ -419,6 +441,19 @@ impl Builder {
                     sig.text = clip_chars(text.trim(), EVIDENCE_CHARS);
                 }
                 self.awaiting_followup = Some(open.signals.len() - 1);
+            } else if let Some(err) = pasted_failure(head) {
+                // A pasted error: what the assistant built or told the user to run failed.
+                push_signal(
+                    open,
+                    Signal {
+                        line,
+                        label: Label::UserCorrection,
+                        signal: "pasted_failure".into(),
+                        text: clip_chars(err, EVIDENCE_CHARS),
+                        weight: 0.6,
+                        followup: None,
+                    },
+                );
             }
         }
     }
@@ -431,6 +466,35 @@ impl Builder {
             return;
         };
         if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
+            let first_reply = open.turn.as_ref().is_some_and(|t| !t.answered);
+            if let Some(turn) = &mut open.turn {
+                turn.answered = true;
+            }
+            // "You're right, ..." as the first words of the reply: the prompt corrected it.
+            let opening = head_bytes(text.trim_start(), 60);
+            if first_reply {
+                if let Some(hit) = rules.acknowledgement.hits(opening, 1).into_iter().next() {
+                    if opening[..hit.start]
+                        .trim_matches(|c: char| !c.is_alphanumeric())
+                        .is_empty()
+                    {
+                        push_signal(
+                            open,
+                            Signal {
+                                line,
+                                label: Label::UserCorrection,
+                                signal: "acknowledged".into(),
+                                text: clip_chars(
+                                    &sentence_around(text, hit.start, hit.end),
+                                    EVIDENCE_CHARS,
+                                ),
+                                weight: 0.8,
+                                followup: None,
+                            },
+                        );
+                    }
+                }
+            }
             let piece = crate::snippet::truncate_bytes(text.trim(), LAST_TEXT_BYTES);
             if let Some(i) = self.awaiting_followup.take() {
                 if let Some(sig) = open.signals.get_mut(i) {
@@ -456,6 +520,20 @@ impl Builder {
                     &mut open.vocab,
                     head_bytes(text, VOCAB_SCAN_BYTES),
                     MAX_VOCAB,
+                );
+            }
+            // Alternatives laid out side by side ("A) ... B) ...", "Option 1 ... Option 2").
+            if let Some(opt) = laid_out_option(text) {
+                push_signal(
+                    open,
+                    Signal {
+                        line,
+                        label: Label::DesignDecision,
+                        signal: "options".into(),
+                        text: clip_chars(opt, EVIDENCE_CHARS),
+                        weight: 0.7,
+                        followup: None,
+                    },
                 );
             }
             let prev = self.last_text.clone();
@@ -521,6 +599,20 @@ impl Builder {
     }
 }
 
+/// The first line of a prompt that reads as pasted error output (`Traceback`, `error: ...`,
+/// `KeyError: ...`, `command not found`, `fatal: ...`), if any.
+fn pasted_failure(head: &str) -> Option<&str> {
+    head.lines().map(str::trim).find(|l| {
+        let lower = l.to_ascii_lowercase();
+        crate::snippet::text::is_error_statement(l)
+            || lower.starts_with("traceback")
+            || lower.starts_with("fatal:")
+            || lower.contains("command not found")
+            || lower.contains("no such file or directory")
+            || lower.contains("missing destination file")
+    })
+}
+
 /// Whether `text` ends by asking: one of its last three lines of prose is a question ("Which
 /// would you prefer?" followed by the options).
 fn ends_with_question(text: &str) -> bool {
@@ -530,6 +622,37 @@ fn ends_with_question(text: &str) -> bool {
         .filter(|l| !l.is_empty() && !l.starts_with("```"))
         .take(3)
         .any(|l| l.trim_end_matches(['*', '_', ')', ' ']).ends_with('?'))
+}
+
+/// The score an automatic snippet was stored with (see [`auto`]).
+fn snippet_score(s: &SnippetRow) -> f64 {
+    serde_json::from_str::<serde_json::Value>(&s.metadata)
+        .ok()
+        .and_then(|m| m["score"].as_f64())
+        .unwrap_or(auto::MIN_SCORE)
+}
+
+/// Record a kept snippet's score: the [`auto::PER_SESSION`] best of the file are remembered.
+fn keep_score(kept: &mut Vec<f64>, score: f64) {
+    kept.push(score);
+    kept.sort_by(|a, b| b.total_cmp(a));
+    kept.truncate(auto::PER_SESSION);
+}
+
+/// Each session keeps its best snippets: once the file has [`auto::PER_SESSION`], a new one
+/// must score above the weakest of them. (The weaker one already stored stays; a session
+/// thus holds at most the cap plus the improvements on it, and readers rank by score.)
+fn session_cap(kept: &[f64], scored: Vec<(f64, SnippetRow)>) -> Vec<SnippetRow> {
+    let mut kept = kept.to_vec();
+    let mut out = Vec::new();
+    for (score, row) in scored {
+        let room = kept.len() < auto::PER_SESSION;
+        if room || kept.last().is_some_and(|w| score > *w) {
+            keep_score(&mut kept, score);
+            out.push(row);
+        }
+    }
+    out
 }
 
 /// JSON text of a small collection stored as a text column.
@@ -560,6 +683,13 @@ pub(super) fn push_signal(open: &mut Open, s: Signal) {
             });
         }
     }
+    if open.signals.len() < MAX_SIGNALS {
+        open.signals.push(s);
+    }
+}
+
+/// Record a signal for the episode only (not the turn being read).
+pub(super) fn push_episode_signal(open: &mut Open, s: Signal) {
     if open.signals.len() < MAX_SIGNALS {
         open.signals.push(s);
     }

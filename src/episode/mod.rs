@@ -21,8 +21,10 @@
 
 mod auto;
 mod builder;
+mod fix;
 mod feed;
 mod rules;
+mod tags;
 mod terms;
 mod text;
 mod tools;
@@ -167,6 +169,10 @@ struct Turn {
     ordinal: i64,
     start_line: u64,
     signals: Vec<Signal>,
+    /// The assistant has replied in this turn (its first reply is checked for an
+    /// acknowledgement of a correction).
+    #[serde(default)]
+    answered: bool,
 }
 
 /// The episode being built.
@@ -225,9 +231,14 @@ pub struct Builder {
     calls: BTreeMap<String, Call>,
     call_seq: u64,
     open: Option<Open>,
+    /// Scores of the best automatic snippets the file has kept (the per-session cap).
+    #[serde(default)]
+    kept: Vec<f64>,
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_snippets;
 #[cfg(test)]
 mod tests_turns;

@@ -30,6 +30,9 @@ pub struct Settings {
     pub window_turns: usize,
     /// Prompt phrases that correct the assistant.
     pub correction_phrases: Vec<String>,
+    /// Openings of the assistant's first reply in a turn that take a correction on board
+    /// ("You're right", "Good catch").
+    pub acknowledgement_phrases: Vec<String>,
     /// Assistant phrases that abandon an approach.
     pub pivot_phrases: Vec<String>,
     /// Assistant phrases that weigh alternatives.
@@ -80,6 +83,7 @@ pub struct EpisodesTable {
 #[derive(Debug, Clone, serde::Deserialize)]
 pub struct TriageTable {
     correction_phrases: Vec<String>,
+    acknowledgement_phrases: Vec<String>,
     pivot_phrases: Vec<String>,
     decision_phrases: Vec<String>,
     learning_phrases: Vec<String>,
@@ -128,6 +132,7 @@ impl Settings {
             min_prompt_terms: to_usize("episodes.min_prompt_terms", e.min_prompt_terms)?,
             window_turns: to_usize("episodes.window_turns", window_turns)?,
             correction_phrases: t.correction_phrases,
+            acknowledgement_phrases: t.acknowledgement_phrases,
             pivot_phrases: t.pivot_phrases,
             decision_phrases: t.decision_phrases,
             learning_phrases: t.learning_phrases,
@@ -155,6 +160,7 @@ pub struct Rules {
     /// The settings they come from.
     pub settings: Settings,
     pub(super) correction: Phrases,
+    pub(super) acknowledgement: Phrases,
     pub(super) pivot: Phrases,
     pub(super) decision: Phrases,
     pub(super) learning: Phrases,
@@ -296,6 +302,7 @@ impl Rules {
         };
         Ok(Rules {
             correction: build("correction_phrases", &settings.correction_phrases)?,
+            acknowledgement: build("acknowledgement_phrases", &settings.acknowledgement_phrases)?,
             pivot: build("pivot_phrases", &settings.pivot_phrases)?,
             decision: build("decision_phrases", &settings.decision_phrases)?,
             learning: build("learning_phrases", &settings.learning_phrases)?,

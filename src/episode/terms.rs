@@ -259,6 +259,8 @@ pub fn command_head(cmd: &str) -> String {
         .find(|c| !c.is_empty() && !c.starts_with("cd "))
         .unwrap_or(cmd.trim());
     let last = last.split(['|', ';', '\n']).next().unwrap_or(last);
+    // A subshell: `(source .venv/bin/activate && pytest -x)` runs `pytest`.
+    let last = last.trim().trim_start_matches('(').trim_end_matches(')');
     let mut words = last
         .split_whitespace()
         .filter(|w| !w.contains('=') || w.starts_with('-'))
@@ -385,6 +387,10 @@ mod tests {
         assert_eq!(command_head("timeout 30 npm run lint"), "npm run");
         assert_eq!(command_head("ls -la /tmp | head"), "ls");
         assert_eq!(command_head("/usr/bin/python3 -m pytest"), "python3 pytest");
+        assert_eq!(
+            command_head("(source .venv/bin/activate && pytest -x)"),
+            "pytest"
+        );
         assert_eq!(
             call_key("Edit", Some("/a/b.rs")),
             call_key("Read", Some("/a/b.rs"))

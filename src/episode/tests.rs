@@ -238,8 +238,8 @@ fn error_then_success_is_error_recovery_with_a_snippet() {
             true,
             "Exit code 101\n   Compiling parser v0.1.0\nerror[E0308]: mismatched types\n  --> src/lib.rs:10:5\nerror: could not compile `parser`",
         ),
-        say(4, "The function returns a u32 where the signature says u64; I'll widen the return type so callers keep working."),
-        call(5, "t2", "Edit", r#"{"file_path":"/x/src/lib.rs"}"#),
+        say(4, "It fails because the function returns a u32 where the signature says u64; I'll widen the return type so callers keep working."),
+        call(5, "t2", "Edit", r#"{"file_path":"/x/src/lib.rs","old_string":"fn len() -> u64 {\n    self.n\n}","new_string":"fn len() -> u64 {\n    u64::from(self.n)\n}"}"#),
         result(6, "t2", false, "ok"),
         call(7, "t3", "Bash", r#"{"command":"cargo build"}"#),
         result(8, "t3", false, "Finished"),
@@ -259,11 +259,26 @@ fn error_then_success_is_error_recovery_with_a_snippet() {
     assert!(s.content.contains("widen the return type"), "{}", s.content);
     // The edit between the failure and the re-run is the fix; the re-run is not a change.
     assert!(
-        s.content
-            .contains("Changes made before it worked:\n- (line 5) Edit /x/src/lib.rs\n"),
+        s.content.contains(
+            "The fix:\n- (line 5) Edit /x/src/lib.rs\n```diff\n- self.n\n+ u64::from(self.n)\n```\n"
+        ),
         "{}",
         s.content
     );
+    assert!(
+        s.content
+            .contains("Then it worked (line 8): Bash cargo build"),
+        "{}",
+        s.content
+    );
+    let m: serde_json::Value = serde_json::from_str(&s.metadata).unwrap();
+    assert!(
+        m["generalization"]
+            .as_str()
+            .is_some_and(|g| g.contains("changing `self.n` to `u64::from(self.n)` in lib.rs")),
+        "{m}"
+    );
+    assert!(m["score"].as_f64().is_some_and(|v| v >= 0.8), "{m}");
     assert!(!s.content.contains("- (line 7)"), "{}", s.content);
     assert_eq!((s.line_start, s.line_end), (3, 8));
     assert!(

@@ -69,3 +69,60 @@ pub(super) fn paragraph_around(text: &str, at: usize, previous: bool) -> String 
     }
     crate::snippet::truncate_bytes(text[from..to].trim(), PIECE_BYTES)
 }
+
+/// The first of two or more labelled alternatives laid out in a text, one per line: "A) ...",
+/// "**B)** ...", "Option 1: ...", "### Approach 2 - ...". A numbered list is steps, not options.
+pub(super) fn laid_out_option(text: &str) -> Option<&str> {
+    let mut labels: Vec<String> = Vec::new();
+    let mut first = None;
+    let mut fenced = false;
+    for line in text.lines() {
+        let t = line.trim_start();
+        if t.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let bare = t
+            .trim_start_matches(['-', '*', '#', '>', ' '])
+            .trim_start_matches("**");
+        let lower = bare.to_lowercase();
+        let label = ["option ", "approach ", "choice "]
+            .iter()
+            .find_map(|w| lower.strip_prefix(w))
+            .and_then(|rest| rest.split(|c: char| !c.is_alphanumeric()).next())
+            .filter(|l| l.len() == 1)
+            .map(str::to_string)
+            .or_else(|| {
+                let mut cs = bare.chars();
+                match (cs.next(), cs.next()) {
+                    (Some(c), Some(')')) if c.is_ascii_uppercase() => Some(c.to_string()),
+                    _ => None,
+                }
+            });
+        if let Some(l) = label {
+            if !labels.contains(&l) {
+                labels.push(l);
+                first.get_or_insert(t);
+            }
+        }
+    }
+    first.filter(|_| labels.len() >= 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::laid_out_option;
+
+    #[test]
+    fn options_are_labelled_alternatives() {
+        let t = "Which?\n- **A) Silently skip**\n- **B) Prompt user**\n- **C) Add --force**\nI'd lean toward C.";
+        assert_eq!(laid_out_option(t), Some("- **A) Silently skip**"));
+        assert!(laid_out_option("**Option 1:** do x\n**Option 2:** do y").is_some());
+        assert!(laid_out_option("1. read\n2. write\n3. test").is_none());
+        assert!(laid_out_option("Option 1 only").is_none());
+        assert!(laid_out_option("```\nA) x\nB) y\n```").is_none());
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::builder::{add_vocab, push_capped, push_signal, Ctx};
+use super::builder::{add_vocab, push_capped, push_episode_signal, push_signal, Ctx};
 use super::text::first_line;
 use super::*;
 use crate::extract::feedback;
@@ -45,16 +45,22 @@ impl Builder {
                     || text.starts_with("The user doesn't want to")
                     || text.contains("[Request interrupted")
                     || text.contains("Cancelled: parallel tool call")
+                    || text.contains("Sibling tool call errored")
                 {
                     continue;
                 }
+                // Claude Code wraps its own refusals in `<tool_use_error>`: the message is
+                // inside.
+                let text = text
+                    .replace("<tool_use_error>", "")
+                    .replace("</tool_use_error>", "");
                 let cut = crate::snippet::cut_tool_output(&text, 12);
                 let cut = crate::snippet::truncate_bytes(&cut, 1500);
                 let error = redactor.redact(&cut, &mut BTreeMap::new()).into_owned();
-                let kind = auto::error_kind(&error);
+                let kind = tags::error_kind(&error);
                 // Tool mechanics (an edit whose old text moved, a file not read first, a shell
                 // already gone) are how the tools work, not a failure anyone learns from.
-                if auto::is_mechanics(&kind, call.as_ref().map(|c| c.name.as_str())) {
+                if tags::is_mechanics(&kind, call.as_ref().map(|c| c.name.as_str())) {
                     continue;
                 }
                 if let Some(k) = &kind {
@@ -82,10 +88,15 @@ impl Builder {
                 !(c.name == "Bash" && c.target.as_deref().is_some_and(terms::is_help_query))
             }) {
                 // Success: does it close a failure on the same tool or target?
+                // A command must also do what the failed one tried (not just share its program).
+                let answers = |f: &Failure| match (c.name.as_str(), &f.target, &c.target) {
+                    ("Bash", Some(a), Some(b)) => fix::same_goal(a, b),
+                    _ => true,
+                };
                 let Some(i) = open
                     .failures
                     .iter()
-                    .position(|f| !f.key.is_empty() && f.key == c.key)
+                    .position(|f| !f.key.is_empty() && f.key == c.key && answers(f))
                 else {
                     continue;
                 };
@@ -98,7 +109,18 @@ impl Builder {
                     .find(|l| !l.trim().is_empty() && l.trim() != "…")
                     .unwrap_or("")
                     .to_string();
-                push_signal(
+                // A failure of an earlier turn fixed now is the episode's recovery, not this
+                // turn's: a turn recovers from its own failures.
+                let same_turn = open
+                    .turn
+                    .as_ref()
+                    .is_some_and(|t| failure.line >= t.start_line);
+                let record = if same_turn {
+                    push_signal
+                } else {
+                    push_episode_signal
+                };
+                record(
                     open,
                     Signal {
                         line: failure.line,
@@ -133,7 +155,13 @@ impl Builder {
 
     pub(super) fn remember_calls(&mut self, ctx: &Ctx<'_>, line: u64, rec: &Record<'_>) {
         for b in rec.blocks() {
-            let Block::ToolUse { id, name, target } = b else {
+            let Block::ToolUse {
+                id,
+                name,
+                target,
+                edit,
+            } = b
+            else {
                 continue;
             };
             let target = target
@@ -145,7 +173,9 @@ impl Builder {
             let key = terms::call_key(name, target.as_deref());
             if let Some(open) = &mut self.open {
                 *open.tools.entry(name.to_string()).or_default() += 1;
-                note_action(open, line, name, &key, target.as_deref());
+                note_action(open, line, name, &key, target.as_deref(), || {
+                    edit_diff(edit, ctx.redactor)
+                });
                 if let Some(t) = &target {
                     if crate::snippet::FILE_TOOLS.contains(&name.as_ref()) {
                         // A file's words join the vocabulary the first time it is touched.
@@ -195,17 +225,60 @@ impl Builder {
     }
 }
 
-/// Record a change (a file edit, a command other than the failed one) against every failure
-/// still waiting for its fix.
-fn note_action(open: &mut Open, line: u64, tool: &str, key: &str, target: Option<&str>) {
+/// The compact diff of an editing call (its first two replacements), redacted: the text a
+/// snippet shows as the change that fixed a failure.
+fn edit_diff(edit: &crate::parse::EditInput<'_>, redactor: &Redactor) -> Option<String> {
+    let diffs: Vec<String> = edit
+        .pairs(2)
+        .iter()
+        .filter_map(|(old, new)| fix::compact_diff(old, new))
+        .collect();
+    if diffs.is_empty() {
+        return None;
+    }
+    let joined = diffs.join("\n");
+    Some(redactor.redact(&joined, &mut BTreeMap::new()).into_owned())
+}
+
+/// Record a change (a file edit with its compact diff, a command other than the failed one)
+/// against every failure still waiting for its fix. The diff is computed only when some
+/// failure takes the change.
+fn note_action(
+    open: &mut Open,
+    line: u64,
+    tool: &str,
+    key: &str,
+    target: Option<&str>,
+    diff: impl FnOnce() -> Option<String>,
+) {
     let is_edit = EDIT_TOOLS.contains(&tool);
     if !(is_edit || tool == "Bash") || open.failures.is_empty() {
         return;
     }
-    let what = match target {
-        Some(t) => format!("{tool} {}", first_line(t)),
+    // A plan or notes file written meanwhile is not part of any fix.
+    if is_edit
+        && target.is_some_and(|t| t.contains("/.claude/plans/") || t.contains("\\.claude\\plans\\"))
+    {
+        return;
+    }
+    let mut what = match target {
+        Some(t) => clip_chars(&format!("{tool} {}", first_line(t)), ACTION_CHARS),
         None => tool.to_string(),
     };
+    let takes = |f: &Failure| {
+        f.key != key
+            && f.actions.len() < MAX_ACTIONS
+            && line > f.line
+            && f.actions.last().is_none_or(|(_, w)| *w != what)
+    };
+    if !open.failures.iter().any(takes) {
+        return;
+    }
+    if is_edit {
+        if let Some(d) = diff() {
+            what = format!("{what}\n{d}");
+        }
+    }
     for f in &mut open.failures {
         // Retrying the failed call (the same command, the same file) is the test of the fix,
         // shown as "what fixed it", not a change.
@@ -215,6 +288,6 @@ fn note_action(open: &mut Open, line: u64, tool: &str, key: &str, target: Option
         if f.actions.last().is_some_and(|(_, w)| *w == what) {
             continue;
         }
-        f.actions.push((line, clip_chars(&what, ACTION_CHARS)));
+        f.actions.push((line, what.clone()));
     }
 }

@@ -129,10 +129,24 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
+/// The first label in [`Label::PRECEDENCE`] that the signals hold, with its confidence (as in
+/// [`strongest`]). A turn is judged by the definitions' precedence: a correction in it makes it
+/// a correction even when a recovery in it scored higher.
+fn by_precedence(signals: &[Signal]) -> Option<(Label, f64)> {
+    Label::PRECEDENCE.into_iter().find_map(|label| {
+        let own: Vec<Signal> = signals
+            .iter()
+            .filter(|s| s.label == label)
+            .cloned()
+            .collect();
+        strongest(&own)
+    })
+}
+
 /// The label of one turn, from the signals seen while it was read.
 pub(super) fn turn_label(turn: &Turn, end_line: u64) -> TurnLabel {
     let (triage, confidence) =
-        strongest(&turn.signals).unwrap_or((Label::Routine, routine_confidence(1)));
+        by_precedence(&turn.signals).unwrap_or((Label::Routine, routine_confidence(1)));
     let mut evidence: Vec<Signal> = turn
         .signals
         .iter()

@@ -43,7 +43,9 @@ fn kind(sn: &SnippetListing) -> &'static str {
         "error_reasoning" => "mistake",
         "decision_rationale" => "decision",
         _ if triage_of(sn) == Some("user_correction")
-            || sn.title.starts_with("User correction") =>
+            || sn.title.starts_with("User correction")
+            || sn.title.starts_with("Preference:")
+            || sn.title.starts_with("Correction:") =>
         {
             "preference"
         }

@@ -377,7 +377,9 @@ fn knowledge(
 
     for block in rec.blocks() {
         match block {
-            Block::ToolUse { id, name, target } if rec.kind == Kind::Assistant => {
+            Block::ToolUse {
+                id, name, target, ..
+            } if rec.kind == Kind::Assistant => {
                 out.tool_uses.push(ToolUseRow {
                     tool_use_id: id.to_string(),
                     session_id: session_id.to_string(),

@@ -307,10 +307,23 @@ pub(super) const TARGET_KEYS: [&str; 8] = [
     "description",
 ];
 
-// Tool input reduced to its target; every other input field is skipped.
-lenient_object!(ToolTarget, Cow<'de, str>, |map| {
+// Tool input reduced to its target and, for editing tools, the raw text of what they change;
+// every other input field is skipped.
+lenient_object!(ToolTarget, (Option<Cow<'de, str>>, EditInput<'de>), |map| {
     let mut best: Option<(usize, Cow<'de, str>)> = None;
+    let mut edit = EditInput::default();
     while let Some(k) = map.next_key::<Key<'de>>()? {
+        let slot = match k.0.as_ref() {
+            "old_string" => Some(&mut edit.old),
+            "new_string" => Some(&mut edit.new),
+            "edits" => Some(&mut edit.edits),
+            "content" => Some(&mut edit.content),
+            _ => None,
+        };
+        if let Some(slot) = slot {
+            *slot = Some(map.next_value::<&'de RawValue>()?);
+            continue;
+        }
         let rank = TARGET_KEYS.iter().position(|t| *t == k.0);
         match rank {
             Some(r) if best.as_ref().is_none_or(|(b, _)| r < *b) => {
@@ -323,7 +336,7 @@ lenient_object!(ToolTarget, Cow<'de, str>, |map| {
             }
         }
     }
-    Ok(best.map(|(_, v)| truncate(v, MAX_TARGET_LEN)))
+    Ok(Some((best.map(|(_, v)| truncate(v, MAX_TARGET_LEN)), edit)))
 });
 
 pub(super) fn truncate(s: Cow<'_, str>, max: usize) -> Cow<'_, str> {
@@ -350,6 +363,7 @@ lenient_object!(BlockObj, Block<'de>, |map| {
     let mut id = None;
     let mut name = None;
     let mut target = None;
+    let mut edit = EditInput::default();
     let mut tool_use_id = None;
     let mut is_error = false;
     let mut content: Option<&'de RawValue> = None;
@@ -359,7 +373,12 @@ lenient_object!(BlockObj, Block<'de>, |map| {
             "text" => text = map.next_value::<LStr<'de>>()?.0,
             "id" => id = map.next_value::<LStr<'de>>()?.0,
             "name" => name = map.next_value::<LStr<'de>>()?.0,
-            "input" => target = map.next_value::<ToolTarget<'de>>()?.0,
+            "input" => {
+                if let Some((t, e)) = map.next_value::<ToolTarget<'de>>()?.0 {
+                    target = t;
+                    edit = e;
+                }
+            }
             "tool_use_id" => tool_use_id = map.next_value::<LStr<'de>>()?.0,
             "is_error" => is_error = map.next_value::<LBool>()?.0,
             "content" => content = Some(map.next_value::<&'de RawValue>()?),
@@ -375,6 +394,7 @@ lenient_object!(BlockObj, Block<'de>, |map| {
             id: id.unwrap_or_default(),
             name: name.unwrap_or_default(),
             target,
+            edit,
         },
         "tool_result" => Block::ToolResult {
             tool_use_id: tool_use_id.unwrap_or_default(),

@@ -273,6 +273,8 @@ pub enum Block<'a> {
         /// First present of input `file_path`, `notebook_path`, `command`, `url`, `pattern`,
         /// `path`, `query`, `description` (in that priority), cut to [`MAX_TARGET_LEN`] bytes.
         target: Option<Cow<'a, str>>,
+        /// For editing tools, what the call changes (kept raw; empty for other tools).
+        edit: EditInput<'a>,
     },
     /// `tool_result` block; content kept raw, see [`Block::tool_result_text`].
     ToolResult {
@@ -291,6 +293,59 @@ pub enum Block<'a> {
     Document,
     /// Unknown block type, by name (`""` if the block had no string `type`).
     Other(Cow<'a, str>),
+}
+
+/// What an editing tool's input says it changes: `Edit` `old_string`/`new_string`, `MultiEdit`
+/// `edits`, `Write` `content`. Kept as raw JSON because almost no call is ever shown: the text
+/// is decoded only when a snippet shows the change that fixed a failure.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EditInput<'a> {
+    /// `old_string`.
+    pub old: Option<&'a RawValue>,
+    /// `new_string`.
+    pub new: Option<&'a RawValue>,
+    /// `edits` (`MultiEdit`: an array of `{old_string, new_string}`).
+    pub edits: Option<&'a RawValue>,
+    /// `content` (`Write`: the whole new file).
+    pub content: Option<&'a RawValue>,
+}
+
+impl EditInput<'_> {
+    /// The `(old, new)` text pairs the call replaces (a `Write` is `("", content)`), decoded;
+    /// at most `max` pairs. Empty when the input holds none or does not decode.
+    pub fn pairs(&self, max: usize) -> Vec<(String, String)> {
+        let text = |r: Option<&RawValue>| -> Option<String> {
+            r.and_then(|r| serde_json::from_str::<String>(r.get()).ok())
+        };
+        if let (Some(old), Some(new)) = (text(self.old), text(self.new)) {
+            return vec![(old, new)];
+        }
+        if let Some(edits) = self.edits {
+            #[derive(serde::Deserialize)]
+            struct One {
+                #[serde(default)]
+                old_string: String,
+                #[serde(default)]
+                new_string: String,
+            }
+            return serde_json::from_str::<Vec<One>>(edits.get())
+                .map(|v| {
+                    v.into_iter()
+                        .take(max)
+                        .map(|e| (e.old_string, e.new_string))
+                        .collect()
+                })
+                .unwrap_or_default();
+        }
+        text(self.content)
+            .map(|c| vec![(String::new(), c)])
+            .unwrap_or_default()
+    }
+
+    /// Whether the call carries any change at all.
+    pub fn is_empty(&self) -> bool {
+        self.old.is_none() && self.new.is_none() && self.edits.is_none() && self.content.is_none()
+    }
 }
 
 impl Block<'_> {

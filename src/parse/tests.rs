@@ -343,3 +343,33 @@ fn corpus_speed_report() {
         mb / secs
     );
 }
+
+#[test]
+fn edit_inputs_decode_on_demand() {
+    let r = one(
+        r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"a","name":"Edit","input":{"file_path":"/x.rs","old_string":"let a = 1;\n","new_string":"let a = \"2\";\n"}},{"type":"tool_use","id":"b","name":"MultiEdit","input":{"file_path":"/y.rs","edits":[{"old_string":"x","new_string":"y"},{"old_string":"p","new_string":"q"}]}},{"type":"tool_use","id":"c","name":"Write","input":{"file_path":"/z.md","content":"hi"}},{"type":"tool_use","id":"d","name":"Bash","input":{"command":"ls"}}]}}"#,
+    );
+    let pairs: Vec<Vec<(String, String)>> = r
+        .blocks()
+        .iter()
+        .map(|b| match b {
+            Block::ToolUse { edit, .. } => edit.pairs(5),
+            _ => panic!("unexpected {b:?}"),
+        })
+        .collect();
+    assert_eq!(
+        pairs[0],
+        vec![("let a = 1;\n".to_string(), "let a = \"2\";\n".to_string())]
+    );
+    assert_eq!(pairs[1].len(), 2);
+    assert_eq!(pairs[1][1], ("p".to_string(), "q".to_string()));
+    assert_eq!(pairs[2], vec![(String::new(), "hi".to_string())]);
+    assert!(pairs[3].is_empty());
+    match &r.blocks()[3] {
+        Block::ToolUse { edit, target, .. } => {
+            assert!(edit.is_empty());
+            assert_eq!(target.as_deref(), Some("ls"));
+        }
+        b => panic!("unexpected {b:?}"),
+    }
+}

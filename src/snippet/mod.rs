@@ -265,7 +265,7 @@ pub fn normalized_hash(content: &str) -> String {
 /// markdown, at most [`MAX_TITLE_CHARS`] characters.
 pub fn title_from(text: &str) -> String {
     let line = text
-        .lines()
+        .split(['\n', '\r'])
         .map(str::trim)
         .find(|l| !l.is_empty() && !is_noise_line(l) && !is_table_row(l) && !l.starts_with("```"))
         .unwrap_or("");

@@ -29,7 +29,7 @@ const ERROR_MARKERS: &[&str] = &[
 
 /// An error statement: `KeyError: ...`, `error[E0425]: ...`, `error: ...`, `FAILED ...`,
 /// `thread 'x' panicked at ...`. `l` is trimmed.
-fn is_error_statement(l: &str) -> bool {
+pub(crate) fn is_error_statement(l: &str) -> bool {
     let head = l.split(':').next().unwrap_or("");
     let word = !head.is_empty() && head.len() < 40 && !head.contains(' ');
     word && (head.ends_with("Error") || head.ends_with("Exception") || head.starts_with("error"))
@@ -167,7 +167,8 @@ pub fn headline(error: &str) -> String {
             .trim()
             .to_string()
     };
-    let text = strip_ansi(error);
+    // Progress output rewrites its line with `\r` ("Rebasing (1/22)\rRebasing (2/22)").
+    let text = strip_ansi(error).replace('\r', "\n");
     let lines: Vec<String> = text
         .lines()
         .filter(|l| !is_noise_line(l) && !l.trim_start().starts_with('│'))
@@ -183,17 +184,26 @@ pub fn headline(error: &str) -> String {
     };
     let not_minor = |l: &&String| {
         let lower = l.to_ascii_lowercase();
+        // A log line's level may follow a timestamp ("2026/02/09 17:45:04 INFO ...").
+        let head: String = lower.chars().take(40).collect();
         !["warn", "info", "debug", "note:", "hint:"]
             .iter()
             .any(|p| lower.starts_with(p))
+            && ![" info ", " warn ", " debug ", "level=info", "level=warn"]
+                .iter()
+                .any(|p| head.contains(p))
     };
+    // Whole words only: `failed_branches=0` names no failure.
     let naming = |words: &'static [&'static str]| {
         move |l: &&String| {
             let lower = l.to_ascii_lowercase();
-            words.iter().any(|m| lower.contains(m))
+            lower
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .filter(|t| !t.contains('_'))
+                .any(|t| words.iter().any(|m| t.contains(m)))
         }
     };
-    const STRONG: &[&str] = &["error", "failed", "failure", "fatal", "panic", "exception"];
+    const STRONG: &[&str] = &["error", "fail", "fatal", "panic", "exception"];
     const WEAK: &[&str] = &[
         "not found",
         "cannot",

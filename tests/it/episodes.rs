@@ -462,8 +462,9 @@ async fn reclose(backend: Backend) {
     );
 
     // The session resumes in the same episode: a failure fixed, with its root cause. The
-    // episode becomes error_recovery; its two snippets are the error reasoning and the lesson,
-    // so the decision rationale goes.
+    // episode becomes error_recovery; its two best snippets are the error reasoning (which
+    // quotes the root cause, so the lesson is not kept twice) and the unchanged rationale,
+    // which keeps its row and id.
     let lines = [
         tool_call_line("a2", "t1", "cargo build -p store"),
         tool_result_line(
@@ -487,10 +488,16 @@ async fn reclose(backend: Backend) {
     let second = snippet_types(&store).await;
     let mut types: Vec<&str> = second.iter().map(|s| s.1.as_str()).collect();
     types.sort_unstable();
-    assert_eq!(types, ["error_reasoning", "learning_pattern"], "{second:?}");
+    assert_eq!(
+        types,
+        ["decision_rationale", "error_reasoning"],
+        "{second:?}"
+    );
     assert!(
-        !second.iter().any(|s| s.0 == first[0].0),
-        "the stale rationale is gone, and its id is not reused"
+        second
+            .iter()
+            .any(|s| s.0 == first[0].0 && s.1 == "decision_rationale"),
+        "identical content keeps its row: {second:?}"
     );
     assert_eq!(
         scalar_i64(
