@@ -459,10 +459,16 @@ fn corrections(open: &Open) -> Vec<Draft> {
                 "interruption_redirect" => "The user interrupted and redirected".to_string(),
                 _ => "The user corrected the assistant".to_string(),
             };
-            let mut score: f64 = 0.6;
+            // A typed denial reason is an instruction; a prompt's words ("cant read them",
+            // "no i dont") teach something only when they say enough and the answer shows what
+            // they meant.
+            let mut score: f64 = if denial { 0.6 } else { 0.45 };
             let question = words.trim_end().ends_with(['?', '？']);
             if question || crate::snippet::word_count(words) < 2 {
                 score -= 0.3;
+            }
+            if !denial && crate::snippet::word_count(words) >= 8 {
+                score += 0.1;
             }
             let lower = follow.trim_start().to_lowercase();
             if ACKNOWLEDGED.iter().any(|a| lower.starts_with(a)) || shares_word(follow, words) {
