@@ -6,6 +6,7 @@
 mod export;
 mod hook;
 mod output;
+mod refine;
 mod search;
 mod snippet_add;
 mod snippets;
@@ -137,6 +138,9 @@ enum Command {
     /// Export sessions (summaries, feedback, episodes, snippets) as Markdown, JSON, JSON lines,
     /// or learnings for other memory stores.
     Export(export::ExportArgs),
+    /// Run the `[refine]` command over the closed non-routine episodes waiting for it (the
+    /// daemon does this in the background when `[refine] command` is set).
+    Refine(refine::RefineArgs),
     /// A session's conversation as plain text (user and assistant text, in order).
     Text(text::TextArgs),
     /// Serve the Model Context Protocol on stdin/stdout (for coding agents).
@@ -411,6 +415,7 @@ impl Command {
             Command::Search(args) => search::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,
             Command::Export(args) => export::run(&cfg, args).await,
+            Command::Refine(args) => refine::run(&cfg, args).await,
             Command::Mcp => {
                 let store = Store::connect(&cfg.database).await?;
                 crate::mcp::serve(cfg, store.clone()).await?;

@@ -153,7 +153,15 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
         r.diagnostics,
         r.batches,
         r.errors
-    )
+    )?;
+    if r.refined + r.refine_failed > 0 {
+        writeln!(
+            out,
+            "refine    {} episodes refined, {} failed runs",
+            r.refined, r.refine_failed
+        )?;
+    }
+    Ok(())
 }
 
 fn short_id(id: &str) -> String {

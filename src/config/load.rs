@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{
-    BatchConfig, Config, ConfigError, DaemonConfig, LogConfig, LogFormat, McpConfig,
+    BatchConfig, Config, ConfigError, DaemonConfig, LogConfig, LogFormat, McpConfig, RefineConfig,
     SessionsConfig, TailSettings, DEFAULT_CONFIG_TOML, ENV_PREFIX,
 };
 use crate::episode::{EpisodesTable, Rules, Settings, TriageTable};
@@ -46,7 +46,16 @@ pub struct RawConfig {
     triage: TriageTable,
     redact: RawRedact,
     mcp: RawMcp,
+    refine: RawRefine,
     log: RawLog,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawRefine {
+    command: String,
+    timeout_secs: u64,
+    max_attempts: u64,
+    interval_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -436,6 +445,13 @@ impl Config {
                     raw.mcp.max_result_chars,
                     1000,
                 )?,
+            },
+            refine: RefineConfig {
+                command: Some(raw.refine.command.trim().to_string()).filter(|c| !c.is_empty()),
+                timeout: secs_at_least("refine.timeout_secs", raw.refine.timeout_secs, 1)?,
+                max_attempts: positive("refine.max_attempts", raw.refine.max_attempts, 1)?
+                    .min(u32::MAX as u64) as u32,
+                interval: secs_at_least("refine.interval_secs", raw.refine.interval_secs, 1)?,
             },
             log: LogConfig { level, format },
             file,

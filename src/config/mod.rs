@@ -93,6 +93,8 @@ pub struct Config {
     pub log: LogConfig,
     /// The MCP server.
     pub mcp: McpConfig,
+    /// Optional refinement of closed episodes by a command the user chose.
+    pub refine: RefineConfig,
     /// The config file that was read, if any.
     pub file: Option<PathBuf>,
 }
@@ -147,6 +149,20 @@ pub struct SessionsConfig {
 pub struct McpConfig {
     /// Longest tool result, in characters.
     pub max_result_chars: usize,
+}
+
+/// `[refine]`: a command (a local model runner, `claude -p`, ...) that turns a closed
+/// non-routine episode into at most two learnings. Off when `command` is empty.
+#[derive(Debug, Clone)]
+pub struct RefineConfig {
+    /// Run through `sh -c`; `None` when refinement is off.
+    pub command: Option<String>,
+    /// Longest run of the command for one episode.
+    pub timeout: Duration,
+    /// Runs per episode before it is left as failed.
+    pub max_attempts: u32,
+    /// How often the daemon looks for episodes to refine.
+    pub interval: Duration,
 }
 
 /// Log output.

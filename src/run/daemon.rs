@@ -113,6 +113,20 @@ pub async fn run(
             .await;
     });
 
+    if cfg.refine.command.is_some() {
+        // Recoverable: a refine worker that stops leaves ingestion running.
+        workers.spawn(
+            "refine",
+            super::refine::worker(
+                store.clone(),
+                cfg.refine.clone(),
+                cfg.redactor.clone(),
+                stats.clone(),
+                cancel.clone(),
+            ),
+        );
+    }
+
     let mut outcome = Ok(());
     loop {
         tokio::select! {
@@ -198,6 +212,8 @@ async fn answer(
             diagnostics: stats.diagnostics.load(Ordering::Relaxed),
             batches: stats.batches.load(Ordering::Relaxed),
             errors: stats.errors.load(Ordering::Relaxed),
+            refined: stats.refined.load(Ordering::Relaxed),
+            refine_failed: stats.refine_failed.load(Ordering::Relaxed),
         }),
         Request::SessionEnd {
             session_id,

@@ -12,6 +12,7 @@ pub mod finish;
 pub mod lock;
 pub mod once;
 pub mod pump;
+pub mod refine;
 pub mod snippet_add;
 pub mod socket;
 pub mod watcher;

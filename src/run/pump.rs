@@ -42,6 +42,10 @@ pub struct Stats {
     pub errors: AtomicU64,
     /// Files the engine tracks (set by the engine).
     pub tracked: AtomicU64,
+    /// Episodes the `[refine]` command handled since start.
+    pub refined: AtomicU64,
+    /// Runs of the `[refine]` command that failed since start.
+    pub refine_failed: AtomicU64,
 }
 
 /// In-memory state of one tracked file between pumps. Holds no file handle; the tailer (and its

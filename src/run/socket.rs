@@ -64,6 +64,12 @@ pub struct StatusReport {
     pub batches: u64,
     /// Read or commit failures since start.
     pub errors: u64,
+    /// Episodes the `[refine]` command handled since start.
+    #[serde(default)]
+    pub refined: u64,
+    /// Failed runs of the `[refine]` command since start.
+    #[serde(default)]
+    pub refine_failed: u64,
 }
 
 /// A reply.

@@ -20,11 +20,13 @@ mod files;
 mod knowledge;
 mod plan;
 mod query;
+mod refine;
 pub mod search;
 mod sessions;
 mod snippet_query;
 pub(crate) mod sql;
 pub mod writer;
+pub use refine::{EpisodeSnippet, PendingEpisode};
 
 use std::str::FromStr;
 use std::time::Duration;

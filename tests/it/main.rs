@@ -24,6 +24,7 @@ mod episodes;
 mod export;
 mod identity;
 mod knowledge;
+mod refine;
 mod layout;
 mod mcp;
 mod redact;
