@@ -17,10 +17,10 @@
 
 use std::collections::BTreeSet;
 
-use super::fix::{self, is_announcement, is_explanation, is_reason, sentences};
+use super::fix::sentences;
 use super::tags::tags;
 use super::triage::{Label, Triage};
-use super::{NoteKind, Open, Recovery};
+use super::{NoteKind, Open};
 use crate::extract::rows::SnippetRow;
 use crate::snippet::{
     clip_chars, is_noise_line, metadata_json, normalized_hash, title_from, truncate_bytes,
@@ -35,27 +35,25 @@ pub(super) const PER_SESSION: usize = 8;
 pub(super) const MIN_SCORE: f64 = 0.55;
 /// Head start of the snippet type the episode's label calls for.
 const PRIMARY_BONUS: f64 = 0.1;
-/// Lines between a failure and its success past which the link is loose.
-const LOOSE_LINES: u64 = 40;
 /// Smallest automatic `learning_pattern`, in bytes.
 const MIN_LESSON_BYTES: usize = 150;
 
 /// A snippet before validation.
-struct Draft {
-    kind: SnippetType,
-    title: String,
-    content: String,
-    lines: (u64, u64),
+pub(super) struct Draft {
+    pub(super) kind: SnippetType,
+    pub(super) title: String,
+    pub(super) content: String,
+    pub(super) lines: (u64, u64),
     /// What happened, concretely, in a sentence or two (a learning's `observation`).
-    observation: String,
+    pub(super) observation: String,
     /// The reusable lesson (a learning's `generalization`).
-    lesson: String,
+    pub(super) lesson: String,
     /// How much it teaches, 0..1.
-    score: f64,
+    pub(super) score: f64,
 }
 
 /// The first sentence of `text` (its first line when there is no sentence end), clipped.
-fn first_sentence(text: &str) -> String {
+pub(super) fn first_sentence(text: &str) -> String {
     sentences(text)
         .into_iter()
         .next()
@@ -73,12 +71,16 @@ pub fn snippets(
 ) -> Vec<(f64, SnippetRow)> {
     let mut drafts: Vec<Draft> = Vec::new();
     if triage.label != Label::Routine {
-        drafts.extend(open.recoveries.iter().filter_map(error_reasoning));
+        drafts.extend(
+            open.recoveries
+                .iter()
+                .filter_map(super::recovery::error_reasoning),
+        );
         drafts.extend(corrections(open));
-        drafts.extend(note_draft(open, NoteKind::Decision));
-        drafts.extend(note_draft(open, NoteKind::Pivot));
+        drafts.extend(super::notes::note_draft(open, NoteKind::Decision));
+        drafts.extend(super::notes::note_draft(open, NoteKind::Pivot));
     }
-    drafts.extend(note_draft(open, NoteKind::Learning));
+    drafts.extend(super::notes::note_draft(open, NoteKind::Learning));
     // Best first; the episode's own label breaks ties (it is what the episode is about).
     let primary = match triage.label {
         Label::ErrorRecovery => Some(SnippetType::ErrorReasoning),
@@ -163,17 +165,6 @@ pub fn snippets(
     out
 }
 
-/// A command as a snippet shows it: its first lines (a heredoc'd commit message or PR body is
-/// not the point), at most 400 characters.
-fn clip_command(cmd: &str) -> String {
-    const LINES: usize = 4;
-    let mut out = cmd.lines().take(LINES).collect::<Vec<_>>().join("\n");
-    if cmd.lines().nth(LINES).is_some() {
-        out.push_str("\n…");
-    }
-    clip_chars(&out, 400)
-}
-
 /// Drop lines that are noise on their own, collapse runs of blank lines, and drop a heading
 /// left dangling at the end (it introduces text that was cut).
 fn clean(text: &str) -> String {
@@ -214,7 +205,7 @@ fn clean(text: &str) -> String {
 
 /// Whether two texts share a word of five letters or more (a narration about the failure
 /// names something in it: the file, the error, the program).
-fn shares_word(a: &str, b: &str) -> bool {
+pub(super) fn shares_word(a: &str, b: &str) -> bool {
     let words = |s: &str| -> BTreeSet<String> {
         s.split(|c: char| !c.is_alphanumeric() && c != '_')
             .filter(|w| w.chars().count() >= 5)
@@ -223,201 +214,6 @@ fn shares_word(a: &str, b: &str) -> bool {
     };
     let b = words(b);
     words(a).iter().any(|w| b.contains(w))
-}
-
-/// The `error_reasoning` draft of one fixed failure, or `None` when it shows nothing a reader
-/// could reuse (no error text, no reason, no change).
-fn error_reasoning(r: &Recovery) -> Option<Draft> {
-    let f = &r.failure;
-    if f.error.trim().is_empty() {
-        return None;
-    }
-    let what = match &f.target {
-        Some(t) => format!("{} {}", f.tool, clip_command(t)),
-        None => f.tool.clone(),
-    };
-    let headline = crate::snippet::headline(&f.error);
-    let subject = match (f.tool.as_str(), &f.target) {
-        ("Bash", Some(cmd)) => format!("`{}`", fix::subject_command(cmd)),
-        (tool, Some(t)) => format!("{tool} {}", t.rsplit(['/', '\\']).next().unwrap_or(t)),
-        (tool, None) => tool.to_string(),
-    };
-    let context = format!("{what}\n{}", f.error);
-    // What the assistant said between failure and fix: an explanation is the lesson, an
-    // announcement ("Let me check X:") is not worth quoting, narration about something else
-    // is left out.
-    let said: Vec<&(u64, String)> = f.tried.iter().chain(r.fix_text.iter()).collect();
-    // The first words after the failure are about it; later ones must name something in it.
-    let first_said = f
-        .tried
-        .iter()
-        .find(|(_, t)| !is_announcement(t))
-        .map(|(l, _)| *l);
-    let reason = said.iter().find_map(|(l, t)| {
-        sentences(t)
-            .into_iter()
-            .find(|s| is_reason(s) && (Some(*l) == first_said || shares_word(s, &context)))
-            .map(|s| (*l, s))
-    });
-    let tried: Vec<&(u64, String)> = f
-        .tried
-        .iter()
-        .filter(|(_, t)| !is_announcement(t) && (is_explanation(t) || shares_word(t, &context)))
-        .collect();
-    let changes: Vec<&(u64, String)> = f.actions.iter().filter(|(l, _)| *l < r.line).collect();
-    // A diff that only moves a brace says nothing on its own.
-    let diffs: Vec<&str> = changes
-        .iter()
-        .filter_map(|(_, a)| a.split_once('\n').map(|(_, d)| d))
-        .filter(|d| d.chars().filter(|c| c.is_alphanumeric()).count() >= 3)
-        .collect();
-    let passed = r.call.strip_prefix("Bash ").unwrap_or(&r.call);
-    let change = match (f.tool.as_str(), &f.target) {
-        ("Bash", Some(t)) => fix::command_change(t, passed),
-        _ => None,
-    };
-    let fix_words = format!(
-        "{}\n{}",
-        changes
-            .iter()
-            .map(|(_, a)| a.as_str())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        passed
-    );
-
-    let mut score: f64 = 0.35;
-    if reason.is_some() {
-        score += 0.25;
-    }
-    if !diffs.is_empty() {
-        score += 0.2;
-    } else if change.is_some() {
-        score += 0.15;
-    }
-    if fix::is_suppression(&fix_words) {
-        score -= 0.35;
-    }
-    if fix::is_missing_install(&f.error, &fix_words) || fix::is_conflict(&f.error) {
-        score -= 0.35;
-    }
-    // A success long after the failure, past many changes, is only loosely its fix.
-    if r.line.saturating_sub(f.line) > LOOSE_LINES {
-        score -= 0.3;
-    }
-
-    let mut c = format!(
-        "What failed (line {}): {what}\n\nError:\n{}\n",
-        f.line, f.error
-    );
-    if let Some((l, s)) = &reason {
-        c.push_str(&format!("\nWhy (line {l}): {s}\n"));
-    }
-    let tried: Vec<_> = tried
-        .into_iter()
-        .filter(|(l, t)| {
-            reason
-                .as_ref()
-                .is_none_or(|(rl, s)| rl != l || !t.contains(s.as_str()))
-        })
-        .collect();
-    if !tried.is_empty() {
-        c.push_str("\nWhat was tried:\n");
-        for (l, t) in tried {
-            c.push_str(&format!("- (line {l}) {t}\n"));
-        }
-    }
-    if !changes.is_empty() {
-        c.push_str("\nThe fix:\n");
-        for (l, a) in &changes {
-            match a.split_once('\n') {
-                Some((head, diff)) => {
-                    c.push_str(&format!("- (line {l}) {head}\n```diff\n{diff}\n```\n"))
-                }
-                None => c.push_str(&format!("- (line {l}) {a}\n")),
-            }
-        }
-    }
-    let call = clip_chars(r.call.lines().next().unwrap_or(""), 300);
-    c.push_str(&format!("\nThen it worked (line {}): {call}", r.line));
-    match &change {
-        Some(ch) => c.push_str(&format!(" ({ch})\n")),
-        None => c.push('\n'),
-    }
-
-    // The lesson: the reason, then the concrete change.
-    let concrete = if let Some(d) = diffs.first() {
-        // Only a one-line change reads well inline; a larger one is in the content.
-        let one = |sign: &str| {
-            let mut it = d.lines().filter(|l| l.starts_with(sign));
-            match (it.next(), it.next()) {
-                (Some(l), None) => Some(&l[2..]),
-                _ => None,
-            }
-        };
-        let (minus, plus) = match (
-            d.lines().filter(|l| l.starts_with("- ")).count(),
-            d.lines().filter(|l| l.starts_with("+ ")).count(),
-        ) {
-            (0..=1, 0..=1) => (one("- "), one("+ ").map(str::to_string)),
-            // Lines only added (an import, a field): name them all.
-            (0, 2..=3) => (
-                None,
-                Some(d.lines().map(|l| &l[2..]).collect::<Vec<_>>().join("`, `")),
-            ),
-            _ => (None, None),
-        };
-        let file = changes
-            .iter()
-            .find(|(_, a)| a.contains('\n'))
-            .and_then(|(_, a)| a.lines().next())
-            .and_then(|h| h.rsplit(['/', '\\']).next())
-            .unwrap_or("the file");
-        match (minus, plus) {
-            (Some(m), Some(p)) => format!(
-                "changing `{}` to `{}` in {file} fixed it",
-                clip_chars(m, 100),
-                clip_chars(&p, 100)
-            ),
-            (None, Some(p)) => format!("adding `{}` to {file} fixed it", clip_chars(&p, 160)),
-            (Some(m), None) => format!("removing `{}` from {file} fixed it", clip_chars(m, 100)),
-            (None, None) => format!("the edit of {file} shown above fixed it"),
-        }
-    } else {
-        change
-            .as_ref()
-            .map(|ch| format!("the command worked once it {ch}"))
-            .unwrap_or_default()
-    };
-    let lesson = match (&reason, concrete.is_empty()) {
-        (Some((_, s)), true) => s.clone(),
-        (Some((_, s)), false) => format!("{} ({concrete}).", s.trim_end_matches(['.', ':'])),
-        (None, false) => format!("{}{}.", concrete[..1].to_uppercase(), &concrete[1..]),
-        (None, true) => return None,
-    };
-    Some(Draft {
-        kind: SnippetType::ErrorReasoning,
-        title: format!("{subject} failed, then fixed: {}", title_from(&headline)),
-        observation: clip_chars(
-            &format!(
-                "{what} failed (line {}) with \"{}\"; it worked at line {} with {call}.",
-                f.line,
-                clip_chars(&headline, 200),
-                r.line
-            ),
-            600,
-        ),
-        lesson: clip_chars(
-            &format!(
-                "When {subject} fails with \"{}\": {lesson}",
-                clip_chars(&headline, 160)
-            ),
-            600,
-        ),
-        content: c,
-        lines: (f.line, r.line),
-        score: score.clamp(0.0, 1.0),
-    })
 }
 
 /// Openings of an answer that takes a correction on board.
@@ -500,201 +296,35 @@ fn corrections(open: &Open) -> Vec<Draft> {
         .collect()
 }
 
-/// Words that give a decision its reason.
-const REASONS: &[&str] = &[
-    "because",
-    "since ",
-    "so that",
-    "simpler",
-    "cleaner",
-    "faster",
-    "safer",
-    "tradeoff",
-    "trade-off",
-    "avoids",
-    "avoid ",
-    "keeps",
-    "without",
-    "cheaper",
-    "more robust",
-    "easier",
-];
-
-/// Whether a text lays out options: two or more list items, or words that set one thing
-/// against another.
-fn has_options(text: &str) -> bool {
-    let items = text
-        .lines()
-        .map(str::trim_start)
-        .filter(|l| {
-            l.starts_with("- ")
-                || l.starts_with("* ")
-                || l.split_once(['.', ')']).is_some_and(|(n, _)| {
-                    !n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_digit())
-                })
-        })
-        .count();
-    let t = text.to_lowercase();
-    items >= 2
-        || [
-            " vs ",
-            " vs. ",
-            "versus",
-            "rather than",
-            "instead of",
-            "option a",
-            "option 1",
-            "alternative",
-            "over ",
-            "trade-off",
-            "tradeoff",
-            "whereas",
-            "compared",
-            "either",
-        ]
-        .iter()
-        .any(|w| t.contains(w))
+/// The score an automatic snippet was stored with (see this module).
+pub(super) fn snippet_score(s: &SnippetRow) -> f64 {
+    serde_json::from_str::<serde_json::Value>(&s.metadata)
+        .ok()
+        .and_then(|m| m["score"].as_f64())
+        .unwrap_or(MIN_SCORE)
 }
 
-/// Whether a paragraph is mostly commands or code (a how-to), not prose a lesson can come from.
-fn is_how_to(text: &str) -> bool {
-    let lines: Vec<&str> = text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect();
-    let code = lines
-        .iter()
-        .filter(|l| {
-            l.starts_with("```")
-                || l.starts_with("cd ")
-                || l.starts_with("$ ")
-                || l.starts_with('`') && l.ends_with('`')
-                || l.starts_with("npm ")
-                || l.starts_with("git ")
-        })
-        .count();
-    code * 2 >= lines.len().max(1)
+/// Record a kept snippet's score: the [`PER_SESSION`] best of the file are remembered.
+pub(super) fn keep_score(kept: &mut Vec<f64>, score: f64) {
+    kept.push(score);
+    kept.sort_by(|a, b| b.total_cmp(a));
+    kept.truncate(PER_SESSION);
 }
 
-/// The sentence a note's lesson is: the phrase's own sentence, or, when that is only a lead-in
-/// ("Key insight:"), the sentence after it.
-fn lesson_sentence(sentence: &str, text: &str) -> String {
-    let s = sentence.trim().trim_matches('*').trim();
-    let words = crate::snippet::word_count(s);
-    if !s.ends_with(':') && words >= 6 {
-        return s.to_string();
-    }
-    let all = sentences(text);
-    let at = all.iter().position(|x| x.contains(s.trim_end_matches(':')));
-    match at.and_then(|i| all.get(i + 1)) {
-        // "The issue was that X, but:" + "Client expects Y" reads as one lesson.
-        Some(next) if words >= 6 => format!(
-            "{s} {}",
-            next.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
-                .trim()
-                .replace("**", "")
-        ),
-        Some(next) => next.replace("**", ""),
-        None => s.to_string(),
-    }
-}
-
-fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
-    let n = open.notes.iter().find(|n| n.kind == kind)?;
-    let (snippet_kind, prefix) = match kind {
-        NoteKind::Learning => (SnippetType::LearningPattern, "Lesson"),
-        NoteKind::Pivot => (SnippetType::DecisionRationale, "Change of approach"),
-        NoteKind::Decision => (SnippetType::DecisionRationale, "Decision"),
-    };
-    let mut content = String::new();
-    let mut start = n.line;
-    if kind != NoteKind::Learning {
-        if let Some((l, ctx)) = &n.context {
-            // The paragraph before a decision usually holds the problem it answers.
-            content.push_str(&truncate_bytes(ctx, 1500));
-            content.push_str("\n\n");
-            start = *l;
+/// Each session keeps its best snippets: once the file has [`PER_SESSION`], a new one
+/// must score above the weakest of them. (The weaker one already stored stays; a session
+/// thus holds at most the cap plus the improvements on it, and readers rank by score.)
+pub(super) fn session_cap(kept: &[f64], scored: Vec<(f64, SnippetRow)>) -> Vec<SnippetRow> {
+    let mut kept = kept.to_vec();
+    let mut out = Vec::new();
+    for (score, row) in scored {
+        let room = kept.len() < PER_SESSION;
+        if room || kept.last().is_some_and(|w| score > *w) {
+            keep_score(&mut kept, score);
+            out.push(row);
         }
     }
-    content.push_str(&n.text);
-    let lesson = lesson_sentence(&n.sentence, &n.text);
-    let mut head = title_from(&lesson);
-    let words = |t: &str| t.chars().filter(|c| c.is_alphanumeric()).count();
-    if words(&head) < 10 {
-        head = title_from(&n.text);
-    }
-    if words(&head) < 10 {
-        // No sentence to name it by: not readable on its own.
-        return None;
-    }
-    let body = content.to_lowercase();
-    let prose: usize = n
-        .text
-        .lines()
-        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
-        .map(str::len)
-        .sum();
-    let mut score: f64 = 0.5;
-    match kind {
-        NoteKind::Decision => {
-            // A decision shows the options and the choice; a heading or a plan does not.
-            if !has_options(&content) || prose < 80 {
-                score -= 0.3;
-            }
-            if REASONS.iter().any(|w| body.contains(w)) {
-                score += 0.2;
-            }
-        }
-        NoteKind::Pivot => {
-            // A change of approach teaches through why the first one failed.
-            if sentences(&n.text).iter().any(|s| is_reason(s)) {
-                score += 0.1;
-            } else {
-                score -= 0.35;
-            }
-        }
-        NoteKind::Learning => {
-            if is_how_to(&n.text) {
-                score -= 0.35;
-            }
-            if is_explanation(&lesson) {
-                score += 0.2;
-            }
-            if lesson.trim_end().ends_with(':') {
-                score -= 0.2;
-            }
-        }
-    }
-    // "Key design decision: ..." needs no "Decision: " in front.
-    let lead = head.chars().take(40).collect::<String>().to_lowercase();
-    let title = if lead.contains(&prefix.to_lowercase()) {
-        head
-    } else {
-        format!("{prefix}: {head}")
-    };
-    // What happened: the reason given, else the note's own first sentence.
-    let observation = sentences(&content)
-        .into_iter()
-        .find(|s| is_reason(s))
-        .map(|s| clip_chars(&s, 300))
-        .unwrap_or_else(|| first_sentence(&n.text));
-    // A change of approach is learnt through its reason: "why -> what instead".
-    let lesson = match (kind, &observation) {
-        (NoteKind::Pivot, why) if is_reason(why) && !why.contains(lesson.as_str()) => {
-            format!("{} -> {}", why.trim_end_matches('.'), lesson)
-        }
-        _ => lesson,
-    };
-    Some(Draft {
-        kind: snippet_kind,
-        title,
-        observation,
-        lesson: clip_chars(lesson.trim(), 600),
-        content,
-        lines: (start, n.line),
-        score: score.clamp(0.0, 1.0),
-    })
+    out
 }
 
 #[cfg(test)]
@@ -714,37 +344,6 @@ mod tests {
         assert_eq!(
             clean("The options are:\n```bash\npython3 -m http.server"),
             "The options are:\n```bash\npython3 -m http.server\n```"
-        );
-    }
-
-    #[test]
-    fn long_commands_are_clipped() {
-        let cmd = "git commit -m \"$(cat <<'EOF'\nline 1\nline 2\nline 3\nline 4\nEOF\n)\"";
-        assert_eq!(
-            clip_command(cmd),
-            "git commit -m \"$(cat <<'EOF'\nline 1\nline 2\nline 3\n…"
-        );
-        assert_eq!(clip_command(&"x".repeat(500)).chars().count(), 400);
-        assert_eq!(clip_command("cargo build"), "cargo build");
-    }
-
-    #[test]
-    fn options_how_tos_and_lead_ins() {
-        assert!(has_options(
-            "1. Copy files\n2. Use rewrites\nI think option 1 is cleanest."
-        ));
-        assert!(has_options(
-            "Shell out to the CLI rather than adding the SDK."
-        ));
-        assert!(!has_options("## Possible Approaches"));
-        assert!(is_how_to("```\ncd \"S:\\repo\"\nnpm run build\n```"));
-        assert!(!is_how_to("The root cause was a stale cache key."));
-        assert_eq!(
-            lesson_sentence(
-                "**Key insight:**",
-                "**Key insight:**\nEach checkpoint saves the full state of modified files."
-            ),
-            "Each checkpoint saves the full state of modified files."
         );
     }
 }

@@ -6,14 +6,17 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
+use super::auto::{keep_score, session_cap, snippet_score};
 use super::feed::Feed;
+use super::open::{add_vocab, end_turn, push_signal};
 use super::text::{
-    first_line, head_bytes, in_prose, laid_out_option, paragraph_around, sentence_around,
+    ends_with_question, first_line, head_bytes, in_prose, laid_out_option, paragraph_around,
+    pasted_failure, sentence_around,
 };
 use super::*;
 use crate::extract::feedback::FeedbackType;
 use crate::extract::redact::Redactor;
-use crate::extract::rows::{unix_millis_from_iso, EpisodeRow, FeedbackRow, SnippetRow};
+use crate::extract::rows::{unix_millis_from_iso, EpisodeRow, FeedbackRow};
 use crate::parse::{Kind, Record};
 use crate::snippet::clip_chars;
 
@@ -599,62 +602,6 @@ impl Builder {
     }
 }
 
-/// The first line of a prompt that reads as pasted error output (`Traceback`, `error: ...`,
-/// `KeyError: ...`, `command not found`, `fatal: ...`), if any.
-fn pasted_failure(head: &str) -> Option<&str> {
-    head.lines().map(str::trim).find(|l| {
-        let lower = l.to_ascii_lowercase();
-        crate::snippet::text::is_error_statement(l)
-            || lower.starts_with("traceback")
-            || lower.starts_with("fatal:")
-            || lower.contains("command not found")
-            || lower.contains("no such file or directory")
-            || lower.contains("missing destination file")
-    })
-}
-
-/// Whether `text` ends by asking: one of its last three lines of prose is a question ("Which
-/// would you prefer?" followed by the options).
-fn ends_with_question(text: &str) -> bool {
-    text.lines()
-        .rev()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with("```"))
-        .take(3)
-        .any(|l| l.trim_end_matches(['*', '_', ')', ' ']).ends_with('?'))
-}
-
-/// The score an automatic snippet was stored with (see [`auto`]).
-fn snippet_score(s: &SnippetRow) -> f64 {
-    serde_json::from_str::<serde_json::Value>(&s.metadata)
-        .ok()
-        .and_then(|m| m["score"].as_f64())
-        .unwrap_or(auto::MIN_SCORE)
-}
-
-/// Record a kept snippet's score: the [`auto::PER_SESSION`] best of the file are remembered.
-fn keep_score(kept: &mut Vec<f64>, score: f64) {
-    kept.push(score);
-    kept.sort_by(|a, b| b.total_cmp(a));
-    kept.truncate(auto::PER_SESSION);
-}
-
-/// Each session keeps its best snippets: once the file has [`auto::PER_SESSION`], a new one
-/// must score above the weakest of them. (The weaker one already stored stays; a session
-/// thus holds at most the cap plus the improvements on it, and readers rank by score.)
-fn session_cap(kept: &[f64], scored: Vec<(f64, SnippetRow)>) -> Vec<SnippetRow> {
-    let mut kept = kept.to_vec();
-    let mut out = Vec::new();
-    for (score, row) in scored {
-        let room = kept.len() < auto::PER_SESSION;
-        if room || kept.last().is_some_and(|w| score > *w) {
-            keep_score(&mut kept, score);
-            out.push(row);
-        }
-    }
-    out
-}
-
 /// JSON text of a small collection stored as a text column.
 fn to_json<T: Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_else(|_| "[]".into())
@@ -669,56 +616,5 @@ fn set_max(slot: &mut Option<String>, ts: &str) {
         }
         Some(_) => {}
         None => *slot = Some(ts.to_string()),
-    }
-}
-
-/// Record a signal for the episode (its snippets and evidence) and for the turn being read
-/// (its own label): a signal belongs to the turn in which it was seen.
-pub(super) fn push_signal(open: &mut Open, s: Signal) {
-    if let Some(turn) = &mut open.turn {
-        if turn.signals.len() < MAX_TURN_SIGNALS {
-            turn.signals.push(Signal {
-                followup: None,
-                ..s.clone()
-            });
-        }
-    }
-    if open.signals.len() < MAX_SIGNALS {
-        open.signals.push(s);
-    }
-}
-
-/// Record a signal for the episode only (not the turn being read).
-pub(super) fn push_episode_signal(open: &mut Open, s: Signal) {
-    if open.signals.len() < MAX_SIGNALS {
-        open.signals.push(s);
-    }
-}
-
-/// End the turn being read at `end_line`: decide its label and log it.
-fn end_turn(open: &mut Open, end_line: u64) {
-    if let Some(turn) = open.turn.take() {
-        let label = triage::turn_label(&turn, end_line.max(turn.start_line));
-        if open.turn_log.len() < MAX_TURN_LABELS || label.triage != Label::Routine {
-            open.turn_log.push(label);
-        }
-    }
-}
-
-pub(super) fn push_capped(v: &mut Vec<String>, s: String, cap: usize) {
-    if v.len() < cap && !v.contains(&s) {
-        v.push(s);
-    }
-}
-
-pub(super) fn add_vocab(
-    vocab: &mut BTreeSet<terms::Term>,
-    terms: impl IntoIterator<Item = terms::Term>,
-) {
-    for t in terms {
-        if vocab.len() >= MAX_VOCAB {
-            break;
-        }
-        vocab.insert(t);
     }
 }

@@ -22,6 +22,9 @@
 mod auto;
 mod builder;
 mod fix;
+mod notes;
+mod open;
+mod recovery;
 mod feed;
 mod rules;
 mod tags;

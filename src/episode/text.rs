@@ -112,6 +112,31 @@ pub(super) fn laid_out_option(text: &str) -> Option<&str> {
     first.filter(|_| labels.len() >= 2)
 }
 
+/// The first line of a prompt that reads as pasted error output (`Traceback`, `error: ...`,
+/// `KeyError: ...`, `command not found`, `fatal: ...`), if any.
+pub(super) fn pasted_failure(head: &str) -> Option<&str> {
+    head.lines().map(str::trim).find(|l| {
+        let lower = l.to_ascii_lowercase();
+        crate::snippet::text::is_error_statement(l)
+            || lower.starts_with("traceback")
+            || lower.starts_with("fatal:")
+            || lower.contains("command not found")
+            || lower.contains("no such file or directory")
+            || lower.contains("missing destination file")
+    })
+}
+
+/// Whether `text` ends by asking: one of its last three lines of prose is a question ("Which
+/// would you prefer?" followed by the options).
+pub(super) fn ends_with_question(text: &str) -> bool {
+    text.lines()
+        .rev()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("```"))
+        .take(3)
+        .any(|l| l.trim_end_matches(['*', '_', ')', ' ']).ends_with('?'))
+}
+
 #[cfg(test)]
 mod tests {
     use super::laid_out_option;

@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::builder::{add_vocab, push_capped, push_episode_signal, push_signal, Ctx};
+use super::builder::Ctx;
+use super::open::{add_vocab, push_capped, push_episode_signal, push_signal};
 use super::text::first_line;
 use super::*;
 use crate::extract::feedback;

@@ -1,0 +1,230 @@
+//! `decision_rationale` and lesson drafts from the notes the builder kept (a paragraph holding
+//! a pivot, decision or lesson phrase), scored: a decision needs options and a reason, a change
+//! of approach its reason, a lesson prose rather than a how-to (see [`super::auto`]).
+
+use super::auto::{first_sentence, Draft};
+use super::fix::{is_explanation, is_reason, sentences};
+use super::{NoteKind, Open};
+use crate::snippet::{clip_chars, title_from, truncate_bytes, SnippetType};
+
+/// Words that give a decision its reason.
+const REASONS: &[&str] = &[
+    "because",
+    "since ",
+    "so that",
+    "simpler",
+    "cleaner",
+    "faster",
+    "safer",
+    "tradeoff",
+    "trade-off",
+    "avoids",
+    "avoid ",
+    "keeps",
+    "without",
+    "cheaper",
+    "more robust",
+    "easier",
+];
+
+/// Whether a text lays out options: two or more list items, or words that set one thing
+/// against another.
+fn has_options(text: &str) -> bool {
+    let items = text
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| {
+            l.starts_with("- ")
+                || l.starts_with("* ")
+                || l.split_once(['.', ')']).is_some_and(|(n, _)| {
+                    !n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_digit())
+                })
+        })
+        .count();
+    let t = text.to_lowercase();
+    items >= 2
+        || [
+            " vs ",
+            " vs. ",
+            "versus",
+            "rather than",
+            "instead of",
+            "option a",
+            "option 1",
+            "alternative",
+            "over ",
+            "trade-off",
+            "tradeoff",
+            "whereas",
+            "compared",
+            "either",
+        ]
+        .iter()
+        .any(|w| t.contains(w))
+}
+
+/// Whether a paragraph is mostly commands or code (a how-to), not prose a lesson can come from.
+fn is_how_to(text: &str) -> bool {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let code = lines
+        .iter()
+        .filter(|l| {
+            l.starts_with("```")
+                || l.starts_with("cd ")
+                || l.starts_with("$ ")
+                || l.starts_with('`') && l.ends_with('`')
+                || l.starts_with("npm ")
+                || l.starts_with("git ")
+        })
+        .count();
+    code * 2 >= lines.len().max(1)
+}
+
+/// The sentence a note's lesson is: the phrase's own sentence, or, when that is only a lead-in
+/// ("Key insight:"), the sentence after it.
+fn lesson_sentence(sentence: &str, text: &str) -> String {
+    let s = sentence.trim().trim_matches('*').trim();
+    let words = crate::snippet::word_count(s);
+    if !s.ends_with(':') && words >= 6 {
+        return s.to_string();
+    }
+    let all = sentences(text);
+    let at = all.iter().position(|x| x.contains(s.trim_end_matches(':')));
+    match at.and_then(|i| all.get(i + 1)) {
+        // "The issue was that X, but:" + "Client expects Y" reads as one lesson.
+        Some(next) if words >= 6 => format!(
+            "{s} {}",
+            next.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+                .trim()
+                .replace("**", "")
+        ),
+        Some(next) => next.replace("**", ""),
+        None => s.to_string(),
+    }
+}
+
+pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
+    let n = open.notes.iter().find(|n| n.kind == kind)?;
+    let (snippet_kind, prefix) = match kind {
+        NoteKind::Learning => (SnippetType::LearningPattern, "Lesson"),
+        NoteKind::Pivot => (SnippetType::DecisionRationale, "Change of approach"),
+        NoteKind::Decision => (SnippetType::DecisionRationale, "Decision"),
+    };
+    let mut content = String::new();
+    let mut start = n.line;
+    if kind != NoteKind::Learning {
+        if let Some((l, ctx)) = &n.context {
+            // The paragraph before a decision usually holds the problem it answers.
+            content.push_str(&truncate_bytes(ctx, 1500));
+            content.push_str("\n\n");
+            start = *l;
+        }
+    }
+    content.push_str(&n.text);
+    let lesson = lesson_sentence(&n.sentence, &n.text);
+    let mut head = title_from(&lesson);
+    let words = |t: &str| t.chars().filter(|c| c.is_alphanumeric()).count();
+    if words(&head) < 10 {
+        head = title_from(&n.text);
+    }
+    if words(&head) < 10 {
+        // No sentence to name it by: not readable on its own.
+        return None;
+    }
+    let body = content.to_lowercase();
+    let prose: usize = n
+        .text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#') && !l.trim().is_empty())
+        .map(str::len)
+        .sum();
+    let mut score: f64 = 0.5;
+    match kind {
+        NoteKind::Decision => {
+            // A decision shows the options and the choice; a heading or a plan does not.
+            if !has_options(&content) || prose < 80 {
+                score -= 0.3;
+            }
+            if REASONS.iter().any(|w| body.contains(w)) {
+                score += 0.2;
+            }
+        }
+        NoteKind::Pivot => {
+            // A change of approach teaches through why the first one failed.
+            if sentences(&n.text).iter().any(|s| is_reason(s)) {
+                score += 0.1;
+            } else {
+                score -= 0.35;
+            }
+        }
+        NoteKind::Learning => {
+            if is_how_to(&n.text) {
+                score -= 0.35;
+            }
+            if is_explanation(&lesson) {
+                score += 0.2;
+            }
+            if lesson.trim_end().ends_with(':') {
+                score -= 0.2;
+            }
+        }
+    }
+    // "Key design decision: ..." needs no "Decision: " in front.
+    let lead = head.chars().take(40).collect::<String>().to_lowercase();
+    let title = if lead.contains(&prefix.to_lowercase()) {
+        head
+    } else {
+        format!("{prefix}: {head}")
+    };
+    // What happened: the reason given, else the note's own first sentence.
+    let observation = sentences(&content)
+        .into_iter()
+        .find(|s| is_reason(s))
+        .map(|s| clip_chars(&s, 300))
+        .unwrap_or_else(|| first_sentence(&n.text));
+    // A change of approach is learnt through its reason: "why -> what instead".
+    let lesson = match (kind, &observation) {
+        (NoteKind::Pivot, why) if is_reason(why) && !why.contains(lesson.as_str()) => {
+            format!("{} -> {}", why.trim_end_matches('.'), lesson)
+        }
+        _ => lesson,
+    };
+    Some(Draft {
+        kind: snippet_kind,
+        title,
+        observation,
+        lesson: clip_chars(lesson.trim(), 600),
+        content,
+        lines: (start, n.line),
+        score: score.clamp(0.0, 1.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_how_tos_and_lead_ins() {
+        assert!(has_options(
+            "1. Copy files\n2. Use rewrites\nI think option 1 is cleanest."
+        ));
+        assert!(has_options(
+            "Shell out to the CLI rather than adding the SDK."
+        ));
+        assert!(!has_options("## Possible Approaches"));
+        assert!(is_how_to("```\ncd \"S:\\repo\"\nnpm run build\n```"));
+        assert!(!is_how_to("The root cause was a stale cache key."));
+        assert_eq!(
+            lesson_sentence(
+                "**Key insight:**",
+                "**Key insight:**\nEach checkpoint saves the full state of modified files."
+            ),
+            "Each checkpoint saves the full state of modified files."
+        );
+    }
+}

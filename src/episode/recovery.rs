@@ -1,0 +1,233 @@
+//! The `error_reasoning` draft of a fixed failure: the error, the reason the assistant gave, the
+//! fix as compact diffs or the way the passing command differs, and the command that passed,
+//! scored by what it holds (see [`super::auto`]).
+
+use super::auto::{shares_word, Draft};
+use super::fix::{self, is_announcement, is_explanation, is_reason, sentences};
+use super::Recovery;
+use crate::snippet::{clip_chars, title_from, SnippetType};
+
+/// Lines between a failure and its success past which the link is loose.
+const LOOSE_LINES: u64 = 40;
+
+/// A command as a snippet shows it: its first lines (a heredoc'd commit message or PR body is
+/// not the point), at most 400 characters.
+fn clip_command(cmd: &str) -> String {
+    const LINES: usize = 4;
+    let mut out = cmd.lines().take(LINES).collect::<Vec<_>>().join("\n");
+    if cmd.lines().nth(LINES).is_some() {
+        out.push_str("\n…");
+    }
+    clip_chars(&out, 400)
+}
+
+/// The `error_reasoning` draft of one fixed failure, or `None` when it shows nothing a reader
+/// could reuse (no error text, no reason, no change).
+pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
+    let f = &r.failure;
+    if f.error.trim().is_empty() {
+        return None;
+    }
+    let what = match &f.target {
+        Some(t) => format!("{} {}", f.tool, clip_command(t)),
+        None => f.tool.clone(),
+    };
+    let headline = crate::snippet::headline(&f.error);
+    let subject = match (f.tool.as_str(), &f.target) {
+        ("Bash", Some(cmd)) => format!("`{}`", fix::subject_command(cmd)),
+        (tool, Some(t)) => format!("{tool} {}", t.rsplit(['/', '\\']).next().unwrap_or(t)),
+        (tool, None) => tool.to_string(),
+    };
+    let context = format!("{what}\n{}", f.error);
+    // What the assistant said between failure and fix: an explanation is the lesson, an
+    // announcement ("Let me check X:") is not worth quoting, narration about something else
+    // is left out.
+    let said: Vec<&(u64, String)> = f.tried.iter().chain(r.fix_text.iter()).collect();
+    // The first words after the failure are about it; later ones must name something in it.
+    let first_said = f
+        .tried
+        .iter()
+        .find(|(_, t)| !is_announcement(t))
+        .map(|(l, _)| *l);
+    let reason = said.iter().find_map(|(l, t)| {
+        sentences(t)
+            .into_iter()
+            .find(|s| is_reason(s) && (Some(*l) == first_said || shares_word(s, &context)))
+            .map(|s| (*l, s))
+    });
+    let tried: Vec<&(u64, String)> = f
+        .tried
+        .iter()
+        .filter(|(_, t)| !is_announcement(t) && (is_explanation(t) || shares_word(t, &context)))
+        .collect();
+    let changes: Vec<&(u64, String)> = f.actions.iter().filter(|(l, _)| *l < r.line).collect();
+    // A diff that only moves a brace says nothing on its own.
+    let diffs: Vec<&str> = changes
+        .iter()
+        .filter_map(|(_, a)| a.split_once('\n').map(|(_, d)| d))
+        .filter(|d| d.chars().filter(|c| c.is_alphanumeric()).count() >= 3)
+        .collect();
+    let passed = r.call.strip_prefix("Bash ").unwrap_or(&r.call);
+    let change = match (f.tool.as_str(), &f.target) {
+        ("Bash", Some(t)) => fix::command_change(t, passed),
+        _ => None,
+    };
+    let fix_words = format!(
+        "{}\n{}",
+        changes
+            .iter()
+            .map(|(_, a)| a.as_str())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        passed
+    );
+
+    let mut score: f64 = 0.35;
+    if reason.is_some() {
+        score += 0.25;
+    }
+    if !diffs.is_empty() {
+        score += 0.2;
+    } else if change.is_some() {
+        score += 0.15;
+    }
+    if fix::is_suppression(&fix_words) {
+        score -= 0.35;
+    }
+    if fix::is_missing_install(&f.error, &fix_words) || fix::is_conflict(&f.error) {
+        score -= 0.35;
+    }
+    // A success long after the failure, past many changes, is only loosely its fix.
+    if r.line.saturating_sub(f.line) > LOOSE_LINES {
+        score -= 0.3;
+    }
+
+    let mut c = format!(
+        "What failed (line {}): {what}\n\nError:\n{}\n",
+        f.line, f.error
+    );
+    if let Some((l, s)) = &reason {
+        c.push_str(&format!("\nWhy (line {l}): {s}\n"));
+    }
+    let tried: Vec<_> = tried
+        .into_iter()
+        .filter(|(l, t)| {
+            reason
+                .as_ref()
+                .is_none_or(|(rl, s)| rl != l || !t.contains(s.as_str()))
+        })
+        .collect();
+    if !tried.is_empty() {
+        c.push_str("\nWhat was tried:\n");
+        for (l, t) in tried {
+            c.push_str(&format!("- (line {l}) {t}\n"));
+        }
+    }
+    if !changes.is_empty() {
+        c.push_str("\nThe fix:\n");
+        for (l, a) in &changes {
+            match a.split_once('\n') {
+                Some((head, diff)) => {
+                    c.push_str(&format!("- (line {l}) {head}\n```diff\n{diff}\n```\n"))
+                }
+                None => c.push_str(&format!("- (line {l}) {a}\n")),
+            }
+        }
+    }
+    let call = clip_chars(r.call.lines().next().unwrap_or(""), 300);
+    c.push_str(&format!("\nThen it worked (line {}): {call}", r.line));
+    match &change {
+        Some(ch) => c.push_str(&format!(" ({ch})\n")),
+        None => c.push('\n'),
+    }
+
+    // The lesson: the reason, then the concrete change.
+    let concrete = if let Some(d) = diffs.first() {
+        // Only a one-line change reads well inline; a larger one is in the content.
+        let one = |sign: &str| {
+            let mut it = d.lines().filter(|l| l.starts_with(sign));
+            match (it.next(), it.next()) {
+                (Some(l), None) => Some(&l[2..]),
+                _ => None,
+            }
+        };
+        let (minus, plus) = match (
+            d.lines().filter(|l| l.starts_with("- ")).count(),
+            d.lines().filter(|l| l.starts_with("+ ")).count(),
+        ) {
+            (0..=1, 0..=1) => (one("- "), one("+ ").map(str::to_string)),
+            // Lines only added (an import, a field): name them all.
+            (0, 2..=3) => (
+                None,
+                Some(d.lines().map(|l| &l[2..]).collect::<Vec<_>>().join("`, `")),
+            ),
+            _ => (None, None),
+        };
+        let file = changes
+            .iter()
+            .find(|(_, a)| a.contains('\n'))
+            .and_then(|(_, a)| a.lines().next())
+            .and_then(|h| h.rsplit(['/', '\\']).next())
+            .unwrap_or("the file");
+        match (minus, plus) {
+            (Some(m), Some(p)) => format!(
+                "changing `{}` to `{}` in {file} fixed it",
+                clip_chars(m, 100),
+                clip_chars(&p, 100)
+            ),
+            (None, Some(p)) => format!("adding `{}` to {file} fixed it", clip_chars(&p, 160)),
+            (Some(m), None) => format!("removing `{}` from {file} fixed it", clip_chars(m, 100)),
+            (None, None) => format!("the edit of {file} shown above fixed it"),
+        }
+    } else {
+        change
+            .as_ref()
+            .map(|ch| format!("the command worked once it {ch}"))
+            .unwrap_or_default()
+    };
+    let lesson = match (&reason, concrete.is_empty()) {
+        (Some((_, s)), true) => s.clone(),
+        (Some((_, s)), false) => format!("{} ({concrete}).", s.trim_end_matches(['.', ':'])),
+        (None, false) => format!("{}{}.", concrete[..1].to_uppercase(), &concrete[1..]),
+        (None, true) => return None,
+    };
+    Some(Draft {
+        kind: SnippetType::ErrorReasoning,
+        title: format!("{subject} failed, then fixed: {}", title_from(&headline)),
+        observation: clip_chars(
+            &format!(
+                "{what} failed (line {}) with \"{}\"; it worked at line {} with {call}.",
+                f.line,
+                clip_chars(&headline, 200),
+                r.line
+            ),
+            600,
+        ),
+        lesson: clip_chars(
+            &format!(
+                "When {subject} fails with \"{}\": {lesson}",
+                clip_chars(&headline, 160)
+            ),
+            600,
+        ),
+        content: c,
+        lines: (f.line, r.line),
+        score: score.clamp(0.0, 1.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_commands_are_clipped() {
+        let cmd = "git commit -m \"$(cat <<'EOF'\nline 1\nline 2\nline 3\nline 4\nEOF\n)\"";
+        assert_eq!(
+            clip_command(cmd),
+            "git commit -m \"$(cat <<'EOF'\nline 1\nline 2\nline 3\n…"
+        );
+        assert_eq!(clip_command(&"x".repeat(500)).chars().count(), 400);
+        assert_eq!(clip_command("cargo build"), "cargo build");
+    }
+}
