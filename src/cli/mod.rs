@@ -63,6 +63,11 @@ struct GlobalArgs {
 enum Command {
     /// Follow the transcripts folder and ingest new lines as they are written.
     Daemon,
+    /// Print a shell completion script: `gleaner completions bash > ~/.local/share/bash-completion/completions/gleaner`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
     /// Ingest every file to its end once, then exit.
     Ingest {
         /// Print the summary as JSON.
@@ -269,6 +274,16 @@ impl Cli {
             print!("{}", config::DEFAULT_CONFIG_TOML);
             return Ok(EXIT_OK);
         }
+        if let Command::Completions { shell } = self.command {
+            use clap::CommandFactory;
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "gleaner",
+                &mut std::io::stdout(),
+            );
+            return Ok(EXIT_OK);
+        }
         if let Command::Hook { hook } = &self.command {
             // Never fail Claude Code: whatever happens, exit 0.
             if let Err(e) = hook::run(hook_kind(hook), &self.overrides()) {
@@ -292,6 +307,7 @@ impl Cli {
 impl Command {
     async fn run(self, cfg: Arc<Config>) -> Outcome {
         match self {
+            Command::Completions { .. } => Ok(EXIT_OK),
             Command::Config { .. } => {
                 output::print_config(&cfg);
                 Ok(EXIT_OK)
@@ -304,6 +320,15 @@ impl Command {
                 Ok(EXIT_OK)
             }
             Command::Ingest { json } => {
+                // A mistyped folder would otherwise "ingest 0 files" and succeed.
+                if !cfg.projects_dir.is_dir() {
+                    eprintln!(
+                        "gleaner: projects folder {} does not exist (set --projects-dir or \
+                         `projects_dir` in the config)",
+                        cfg.projects_dir.display()
+                    );
+                    return Ok(EXIT_ERROR);
+                }
                 let store = Store::connect(&cfg.database).await?;
                 let bar = (!json && std::io::stderr().is_terminal()).then(progress_bar);
                 let cb = bar.clone().map(|bar| {

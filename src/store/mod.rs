@@ -31,9 +31,9 @@ pub use refine::{EpisodeSnippet, PendingEpisode};
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{PgPool, SqlitePool};
+use sqlx::{Connection, PgPool, SqlitePool};
 
 pub use commit::CommitStats;
 pub use episodes::SnippetSource;
@@ -218,6 +218,25 @@ impl Store {
             }
             Backend::Postgres => {
                 let opts = PgConnectOptions::from_str(&cfg.url).map_err(connect_err)?;
+                // One direct connection first: a pool only says "timed out" when the server
+                // refuses, rejects the password or lacks the database; this names the cause.
+                match tokio::time::timeout(cfg.connect_timeout, PgConnection::connect_with(&opts))
+                    .await
+                {
+                    Ok(Ok(conn)) => {
+                        let _ = conn.close().await;
+                    }
+                    Ok(Err(e)) => return Err(connect_err(e)),
+                    Err(_) => {
+                        return Err(StoreError::Connect {
+                            url: url.clone(),
+                            message: format!(
+                                "no answer from the server within {} s",
+                                cfg.connect_timeout.as_secs()
+                            ),
+                        })
+                    }
+                }
                 let pool = PgPoolOptions::new()
                     .max_connections(cfg.max_connections)
                     .acquire_timeout(cfg.connect_timeout)

@@ -80,6 +80,31 @@ async fn unreachable_database_is_one_line_without_password_and_exit_2() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("postgres://bob:***@127.0.0.1:1/nope"), "{err}");
     assert!(!err.contains("hunter2"), "{err}");
+    // The cause is named at once, not "pool timed out" after the timeout.
+    assert!(err.to_lowercase().contains("refused"), "{err}");
+    assert!(!err.contains("timed out"), "{err}");
+
+    // A database that does not exist, on a server that answers.
+    if let Ok(pg) = std::env::var("GLEANER_TEST_PG_URL") {
+        let base = pg
+            .rsplit_once('/')
+            .map_or(pg.as_str(), |(b, _)| b)
+            .to_string();
+        let started = std::time::Instant::now();
+        let out = env
+            .cmd()
+            .args([
+                "files",
+                "--database-url",
+                &format!("{base}/gleaner_no_such_db"),
+            ])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr_of(&out);
+        assert!(err.contains("does not exist"), "{err}");
+        assert!(started.elapsed().as_secs() < 5, "named within 5 s");
+    }
 
     let out = env
         .cmd()
@@ -194,3 +219,54 @@ async fn json_shapes(backend: Backend) {
 }
 
 both_backends!(json_output_shapes, json_shapes);
+
+#[tokio::test]
+async fn a_missing_projects_folder_is_named_and_exit_2() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let out = env
+        .cmd()
+        .args(["ingest", "--projects-dir", "/no/such/dir"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr_of(&out);
+    assert!(
+        err.contains("/no/such/dir") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}
+
+#[tokio::test]
+async fn completions_for_each_shell() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef gleaner"),
+        ("fish", "complete -c gleaner"),
+    ] {
+        let out = env
+            .cmd()
+            .args(["completions", shell])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains(marker),
+            "{shell}: {}",
+            &text[..text.len().min(200)]
+        );
+        assert!(text.contains("export"), "{shell} lists the subcommands");
+    }
+    let out = env
+        .cmd()
+        .args(["completions", "tcsh"])
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "an unknown shell is a usage error"
+    );
+}
