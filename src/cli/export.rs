@@ -31,7 +31,7 @@ pub struct ExportArgs {
     #[arg(long, value_name = "PREFIX")]
     pub session: Option<String>,
     /// Only sessions whose project folder or working directory contains this text.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
     pub project: Option<String>,
     /// Only sessions active at or after T (ISO date/time, or an age such as 7d).
     #[arg(long, value_name = "T")]

@@ -83,7 +83,7 @@ enum Command {
     /// List sessions, most recent first.
     Sessions {
         /// Only sessions whose project folder or working directory contains this text.
-        #[arg(long, value_name = "P")]
+        #[arg(long, value_name = "P", allow_hyphen_values = true)]
         project: Option<String>,
         /// Only sessions active at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
         #[arg(long, value_name = "T")]
@@ -114,7 +114,7 @@ enum Command {
         #[arg(long = "type", value_name = "T")]
         feedback_type: Option<FeedbackKind>,
         /// Only sessions whose project folder or working directory contains this text.
-        #[arg(long, value_name = "P")]
+        #[arg(long, value_name = "P", allow_hyphen_values = true)]
         project: Option<String>,
         /// Only items at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
         #[arg(long, value_name = "T")]

@@ -42,7 +42,7 @@ pub struct SearchArgs {
     #[arg(long = "kind", value_name = "K")]
     pub kinds: Vec<KindArg>,
     /// Only sessions whose project folder or working directory contains this text.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
     pub project: Option<String>,
     /// Only this session (a unique prefix of its id is enough).
     #[arg(long, value_name = "PREFIX")]

@@ -78,7 +78,7 @@ pub struct SnippetsArgs {
     #[arg(long = "type", value_name = "T")]
     pub snippet_type: Option<SnippetKind>,
     /// Only sessions whose project folder or working directory contains this text.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
     pub project: Option<String>,
     /// Only snippets with this tag; repeat to require several (all must match).
     #[arg(long = "tag", value_name = "T")]

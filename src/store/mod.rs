@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Connection, PgPool, SqlitePool};
+use sqlx::{ConnectOptions, Connection, PgPool, SqlitePool};
 
 pub use commit::CommitStats;
 pub use episodes::SnippetSource;
@@ -157,6 +157,9 @@ pub enum Store {
     Postgres(PgPool),
 }
 
+/// A statement slower than this is logged (at debug level).
+const SLOW_STATEMENT: Duration = Duration::from_secs(1);
+
 impl Store {
     /// Open (creating the SQLite file and its folder if needed) and migrate the database.
     pub async fn connect(cfg: &Options) -> Result<Store, StoreError> {
@@ -178,7 +181,11 @@ impl Store {
                     // writer creates file rows before any row that points at them.
                     .foreign_keys(false)
                     .pragma("cache_size", "-64000")
-                    .pragma("wal_autocheckpoint", "8000");
+                    .pragma("wal_autocheckpoint", "8000")
+                    // Statement logging follows Gleaner's level: a slow statement is a debug
+                    // detail, not a warning on a query command's stderr.
+                    .log_statements(log::LevelFilter::Trace)
+                    .log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT);
                 let db_file = opts.get_filename().to_path_buf();
                 if let Some(parent) = opts.get_filename().parent() {
                     if !parent.as_os_str().is_empty() {
@@ -217,7 +224,10 @@ impl Store {
                 Store::Sqlite(pool)
             }
             Backend::Postgres => {
-                let opts = PgConnectOptions::from_str(&cfg.url).map_err(connect_err)?;
+                let opts = PgConnectOptions::from_str(&cfg.url)
+                    .map_err(connect_err)?
+                    .log_statements(log::LevelFilter::Trace)
+                    .log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT);
                 // One direct connection first: a pool only says "timed out" when the server
                 // refuses, rejects the password or lacks the database; this names the cause.
                 match tokio::time::timeout(cfg.connect_timeout, PgConnection::connect_with(&opts))

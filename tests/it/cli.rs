@@ -270,3 +270,23 @@ async fn completions_for_each_shell() {
         "an unknown shell is a usage error"
     );
 }
+
+#[tokio::test]
+async fn project_accepts_the_encoded_folder_name_and_the_real_path() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let tree = corpus_dir()
+        .join("4thehalibit__omarchy-backup")
+        .canonicalize()
+        .expect("corpus tree");
+    env.ingest_dir(&tree);
+    for project in ["-home-vwestberg-Claude", "/home/vwestberg/Claude"] {
+        let out = env
+            .cmd()
+            .args(["sessions", "--project", project, "--json"])
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(0), "{project}: {}", stderr_of(&out));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+        assert!(!v.as_array().expect("array").is_empty(), "{project}");
+    }
+}
