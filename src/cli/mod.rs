@@ -8,6 +8,7 @@ mod hook;
 mod output;
 mod refine;
 mod search;
+mod service;
 mod snippet_add;
 mod snippets;
 mod text;
@@ -161,6 +162,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Install, remove or check the systemd user unit (Linux) or launchd agent (macOS).
+    Service {
+        #[command(subcommand)]
+        cmd: service::ServiceCommand,
+    },
     /// Entry points for Claude Code hooks. They never fail or block Claude Code: exit 0, fast.
     Hook {
         #[command(subcommand)]
@@ -284,6 +290,9 @@ impl Cli {
             );
             return Ok(EXIT_OK);
         }
+        if let Command::Service { cmd } = self.command {
+            return service::run(cmd);
+        }
         if let Command::Hook { hook } = &self.command {
             // Never fail Claude Code: whatever happens, exit 0.
             if let Err(e) = hook::run(hook_kind(hook), &self.overrides()) {
@@ -307,7 +316,7 @@ impl Cli {
 impl Command {
     async fn run(self, cfg: Arc<Config>) -> Outcome {
         match self {
-            Command::Completions { .. } => Ok(EXIT_OK),
+            Command::Completions { .. } | Command::Service { .. } => Ok(EXIT_OK),
             Command::Config { .. } => {
                 output::print_config(&cfg);
                 Ok(EXIT_OK)

@@ -29,6 +29,7 @@ mod layout;
 mod mcp;
 mod redact;
 mod search;
+mod service;
 mod snippet_add;
 mod snippet_query;
 mod text;
