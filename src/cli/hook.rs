@@ -21,6 +21,8 @@ use crate::store::Store;
 pub enum Kind {
     /// Claude Code's `SessionEnd` event.
     SessionEnd,
+    /// Claude Code's `PreCompact` event: the transcript is about to be compacted.
+    PreCompact,
 }
 
 /// Longest wait for the hook's JSON on stdin.
@@ -58,6 +60,25 @@ pub fn run(kind: Kind, overrides: &Overrides) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     match kind {
         Kind::SessionEnd => runtime.block_on(session_end(cfg, session_id, input.transcript_path)),
+        Kind::PreCompact => runtime.block_on(pre_compact(cfg, input.transcript_path)),
+    }
+}
+
+/// Longest wait for the daemon to take a pre-compact request.
+const PRE_COMPACT_WAIT: Duration = Duration::from_millis(150);
+
+/// Ask the daemon to ingest the transcript now, before Claude Code compacts the conversation.
+/// Without a daemon there is nothing to hurry: the next ingest reads the file anyway.
+async fn pre_compact(cfg: Arc<config::Config>, path: Option<PathBuf>) -> anyhow::Result<()> {
+    let Some(path) = path else {
+        anyhow::bail!("hook input has no transcript_path");
+    };
+    let sock = socket::socket_path(&cfg.data_dir);
+    match socket::request(&sock, &Request::IngestNow { path }, PRE_COMPACT_WAIT).await {
+        Ok(Response::Accepted) | Err(ClientError::NotRunning { .. }) => Ok(()),
+        Ok(Response::Error { message }) => anyhow::bail!("daemon: {message}"),
+        Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
+        Err(e) => Err(e.into()),
     }
 }
 

@@ -5,6 +5,7 @@
 
 mod export;
 mod hook;
+mod hooks;
 mod output;
 mod refine;
 mod search;
@@ -162,6 +163,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Add or remove Gleaner's SessionEnd and PreCompact hooks in Claude Code's settings.
+    Hooks {
+        #[command(subcommand)]
+        cmd: hooks::HooksCommand,
+    },
     /// Install, remove or check the systemd user unit (Linux) or launchd agent (macOS).
     Service {
         #[command(subcommand)]
@@ -186,6 +192,9 @@ enum HookCommand {
     /// SessionEnd hook: reads Claude Code's hook JSON on stdin, has the session ingested and
     /// marked finished (by the daemon, or by itself when no daemon runs).
     SessionEnd,
+    /// PreCompact hook: asks the daemon to ingest the transcript now, before Claude Code
+    /// compacts the conversation; returns at once.
+    PreCompact,
 }
 
 /// `gleaner snippet` subcommands.
@@ -293,6 +302,9 @@ impl Cli {
         if let Command::Service { cmd } = self.command {
             return service::run(cmd);
         }
+        if let Command::Hooks { cmd } = self.command {
+            return hooks::run(cmd);
+        }
         if let Command::Hook { hook } = &self.command {
             // Never fail Claude Code: whatever happens, exit 0.
             if let Err(e) = hook::run(hook_kind(hook), &self.overrides()) {
@@ -316,7 +328,9 @@ impl Cli {
 impl Command {
     async fn run(self, cfg: Arc<Config>) -> Outcome {
         match self {
-            Command::Completions { .. } | Command::Service { .. } => Ok(EXIT_OK),
+            Command::Completions { .. } | Command::Service { .. } | Command::Hooks { .. } => {
+                Ok(EXIT_OK)
+            }
             Command::Config { .. } => {
                 output::print_config(&cfg);
                 Ok(EXIT_OK)
@@ -467,6 +481,7 @@ impl Command {
 fn hook_kind(h: &HookCommand) -> hook::Kind {
     match h {
         HookCommand::SessionEnd => hook::Kind::SessionEnd,
+        HookCommand::PreCompact => hook::Kind::PreCompact,
     }
 }
 

@@ -215,6 +215,14 @@ async fn answer(
             refined: stats.refined.load(Ordering::Relaxed),
             refine_failed: stats.refine_failed.load(Ordering::Relaxed),
         }),
+        Request::IngestNow { path } => {
+            if hints.send(Hint::Paths(vec![path])).await.is_err() {
+                return Response::Error {
+                    message: "daemon is shutting down".into(),
+                };
+            }
+            Response::Accepted
+        }
         Request::SessionEnd {
             session_id,
             transcript_path,

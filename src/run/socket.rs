@@ -35,6 +35,12 @@ pub enum Request {
         /// The main transcript, as Claude Code reported it.
         transcript_path: Option<PathBuf>,
     },
+    /// Ingest this transcript now (Claude Code is about to compact it): answered at once,
+    /// the ingest runs in the background.
+    IngestNow {
+        /// The transcript.
+        path: PathBuf,
+    },
 }
 
 /// The daemon's state, as `gleaner status` prints it.
@@ -85,6 +91,8 @@ pub enum Response {
         /// False if it was already finished or unknown.
         finished: bool,
     },
+    /// The request was taken; the work runs in the background.
+    Accepted,
     /// The request could not be served.
     Error {
         /// Why.
@@ -268,6 +276,7 @@ mod tests {
                         session_id,
                         finished: true,
                     },
+                    Request::IngestNow { .. } => Response::Accepted,
                 }
             },
             cancel.clone(),

@@ -22,6 +22,7 @@ mod crash;
 mod daemon;
 mod episodes;
 mod export;
+mod hooks;
 mod identity;
 mod knowledge;
 mod refine;
