@@ -127,6 +127,15 @@ pub async fn run(
         );
     }
 
+    // systemd (Type=notify): ready once the lock, the database, its migrations, the watcher
+    // and the first directory scan are done, not after the backlog is ingested.
+    let ready = format!("watching {} files", stats.tracked.load(Ordering::Relaxed));
+    notify(&[
+        sd_notify::NotifyState::Ready,
+        sd_notify::NotifyState::Status(&ready),
+    ]);
+    workers.spawn("notify", notify_progress(stats.clone(), cancel.clone()));
+
     let mut outcome = Ok(());
     loop {
         tokio::select! {
@@ -156,6 +165,7 @@ pub async fn run(
         }
     }
     tracing::info!("stopping: finishing in-flight batches");
+    notify(&[sd_notify::NotifyState::Stopping]);
     shutdown(&mut workers).await;
     store.close().await;
     tracing::info!(
@@ -164,6 +174,56 @@ pub async fn run(
         "daemon stopped"
     );
     outcome
+}
+
+/// Send states to systemd when it started us with a notify socket (a no-op otherwise).
+fn notify(states: &[sd_notify::NotifyState<'_>]) {
+    if let Err(e) = sd_notify::notify(false, states) {
+        tracing::debug!(error = %e, "sd_notify failed");
+    }
+}
+
+/// Report progress to systemd (`STATUS=`) and feed its watchdog (`WATCHDOG=1`) only while the
+/// engine's loop turns: a hung engine stops the pings and systemd restarts the daemon.
+async fn notify_progress(stats: Arc<super::pump::Stats>, cancel: CancellationToken) {
+    // sd_watchdog_enabled(3): WATCHDOG_USEC set, and WATCHDOG_PID, when set, is this process.
+    let usec: u64 = std::env::var("WATCHDOG_USEC")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let for_us = std::env::var("WATCHDOG_PID")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok())
+        .is_none_or(|pid| pid == std::process::id());
+    let watchdog = usec > 0 && for_us;
+    let every = if watchdog {
+        Duration::from_micros(usec / 3).max(Duration::from_millis(100))
+    } else {
+        Duration::from_secs(10)
+    };
+    let mut seen = stats.heartbeat.load(Ordering::Relaxed);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+        let beat = stats.heartbeat.load(Ordering::Relaxed);
+        let status = format!(
+            "{} files, {:.1} MB and {} messages ingested since start",
+            stats.tracked.load(Ordering::Relaxed),
+            stats.bytes.load(Ordering::Relaxed) as f64 / 1e6,
+            stats.messages.load(Ordering::Relaxed)
+        );
+        if watchdog && beat != seen {
+            notify(&[
+                sd_notify::NotifyState::Watchdog,
+                sd_notify::NotifyState::Status(&status),
+            ]);
+        } else {
+            notify(&[sd_notify::NotifyState::Status(&status)]);
+        }
+        seen = beat;
+    }
 }
 
 /// Await every worker within [`SHUTDOWN_GRACE`]; abort (and name) the ones still running.

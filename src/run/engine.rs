@@ -418,6 +418,10 @@ impl Engine {
         let mut hints_open = true;
 
         loop {
+            self.pipeline
+                .stats
+                .heartbeat
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             if !self.unregistered.is_empty() && !cancel.is_cancelled() {
                 self.register_new().await;
             }

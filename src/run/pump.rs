@@ -46,6 +46,8 @@ pub struct Stats {
     pub refined: AtomicU64,
     /// Runs of the `[refine]` command that failed since start.
     pub refine_failed: AtomicU64,
+    /// Turns of the engine's loop: the systemd watchdog is fed only while it moves.
+    pub heartbeat: AtomicU64,
 }
 
 /// In-memory state of one tracked file between pumps. Holds no file handle; the tailer (and its

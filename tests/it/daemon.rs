@@ -202,3 +202,46 @@ both_backends!(
     over_long_line_is_a_diagnostic_and_the_rest_flows,
     over_long_line
 );
+
+/// The systemd notify protocol, against a fake `NOTIFY_SOCKET`: READY first (with a STATUS),
+/// WATCHDOG pings while the engine turns, STOPPING on SIGTERM, in that order.
+#[cfg(unix)]
+#[tokio::test]
+async fn notify_protocol_ready_watchdog_stopping() {
+    use std::os::unix::net::UnixDatagram;
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let sock_path = env.dir.path().join("notify.sock");
+    let sock = UnixDatagram::bind(&sock_path).expect("bind fake notify socket");
+    sock.set_read_timeout(Some(std::time::Duration::from_millis(200)))
+        .unwrap();
+    let notify = sock_path.display().to_string();
+    let mut daemon = env.spawn_daemon(&[
+        ("NOTIFY_SOCKET", notify.as_str()),
+        ("WATCHDOG_USEC", "900000"),
+        ("GLEANER_DAEMON__RESCAN_INTERVAL_SECS", "1"),
+    ]);
+    let mut got: Vec<String> = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(4);
+    let mut buf = [0u8; 4096];
+    while std::time::Instant::now() < deadline {
+        if let Ok(n) = sock.recv(&mut buf) {
+            got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    }
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success());
+    let stop_deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while std::time::Instant::now() < stop_deadline {
+        if let Ok(n) = sock.recv(&mut buf) {
+            got.push(String::from_utf8_lossy(&buf[..n]).into_owned());
+        }
+    }
+    assert!(got[0].contains("READY=1"), "{got:?}");
+    assert!(got[0].contains("STATUS=watching"), "{got:?}");
+    let pings = got.iter().filter(|m| m.contains("WATCHDOG=1")).count();
+    assert!(pings >= 1, "{got:?}");
+    assert!(
+        got.last().is_some_and(|m| m.contains("STOPPING=1")),
+        "{got:?}"
+    );
+}
