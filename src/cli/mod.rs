@@ -56,9 +56,12 @@ struct GlobalArgs {
     /// Machine id written on rows (default: host name).
     #[arg(long, global = true, value_name = "ID")]
     machine_id: Option<String>,
-    /// Log level or tracing filter.
+    /// Log level or tracing filter (also `GLEANER_LOG`).
     #[arg(long, global = true, value_name = "LEVEL")]
     log_level: Option<String>,
+    /// Log format: text or json (one object per line with the tracing fields).
+    #[arg(long, global = true, value_name = "FORMAT")]
+    log_format: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -280,6 +283,7 @@ impl Cli {
             database_url: self.global.database_url.clone(),
             machine_id: self.global.machine_id.clone(),
             log_level: self.global.log_level.clone(),
+            log_format: self.global.log_format.clone(),
         }
     }
 

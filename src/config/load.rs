@@ -27,8 +27,10 @@ pub struct Overrides {
     pub database_url: Option<String>,
     /// `--machine-id ID`.
     pub machine_id: Option<String>,
-    /// `--log-level LEVEL`.
+    /// `--log-level LEVEL` (or `GLEANER_LOG`, a tracing filter).
     pub log_level: Option<String>,
+    /// `--log-format text|json`.
+    pub log_format: Option<String>,
 }
 
 /// The merged, not yet validated configuration (mirrors `config/gleaner.toml`).
@@ -113,6 +115,9 @@ fn process_env() -> Env {
     }
 }
 
+/// The variable holding a log filter (tracing's syntax), like `RUST_LOG`.
+const LOG_ENV: &str = "GLEANER_LOG";
+
 /// Environment snapshot, injectable so tests do not mutate the process environment.
 #[derive(Debug, Clone, Default)]
 pub struct Env {
@@ -138,6 +143,8 @@ impl Env {
         self.vars
             .iter()
             .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
+            // `GLEANER_LOG` is a log filter (like RUST_LOG), not the `[log]` table.
+            .filter(|(k, _)| k.as_str() != LOG_ENV)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()
     }
@@ -207,7 +214,18 @@ pub fn load_with_env(overrides: &Overrides, env: &Env) -> Result<Config, ConfigE
     .map_err(merge_err)?;
     builder = set(builder, "database.url", &overrides.database_url).map_err(merge_err)?;
     builder = set(builder, "machine_id", &overrides.machine_id).map_err(merge_err)?;
-    builder = set(builder, "log.level", &overrides.log_level).map_err(merge_err)?;
+    // `GLEANER_LOG` (tracing's filter syntax, like RUST_LOG) unless --log-level says otherwise.
+    let env_level = env
+        .get(LOG_ENV)
+        .map(str::to_string)
+        .filter(|v| !v.trim().is_empty());
+    builder = set(
+        builder,
+        "log.level",
+        &overrides.log_level.clone().or(env_level),
+    )
+    .map_err(merge_err)?;
+    builder = set(builder, "log.format", &overrides.log_format).map_err(merge_err)?;
 
     let merged = builder.build().map_err(|e| match &file {
         Some(path) => ConfigError::File {

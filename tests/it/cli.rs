@@ -290,3 +290,37 @@ async fn project_accepts_the_encoded_folder_name_and_the_real_path() {
         assert!(!v.as_array().expect("array").is_empty(), "{project}");
     }
 }
+
+#[tokio::test]
+async fn log_level_from_gleaner_log_and_log_format_flag() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let out = env
+        .cmd()
+        .env("GLEANER_LOG", "gleaner=debug,sqlx=warn")
+        .args(["--log-format", "json", "config"])
+        .output()
+        .expect("run");
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("gleaner=debug,sqlx=warn"), "{text}");
+    assert!(text.contains("Json"), "{text}");
+    // --log-level wins over GLEANER_LOG; a bad format is one line and exit 2.
+    let out = env
+        .cmd()
+        .env("GLEANER_LOG", "debug")
+        .args(["--log-level", "warn", "config"])
+        .output()
+        .expect("run");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("level: \"warn\""));
+    let out = env
+        .cmd()
+        .args(["--log-format", "xml", "config"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr_of(&out).contains("log.format"),
+        "{}",
+        stderr_of(&out)
+    );
+}
