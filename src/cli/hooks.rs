@@ -15,7 +15,8 @@ use serde_json::{json, Value};
 use super::{Outcome, EXIT_OK};
 
 /// Claude Code event -> `gleaner hook` subcommand.
-const EVENTS: [(&str, &str); 2] = [("SessionEnd", "session-end"), ("PreCompact", "pre-compact")];
+pub(super) const EVENTS: [(&str, &str); 2] =
+    [("SessionEnd", "session-end"), ("PreCompact", "pre-compact")];
 
 /// `gleaner hooks ...`.
 #[derive(Debug, clap::Subcommand)]
@@ -64,7 +65,7 @@ fn command(bin: &Path, sub: &str) -> String {
 }
 
 /// Whether a hook command is Gleaner's `hook <sub>` (from any install path).
-fn is_ours(cmd: &str, sub: &str) -> bool {
+pub(super) fn is_ours(cmd: &str, sub: &str) -> bool {
     cmd.contains("gleaner") && cmd.trim_end().ends_with(&format!("hook {sub}"))
 }
 

@@ -3,6 +3,7 @@
 //! Subcommands render results (table or `--json`) and never write SQL themselves; queries live
 //! in [`crate::store`]. Errors surface as `anyhow` chains that `main` prints on one line.
 
+mod doctor;
 mod export;
 mod hook;
 mod hooks;
@@ -170,6 +171,12 @@ enum Command {
     Hooks {
         #[command(subcommand)]
         cmd: hooks::HooksCommand,
+    },
+    /// Check the setup: transcripts folder, database, daemon, service, hooks, retention.
+    Doctor {
+        /// Print the checks as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Install, remove or check the systemd user unit (Linux) or launchd agent (macOS).
     Service {
@@ -468,6 +475,7 @@ impl Command {
             Command::Text(args) => text::run(&cfg, args).await,
             Command::Export(args) => export::run(&cfg, args).await,
             Command::Refine(args) => refine::run(&cfg, args).await,
+            Command::Doctor { json } => doctor::run(&cfg, json).await,
             Command::Mcp => {
                 let store = Store::connect(&cfg.database).await?;
                 crate::mcp::serve(cfg, store.clone()).await?;

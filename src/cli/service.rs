@@ -27,7 +27,7 @@ pub enum Target {
 
 impl Target {
     /// This machine's: launchd on macOS, systemd elsewhere.
-    fn current() -> Target {
+    pub(super) fn current() -> Target {
         if cfg!(target_os = "macos") {
             Target::Launchd
         } else {
@@ -70,7 +70,7 @@ fn home() -> anyhow::Result<PathBuf> {
 
 /// Where the unit goes: `$XDG_CONFIG_HOME/systemd/user/gleaner.service` or
 /// `~/Library/LaunchAgents/dev.gleaner.daemon.plist`.
-fn unit_path(target: Target) -> anyhow::Result<PathBuf> {
+pub(super) fn unit_path(target: Target) -> anyhow::Result<PathBuf> {
     Ok(match target {
         Target::Systemd => std::env::var_os("XDG_CONFIG_HOME")
             .map(PathBuf::from)

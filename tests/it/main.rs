@@ -20,6 +20,7 @@ mod cli;
 mod corpus;
 mod crash;
 mod daemon;
+mod doctor;
 mod episodes;
 mod export;
 mod hooks;

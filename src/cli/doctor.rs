@@ -1,0 +1,202 @@
+//! `gleaner doctor`: one verdict line per thing a new setup gets wrong, each with a hint.
+//!
+//! Checks: the transcripts folder, the database (opened and migrated, as every command does),
+//! the daemon's socket, the service unit, the Claude Code hooks, and how long Claude Code keeps
+//! transcripts (`cleanupPeriodDays`). Exit 0 when nothing failed (warnings allowed), 1 otherwise.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::{hooks, service, Outcome, EXIT_NOT_FOUND, EXIT_OK};
+use crate::config::Config;
+use crate::run::socket::{self, Request, Response};
+use crate::store::Store;
+
+/// Claude Code's default `cleanupPeriodDays`.
+const CLAUDE_DEFAULT_CLEANUP_DAYS: i64 = 30;
+
+/// One check's outcome.
+#[derive(Debug, Serialize)]
+struct Check {
+    check: &'static str,
+    /// `ok`, `warn` or `fail`.
+    verdict: &'static str,
+    detail: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    hint: Option<String>,
+}
+
+fn check(check: &'static str, verdict: &'static str, detail: String, hint: Option<&str>) -> Check {
+    Check {
+        check,
+        verdict,
+        detail,
+        hint: hint.map(str::to_string),
+    }
+}
+
+/// Run every check and print the verdicts.
+pub async fn run(cfg: &Config, json: bool) -> Outcome {
+    let mut checks = Vec::new();
+
+    let dir = &cfg.projects_dir;
+    checks.push(match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let projects = entries
+                .filter_map(Result::ok)
+                .filter(|e| e.path().is_dir())
+                .count();
+            check("projects", "ok", format!("{} ({projects} project folders)", dir.display()), None)
+        }
+        Err(e) => check(
+            "projects",
+            "fail",
+            format!("{}: {e}", dir.display()),
+            Some("set --projects-dir or `projects_dir` in the config to Claude Code's projects folder"),
+        ),
+    });
+
+    let store = Store::connect(&cfg.database).await;
+    checks.push(match &store {
+        Ok(_) => check(
+            "database",
+            "ok",
+            format!(
+                "{} opens, migrations current",
+                crate::store::redact_url(&cfg.database.url)
+            ),
+            None,
+        ),
+        Err(e) => check(
+            "database",
+            "fail",
+            e.to_string(),
+            Some("check `database.url` (and that PostgreSQL runs, when used)"),
+        ),
+    });
+    if let Ok(s) = store {
+        s.close().await;
+    }
+
+    let sock = socket::socket_path(&cfg.data_dir);
+    checks.push(
+        match socket::request(&sock, &Request::Status, Duration::from_secs(1)).await {
+            Ok(Response::Status(r)) => check(
+                "daemon",
+                "ok",
+                format!(
+                    "running, pid {}, {} files, up {} s",
+                    r.pid, r.files, r.uptime_secs
+                ),
+                None,
+            ),
+            Ok(other) => check(
+                "daemon",
+                "warn",
+                format!("unexpected answer {other:?}"),
+                None,
+            ),
+            Err(e) => check(
+                "daemon",
+                "warn",
+                e.to_string(),
+                Some("start it with `gleaner daemon`, or install the service (below)"),
+            ),
+        },
+    );
+
+    let target = service::Target::current();
+    checks.push(match service::unit_path(target) {
+        Ok(p) if p.is_file() => check("service", "ok", format!("installed: {}", p.display()), None),
+        Ok(p) => check(
+            "service",
+            "warn",
+            format!("not installed ({})", p.display()),
+            Some("`gleaner service install`, then the command it prints"),
+        ),
+        Err(e) => check("service", "warn", e.to_string(), None),
+    });
+
+    let settings_path = hooks::settings_path(None);
+    let settings: Option<serde_json::Value> = settings_path
+        .as_ref()
+        .ok()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str(&t).ok());
+    let installed: Vec<&str> = hooks::EVENTS
+        .iter()
+        .filter(|(event, sub)| {
+            settings.as_ref().is_some_and(|s| {
+                s["hooks"][*event].as_array().is_some_and(|groups| {
+                    groups.iter().any(|g| {
+                        g["hooks"].as_array().is_some_and(|l| {
+                            l.iter().any(|h| {
+                                h["command"]
+                                    .as_str()
+                                    .is_some_and(|c| hooks::is_ours(c, sub))
+                            })
+                        })
+                    })
+                })
+            })
+        })
+        .map(|(event, _)| *event)
+        .collect();
+    let where_ = settings_path
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    checks.push(if installed.len() == hooks::EVENTS.len() {
+        check(
+            "hooks",
+            "ok",
+            format!("SessionEnd and PreCompact in {where_}"),
+            None,
+        )
+    } else {
+        check(
+            "hooks",
+            "warn",
+            format!("missing in {where_}: {}", {
+                let missing: Vec<&str> = hooks::EVENTS
+                    .iter()
+                    .map(|(e, _)| *e)
+                    .filter(|e| !installed.contains(e))
+                    .collect();
+                missing.join(", ")
+            }),
+            Some(
+                "`gleaner hooks install` (sessions then finish at once, and compaction is caught)",
+            ),
+        )
+    });
+
+    let days = settings
+        .as_ref()
+        .and_then(|s| s["cleanupPeriodDays"].as_i64())
+        .unwrap_or(CLAUDE_DEFAULT_CLEANUP_DAYS);
+    checks.push(check(
+        "retention",
+        if days <= CLAUDE_DEFAULT_CLEANUP_DAYS { "warn" } else { "ok" },
+        format!(
+            "Claude Code deletes transcripts after {days} days; Gleaner keeps what it stored"
+        ),
+        (days <= CLAUDE_DEFAULT_CLEANUP_DAYS).then_some(
+            "to keep the transcripts themselves longer, set \"cleanupPeriodDays\": 365 in Claude Code's settings.json",
+        ),
+    ));
+
+    let failed = checks.iter().any(|c| c.verdict == "fail");
+    if json {
+        println!("{}", serde_json::to_string_pretty(&checks)?);
+    } else {
+        for c in &checks {
+            println!("{:<4}  {:<9}  {}", c.verdict, c.check, c.detail);
+            if let Some(h) = &c.hint {
+                println!("{:<4}  {:<9}  hint: {h}", "", "");
+            }
+        }
+    }
+    Ok(if failed { EXIT_NOT_FOUND } else { EXIT_OK })
+}
