@@ -80,6 +80,12 @@ pub async fn run(
         files = engine.tracked(),
         "daemon started"
     );
+    if !cfg.projects_dir.is_dir() {
+        tracing::warn!(
+            projects_dir = %cfg.projects_dir.display(),
+            "projects folder does not exist yet; waiting for it to appear"
+        );
+    }
     let (hint_tx, hint_rx) = mpsc::channel(256);
 
     let sock = socket::socket_path(&cfg.data_dir);

@@ -52,7 +52,7 @@ pub async fn watch(cfg: Arc<Config>, hints: mpsc::Sender<Hint>, cancel: Cancella
             match watcher.watch(&root, RecursiveMode::Recursive) {
                 Ok(()) => {
                     watching = true;
-                    tracing::debug!(dir = %root.display(), "watching");
+                    tracing::info!(dir = %root.display(), "watching the projects folder");
                     // Files created before the watch existed.
                     if hints.send(Hint::Rescan).await.is_err() {
                         return;

@@ -245,3 +245,58 @@ async fn notify_protocol_ready_watchdog_stopping() {
         "{got:?}"
     );
 }
+
+/// A projects folder that does not exist yet: the daemon says so, waits, and ingests what
+/// appears in it once it is created.
+#[tokio::test]
+async fn a_missing_projects_folder_is_waited_for() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let missing = env.dir.path().join("later/projects");
+    let mut daemon = env
+        .cmd_for(&missing)
+        .env("GLEANER_DAEMON__RESCAN_INTERVAL_SECS", "1")
+        .env("GLEANER_LOG__LEVEL", "info")
+        .arg("daemon")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn daemon");
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let project = missing.join("-home-u-proj");
+    std::fs::create_dir_all(&project).expect("create projects");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/snippet_session.jsonl"),
+        project.join("11111111-2222-4333-8444-555555555555.jsonl"),
+    )
+    .expect("copy transcript");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let mut files = 0;
+    while std::time::Instant::now() < deadline && files == 0 {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let out = env
+            .cmd_for(&missing)
+            .args(["files", "--json"])
+            .output()
+            .expect("files");
+        if out.status.success() {
+            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+            files = v.as_array().map_or(0, |a| a.len());
+        }
+    }
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success());
+    let mut err = String::new();
+    use std::io::Read;
+    daemon
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("read stderr");
+    assert!(err.contains("does not exist yet"), "{err}");
+    assert_eq!(
+        files, 1,
+        "the transcript was ingested once the folder appeared: {err}"
+    );
+}
