@@ -281,6 +281,14 @@ async fn answer(
             refined: stats.refined.load(Ordering::Relaxed),
             refine_failed: stats.refine_failed.load(Ordering::Relaxed),
         }),
+        Request::Rescan => {
+            if hints.send(Hint::Rescan).await.is_err() {
+                return Response::Error {
+                    message: "daemon is shutting down".into(),
+                };
+            }
+            Response::Accepted
+        }
         Request::IngestNow { path } => {
             if hints.send(Hint::Paths(vec![path])).await.is_err() {
                 return Response::Error {

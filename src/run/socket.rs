@@ -20,7 +20,10 @@ use tokio_util::sync::CancellationToken;
 /// Most concurrent connections served.
 const MAX_CONNECTIONS: usize = 16;
 /// Longest request line accepted.
-const MAX_REQUEST_BYTES: u64 = 64 * 1024;
+const MAX_REQUEST_BYTES: usize = 64 * 1024;
+/// The protocol every response states (`"protocol": 1`); a request may state the version it
+/// speaks, and another version gets an error.
+pub const PROTOCOL_VERSION: u64 = 1;
 
 /// A request to the daemon.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
@@ -28,7 +31,11 @@ const MAX_REQUEST_BYTES: u64 = 64 * 1024;
 pub enum Request {
     /// What is the daemon doing?
     Status,
-    /// Claude Code ended a session: ingest its files now and mark it finished.
+    /// Scan the projects folder now (answered at once).
+    Rescan,
+    /// Claude Code ended a session: ingest its files now and mark it finished
+    /// (`finish_session` is the same request under its protocol name).
+    #[serde(alias = "finish_session")]
     SessionEnd {
         /// Session id.
         session_id: String,
@@ -204,21 +211,58 @@ where
     H: Fn(Request) -> Fut,
     Fut: Future<Output = Response>,
 {
+    // One JSON request per line, one JSON response per line, until the client closes.
     let (read, mut write) = stream.into_split();
+    let mut reader = BufReader::new(read);
     let mut line = String::new();
-    BufReader::new(read.take(MAX_REQUEST_BYTES))
-        .read_line(&mut line)
-        .await?;
-    let response = match serde_json::from_str::<Request>(line.trim()) {
-        Ok(req) => handler(req).await,
-        Err(e) => Response::Error {
-            message: format!("bad request: {e}"),
-        },
-    };
-    let mut out = serde_json::to_vec(&response).map_err(std::io::Error::other)?;
-    out.push(b'\n');
-    write.write_all(&out).await?;
+    loop {
+        line.clear();
+        let n = (&mut reader)
+            .take(MAX_REQUEST_BYTES as u64 + 1)
+            .read_line(&mut line)
+            .await?;
+        if n == 0 {
+            break;
+        }
+        let too_long = line.len() > MAX_REQUEST_BYTES && !line.ends_with('\n');
+        let response = if too_long {
+            Response::Error {
+                message: format!("bad request: longer than {MAX_REQUEST_BYTES} bytes"),
+            }
+        } else if line.trim().is_empty() {
+            continue;
+        } else {
+            match parse_request(line.trim()) {
+                Ok(req) => handler(req).await,
+                Err(message) => Response::Error { message },
+            }
+        };
+        let mut v = serde_json::to_value(&response).map_err(std::io::Error::other)?;
+        if let Some(o) = v.as_object_mut() {
+            o.insert("protocol".into(), PROTOCOL_VERSION.into());
+        }
+        let mut out = serde_json::to_vec(&v).map_err(std::io::Error::other)?;
+        out.push(b'\n');
+        write.write_all(&out).await?;
+        if too_long {
+            break;
+        }
+    }
     write.shutdown().await
+}
+
+/// A request line: JSON with a known `type`, and, when it states one, this protocol version.
+fn parse_request(line: &str) -> Result<Request, String> {
+    let v: serde_json::Value =
+        serde_json::from_str(line).map_err(|e| format!("bad request: not JSON: {e}"))?;
+    if let Some(p) = v.get("protocol") {
+        if p.as_u64() != Some(PROTOCOL_VERSION) {
+            return Err(format!(
+                "unsupported protocol version {p} (this daemon speaks {PROTOCOL_VERSION})"
+            ));
+        }
+    }
+    serde_json::from_value(v).map_err(|e| format!("bad request: {e}"))
 }
 
 /// Send one request and wait at most `timeout` for the answer.
@@ -276,7 +320,7 @@ mod tests {
                         session_id,
                         finished: true,
                     },
-                    Request::IngestNow { .. } => Response::Accepted,
+                    Request::IngestNow { .. } | Request::Rescan => Response::Accepted,
                 }
             },
             cancel.clone(),

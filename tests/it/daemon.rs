@@ -300,3 +300,70 @@ async fn a_missing_projects_folder_is_waited_for() {
         "the transcript was ingested once the folder appeared: {err}"
     );
 }
+
+/// The socket protocol: one JSON request per line on one connection, one response per line,
+/// each stating the protocol version; bad, unknown and wrong-version requests get an error
+/// response and the daemon keeps serving.
+#[cfg(unix)]
+#[tokio::test]
+async fn socket_protocol_many_requests_per_connection() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::os::unix::net::UnixStream;
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let mut daemon = env.spawn_daemon(&[]);
+    let sock = env.dir.path().join("data/gleaner/gleaner.sock");
+    let stream = UnixStream::connect(&sock).expect("connect");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .expect("timeout");
+    let mut writer = stream.try_clone().expect("clone");
+    let mut reader = BufReader::new(stream);
+    let requests = [
+        r#"{"type":"status"}"#,
+        "not json",
+        r#"{"type":"launch_rockets"}"#,
+        r#"{"type":"status","protocol":2}"#,
+        r#"{"type":"rescan","protocol":1}"#,
+        r#"{"type":"finish_session","session_id":"no-such-session"}"#,
+        r#"{"type":"status"}"#,
+    ];
+    let mut answers = Vec::new();
+    for r in requests {
+        writer
+            .write_all(format!("{r}\n").as_bytes())
+            .expect("write");
+        let mut line = String::new();
+        reader.read_line(&mut line).expect("read answer");
+        let v: serde_json::Value = serde_json::from_str(&line).expect("json answer");
+        assert_eq!(v["protocol"], 1, "{line}");
+        answers.push(v);
+    }
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success());
+    let types: Vec<&str> = answers
+        .iter()
+        .map(|a| a["type"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        types,
+        [
+            "status",
+            "error",
+            "error",
+            "error",
+            "accepted",
+            "session_ended",
+            "status"
+        ],
+        "{answers:?}"
+    );
+    assert!(answers[1]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("not JSON"));
+    assert!(answers[3]["message"]
+        .as_str()
+        .unwrap_or("")
+        .contains("protocol version 2"));
+    assert_eq!(answers[5]["finished"], false);
+}
