@@ -127,9 +127,30 @@ pub enum ClientError {
     Protocol(String),
 }
 
-/// Socket path in a data folder.
+/// Longest socket path the platforms accept (`sun_path` holds 104 to 108 bytes).
+const MAX_SOCKET_PATH: usize = 100;
+
+/// Where the daemon of `data_dir` listens: `$XDG_RUNTIME_DIR/gleaner/gleaner-<hash>.sock` when the
+/// runtime folder is set (private, cleared at logout; the hash keeps two data folders apart),
+/// else `<data_dir>/gleaner.sock`; a path too long for a socket falls back to
+/// `/tmp/gleaner-<hash>/gleaner.sock` (the folder made 0700 by [`bind`], which fails rather than
+/// use a folder someone else owns). Client and daemon compute the same path.
 pub fn socket_path(data_dir: &Path) -> PathBuf {
-    data_dir.join("gleaner.sock")
+    let hash = format!(
+        "{:08x}",
+        xxhash_rust::xxh3::xxh3_64(data_dir.as_os_str().as_encoded_bytes()) as u32
+    );
+    let preferred = match std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+    {
+        Some(run) => run.join("gleaner").join(format!("gleaner-{hash}.sock")),
+        None => data_dir.join("gleaner.sock"),
+    };
+    if preferred.as_os_str().len() <= MAX_SOCKET_PATH {
+        return preferred;
+    }
+    PathBuf::from(format!("/tmp/gleaner-{hash}")).join("gleaner.sock")
 }
 
 /// Bind the socket (replacing a stale one: the caller holds the single-instance lock, so no
@@ -169,12 +190,27 @@ pub async fn serve<H, Fut>(
 {
     let handler = Arc::new(handler);
     let limit = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    // The socket file is ours: its owner is the one user allowed to connect.
+    #[cfg(unix)]
+    let owner = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(&path).map(|m| m.uid()).ok()
+    };
     loop {
         let accepted = tokio::select! {
             _ = cancel.cancelled() => break,
             a = listener.accept() => a,
         };
         let stream = match accepted {
+            // Only this user's processes talk to the daemon (the folder is 0700 and the socket
+            // 0600 too; this also covers a socket in a shared folder).
+            Ok((s, _))
+                if s.peer_cred()
+                    .is_ok_and(|c| owner.is_some_and(|o| c.uid() != o)) =>
+            {
+                tracing::warn!("refused a status connection from another user");
+                continue;
+            }
             Ok((s, _)) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "status socket accept failed");

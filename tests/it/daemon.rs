@@ -367,3 +367,45 @@ async fn socket_protocol_many_requests_per_connection() {
         .contains("protocol version 2"));
     assert_eq!(answers[5]["finished"], false);
 }
+
+/// With `XDG_RUNTIME_DIR` set, the socket lives in `$XDG_RUNTIME_DIR/gleaner/` (folder 0700,
+/// socket 0600), clients find it there, and it is gone after shutdown.
+#[cfg(unix)]
+#[tokio::test]
+async fn socket_in_the_runtime_folder() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let run = env.dir.path().join("run");
+    std::fs::create_dir_all(&run).expect("runtime dir");
+    let run_s = run.display().to_string();
+    let mut daemon = env.spawn_daemon_unready(&[("XDG_RUNTIME_DIR", run_s.as_str())]);
+    let folder = run.join("gleaner");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut sock = None;
+    while std::time::Instant::now() < deadline && sock.is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        sock = std::fs::read_dir(&folder).ok().and_then(|mut d| {
+            d.find_map(|e| {
+                e.ok()
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+            })
+        });
+    }
+    let sock = sock.expect("a socket in $XDG_RUNTIME_DIR/gleaner");
+    let mode =
+        |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
+    assert_eq!(mode(&folder), 0o700);
+    assert_eq!(mode(&sock), 0o600);
+    assert!(!env.dir.path().join("data/gleaner/gleaner.sock").exists());
+    let out = env
+        .cmd()
+        .env("XDG_RUNTIME_DIR", &run)
+        .args(["status", "--json"])
+        .output()
+        .expect("status");
+    assert_ok(&out);
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success());
+    assert!(!sock.exists(), "removed at shutdown");
+}
