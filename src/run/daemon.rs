@@ -346,6 +346,14 @@ pub fn install_signals() -> std::io::Result<CancellationToken> {
                 _ = int.recv() => tracing::info!(signal = "SIGINT", "stop requested"),
             }
             c.cancel();
+            // A second signal while shutting down: the person means it. Exit at once; the
+            // transaction in flight rolls back and is read again at the next start.
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+            tracing::warn!("second stop signal: exiting now");
+            std::process::exit(130);
         });
     }
     #[cfg(not(unix))]

@@ -409,3 +409,48 @@ async fn socket_in_the_runtime_folder() {
     assert!(status.success());
     assert!(!sock.exists(), "removed at shutdown");
 }
+
+/// A second SIGTERM during a slow shutdown exits at once (here the shutdown waits for a refine
+/// command that sleeps).
+#[cfg(unix)]
+#[tokio::test]
+async fn a_second_sigterm_exits_at_once() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let src = corpus_dir().join(
+        "Eduardodmb__ClaudeHome/projects.bak-20260511-072525/X--03-ACG-Odoo-Docs/7ef88c1a-6238-45b9-8285-0c4e268276c9.jsonl",
+    );
+    let dst = env.path("-x-odoo/7ef88c1a-6238-45b9-8285-0c4e268276c9.jsonl");
+    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(&src, &dst).expect("copy session");
+    let mut daemon = env.spawn_daemon(&[
+        ("GLEANER_REFINE__COMMAND", "sleep 60"),
+        ("GLEANER_REFINE__INTERVAL_SECS", "1"),
+    ]);
+    // Let the ingest finish and the refine pass start its sleeping command.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let pid = daemon.id().to_string();
+    let started = std::time::Instant::now();
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status();
+    let status = loop {
+        if let Some(s) = daemon.try_wait().expect("wait") {
+            break s;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(4),
+            "still running"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert!(status.code() == Some(130) || status.success(), "{status:?}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+}
