@@ -154,6 +154,30 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
         r.batches,
         r.errors
     )?;
+    writeln!(
+        out,
+        "watching  {}   database {}",
+        r.watch_mode, r.database_state
+    )?;
+    if let Some(f) = &r.figures {
+        writeln!(
+            out,
+            "backlog   {:.1} MB behind   sessions {} active, {} finished",
+            f.bytes_behind as f64 / 1e6,
+            f.sessions_active,
+            f.sessions_finished
+        )?;
+        let rows: Vec<String> = f.rows.iter().map(|(k, v)| format!("{v} {k}")).collect();
+        writeln!(out, "rows      {}", rows.join(", "))?;
+        if !f.redactions.is_empty() {
+            let red: Vec<String> = f
+                .redactions
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            writeln!(out, "redacted  {}", red.join(", "))?;
+        }
+    }
     if r.refined + r.refine_failed > 0 {
         writeln!(
             out,

@@ -95,10 +95,10 @@ pub async fn run(
     })?;
     let started = std::time::Instant::now();
     let handler = {
-        let (cfg, stats, hints) = (cfg.clone(), stats.clone(), hint_tx.clone());
+        let (cfg, stats, hints, db) = (cfg.clone(), stats.clone(), hint_tx.clone(), store.clone());
         move |req: Request| {
-            let (cfg, stats, hints) = (cfg.clone(), stats.clone(), hints.clone());
-            async move { answer(req, &cfg, &stats, &hints, started).await }
+            let (cfg, stats, hints, db) = (cfg.clone(), stats.clone(), hints.clone(), db.clone());
+            async move { answer(req, &cfg, &stats, &hints, &db, started).await }
         }
     };
     let mut workers = Workers::default();
@@ -109,7 +109,7 @@ pub async fn run(
     );
     workers.spawn(
         "watcher",
-        watcher::watch(cfg.clone(), hint_tx, cancel.clone()),
+        watcher::watch(cfg.clone(), hint_tx, stats.clone(), cancel.clone()),
     );
     let engine_cancel = cancel.clone();
     workers.spawn("engine", async move {
@@ -262,25 +262,47 @@ async fn answer(
     cfg: &Config,
     stats: &Stats,
     hints: &mpsc::Sender<Hint>,
+    store: &Store,
     started: std::time::Instant,
 ) -> Response {
     match req {
-        Request::Status => Response::Status(StatusReport {
-            pid: std::process::id(),
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            uptime_secs: started.elapsed().as_secs(),
-            projects_dir: cfg.projects_dir.display().to_string(),
-            database: redact_url(&cfg.database.url),
-            files: stats.tracked.load(Ordering::Relaxed),
-            bytes: stats.bytes.load(Ordering::Relaxed),
-            lines: stats.lines.load(Ordering::Relaxed),
-            messages: stats.messages.load(Ordering::Relaxed),
-            diagnostics: stats.diagnostics.load(Ordering::Relaxed),
-            batches: stats.batches.load(Ordering::Relaxed),
-            errors: stats.errors.load(Ordering::Relaxed),
-            refined: stats.refined.load(Ordering::Relaxed),
-            refine_failed: stats.refine_failed.load(Ordering::Relaxed),
-        }),
+        Request::Status => {
+            // The database's own figures, within a second: a slow or unreachable database is
+            // reported, not waited for.
+            let figures = tokio::time::timeout(
+                Duration::from_secs(1),
+                store.daemon_figures(&cfg.machine_id),
+            )
+            .await;
+            let (database_state, figures) = match figures {
+                Ok(Ok(f)) => ("ok".to_string(), Some(f)),
+                Ok(Err(e)) => (format!("unavailable: {e}"), None),
+                Err(_) => ("unavailable: no answer within 1 s".to_string(), None),
+            };
+            Response::Status(Box::new(StatusReport {
+                pid: std::process::id(),
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                uptime_secs: started.elapsed().as_secs(),
+                projects_dir: cfg.projects_dir.display().to_string(),
+                database: redact_url(&cfg.database.url),
+                files: stats.tracked.load(Ordering::Relaxed),
+                bytes: stats.bytes.load(Ordering::Relaxed),
+                lines: stats.lines.load(Ordering::Relaxed),
+                messages: stats.messages.load(Ordering::Relaxed),
+                diagnostics: stats.diagnostics.load(Ordering::Relaxed),
+                batches: stats.batches.load(Ordering::Relaxed),
+                errors: stats.errors.load(Ordering::Relaxed),
+                refined: stats.refined.load(Ordering::Relaxed),
+                refine_failed: stats.refine_failed.load(Ordering::Relaxed),
+                watch_mode: if stats.watching.load(Ordering::Relaxed) == 1 {
+                    "events".into()
+                } else {
+                    "poll".into()
+                },
+                database_state,
+                figures,
+            }))
+        }
         Request::Rescan => {
             if hints.send(Hint::Rescan).await.is_err() {
                 return Response::Error {

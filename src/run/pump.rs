@@ -48,6 +48,8 @@ pub struct Stats {
     pub refine_failed: AtomicU64,
     /// Turns of the engine's loop: the systemd watchdog is fed only while it moves.
     pub heartbeat: AtomicU64,
+    /// 1 while file-system events are being received for the projects folder.
+    pub watching: AtomicU64,
 }
 
 /// In-memory state of one tracked file between pumps. Holds no file handle; the tailer (and its

@@ -83,6 +83,15 @@ pub struct StatusReport {
     /// Failed runs of the `[refine]` command since start.
     #[serde(default)]
     pub refine_failed: u64,
+    /// `events` (file-system notifications) or `poll` (periodic rescans only).
+    #[serde(default)]
+    pub watch_mode: String,
+    /// `ok`, or `unavailable: <error>` when the figures below could not be read.
+    #[serde(default)]
+    pub database_state: String,
+    /// Backlog, sessions, rows and redactions, from the database.
+    #[serde(default)]
+    pub figures: Option<crate::store::DaemonFigures>,
 }
 
 /// A reply.
@@ -90,7 +99,7 @@ pub struct StatusReport {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Response {
     /// Answer to [`Request::Status`].
-    Status(StatusReport),
+    Status(Box<StatusReport>),
     /// Answer to [`Request::SessionEnd`].
     SessionEnded {
         /// Session id.
@@ -348,10 +357,10 @@ mod tests {
             path.clone(),
             |req| async move {
                 match req {
-                    Request::Status => Response::Status(StatusReport {
+                    Request::Status => Response::Status(Box::new(StatusReport {
                         files: 3,
                         ..StatusReport::default()
-                    }),
+                    })),
                     Request::SessionEnd { session_id, .. } => Response::SessionEnded {
                         session_id,
                         finished: true,
@@ -364,7 +373,7 @@ mod tests {
         let r = request(&path, &Request::Status, Duration::from_secs(5))
             .await
             .unwrap();
-        assert!(matches!(r, Response::Status(StatusReport { files: 3, .. })));
+        assert!(matches!(r, Response::Status(s) if s.files == 3));
         let r = request(
             &path,
             &Request::SessionEnd {

@@ -22,7 +22,12 @@ enum Raw {
 }
 
 /// Watch the projects folder (re-trying until it exists), debounce events into hints.
-pub async fn watch(cfg: Arc<Config>, hints: mpsc::Sender<Hint>, cancel: CancellationToken) {
+pub async fn watch(
+    cfg: Arc<Config>,
+    hints: mpsc::Sender<Hint>,
+    stats: Arc<super::pump::Stats>,
+    cancel: CancellationToken,
+) {
     let (raw_tx, mut raw_rx) = mpsc::channel::<Raw>(4096);
     // Set when the raw channel overflowed: events were lost, so ask for a full rescan.
     let overflow = Arc::new(AtomicBool::new(false));
@@ -52,6 +57,9 @@ pub async fn watch(cfg: Arc<Config>, hints: mpsc::Sender<Hint>, cancel: Cancella
             match watcher.watch(&root, RecursiveMode::Recursive) {
                 Ok(()) => {
                     watching = true;
+                    stats
+                        .watching
+                        .store(1, std::sync::atomic::Ordering::Relaxed);
                     tracing::info!(dir = %root.display(), "watching the projects folder");
                     // Files created before the watch existed.
                     if hints.send(Hint::Rescan).await.is_err() {

@@ -26,7 +26,7 @@ mod sessions;
 mod snippet_query;
 pub(crate) mod sql;
 pub mod writer;
-pub use refine::{EpisodeSnippet, PendingEpisode};
+pub use refine::{DaemonFigures, EpisodeSnippet, PendingEpisode};
 
 use std::str::FromStr;
 use std::time::Duration;

@@ -135,3 +135,61 @@ impl Store {
         Ok(rows.into_iter().next().unwrap_or((0, 0, 0)))
     }
 }
+
+/// What `gleaner status` adds from the database: how far behind the files are, sessions by
+/// status, rows by kind and secrets redacted by kind.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DaemonFigures {
+    /// Size minus committed offset, summed over this machine's live files.
+    pub bytes_behind: i64,
+    /// Sessions still active.
+    pub sessions_active: i64,
+    /// Sessions finished.
+    pub sessions_finished: i64,
+    /// Rows by table: messages, summaries, feedback, episodes, snippets.
+    pub rows: std::collections::BTreeMap<String, i64>,
+    /// Secrets redacted, by kind.
+    pub redactions: std::collections::BTreeMap<String, i64>,
+}
+
+/// Backlog, sessions by status and five row counts, as the query returns them.
+type FigureRow = (i64, i64, i64, i64, i64, i64, i64, i64);
+
+impl Store {
+    /// The figures `gleaner status` shows for `machine`.
+    pub async fn daemon_figures(&self, machine: &str) -> Result<DaemonFigures, StoreError> {
+        let q = Sql::new(
+            "SELECT CAST(COALESCE((SELECT SUM(CASE WHEN size > byte_offset THEN size - byte_offset \
+             ELSE 0 END) FROM files WHERE machine = $1 AND state = 'active'), 0) AS BIGINT), \
+             (SELECT COUNT(*) FROM sessions WHERE status = 'active'), \
+             (SELECT COUNT(*) FROM sessions WHERE status = 'finished'), \
+             (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM summaries), \
+             (SELECT COUNT(*) FROM feedback), (SELECT COUNT(*) FROM episodes), \
+             (SELECT COUNT(*) FROM snippets)",
+        )
+        .arg(machine);
+        let rows: Vec<FigureRow> = self.fetch_all(&q).await?;
+        let r = rows.into_iter().next().unwrap_or_default();
+        let q = Sql::new(
+            "SELECT name, CAST(SUM(count) AS BIGINT) FROM record_kinds \
+             WHERE category = 'redacted' GROUP BY name ORDER BY name",
+        );
+        let redactions: Vec<(String, i64)> = self.fetch_all(&q).await?;
+        Ok(DaemonFigures {
+            bytes_behind: r.0,
+            sessions_active: r.1,
+            sessions_finished: r.2,
+            rows: [
+                ("messages", r.3),
+                ("summaries", r.4),
+                ("feedback", r.5),
+                ("episodes", r.6),
+                ("snippets", r.7),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect(),
+            redactions: redactions.into_iter().collect(),
+        })
+    }
+}

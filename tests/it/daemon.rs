@@ -454,3 +454,52 @@ async fn a_second_sigterm_exits_at_once() {
         started.elapsed()
     );
 }
+
+/// `gleaner status --json` reports the watch mode, the database state and the database's own
+/// figures (backlog, sessions, rows, redactions) once a session is ingested.
+async fn status_figures(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let src = corpus_dir().join(
+        "Eduardodmb__ClaudeHome/projects.bak-20260511-072525/X--01-Edmb-Clockhelp/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl",
+    );
+    let dst = env.path("-x-clock/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl");
+    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(&src, &dst).expect("copy");
+    let mut daemon = env.spawn_daemon(&[]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let mut last = serde_json::Value::Null;
+    while std::time::Instant::now() < deadline {
+        let out = env
+            .cmd()
+            .args(["status", "--json"])
+            .output()
+            .expect("status");
+        if out.status.success() {
+            last = serde_json::from_slice(&out.stdout).expect("json");
+            if last["figures"]["rows"]["messages"].as_i64().unwrap_or(0) > 0
+                && last["figures"]["bytes_behind"] == 0
+            {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success());
+    assert_eq!(last["watch_mode"], "events", "{last}");
+    assert_eq!(last["database_state"], "ok", "{last}");
+    let f = &last["figures"];
+    assert_eq!(f["bytes_behind"], 0, "{last}");
+    assert_eq!(
+        f["sessions_active"].as_i64().unwrap_or(0) + f["sessions_finished"].as_i64().unwrap_or(0),
+        1,
+        "{last}"
+    );
+    for kind in ["messages", "summaries", "feedback", "episodes", "snippets"] {
+        assert!(f["rows"][kind].is_i64(), "{kind}: {last}");
+    }
+    assert!(f["rows"]["messages"].as_i64().unwrap_or(0) >= 100, "{last}");
+    assert!(f["redactions"].is_object(), "{last}");
+}
+
+both_backends!(status_reports_database_figures, status_figures);
