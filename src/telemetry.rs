@@ -1,28 +1,55 @@
 //! Logging: `tracing` to stderr (journald and launchd capture it), text or JSON.
+//!
+//! The level filter sits behind a reload handle so that a daemon reload (SIGHUP) applies a new
+//! `log.level` without a restart; the format is fixed for the life of the process.
 
-use tracing_subscriber::EnvFilter;
+use std::sync::OnceLock;
+
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{reload, EnvFilter, Registry};
 
 use crate::config::{LogConfig, LogFormat};
 
-/// Install the global subscriber. A level such as `info` also quiets sqlx's per-statement logs;
-/// a full filter (`gleaner=debug,sqlx=info`) is used as given.
-pub fn init(cfg: &LogConfig) {
-    let directive = if cfg.level.contains('=') || cfg.level.contains(',') {
-        cfg.level.clone()
+static FILTER: OnceLock<reload::Handle<EnvFilter, Registry>> = OnceLock::new();
+
+/// The filter for a configured level. A level such as `info` also quiets sqlx's per-statement
+/// logs; a full filter (`gleaner=debug,sqlx=info`) is used as given.
+fn filter(level: &str) -> Result<EnvFilter, String> {
+    let directive = if level.contains('=') || level.contains(',') {
+        level.to_string()
     } else {
-        format!("{},sqlx=warn", cfg.level)
+        format!("{level},sqlx=warn")
     };
-    let filter =
-        EnvFilter::try_new(&directive).unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    EnvFilter::try_new(&directive).map_err(|e| format!("invalid log filter {level:?}: {e}"))
+}
+
+/// Install the global subscriber.
+pub fn init(cfg: &LogConfig) {
+    let f = filter(&cfg.level).unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn"));
+    let (f, handle) = reload::Layer::new(f);
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         // Colours only for a person at a terminal: journald, launchd and MCP clients read
         // stderr as plain text.
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(false);
-    let _ = match cfg.format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().try_init(),
+    let registry = tracing_subscriber::registry().with(f);
+    let installed = match cfg.format {
+        LogFormat::Text => registry.with(fmt).try_init(),
+        LogFormat::Json => registry.with(fmt.json()).try_init(),
     };
+    if installed.is_ok() {
+        let _ = FILTER.set(handle);
+    }
+}
+
+/// Apply a new level (a reload). An invalid level is an error and the old one stays.
+pub fn set_level(level: &str) -> Result<(), String> {
+    let f = filter(level)?;
+    match FILTER.get() {
+        Some(handle) => handle.reload(f).map_err(|e| e.to_string()),
+        // No subscriber of ours (a test, an embedding program): nothing to change.
+        None => Ok(()),
+    }
 }

@@ -167,6 +167,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Make the running daemon read its configuration again (as SIGHUP does).
+    Reload,
     /// Add or remove Gleaner's SessionEnd and PreCompact hooks in Claude Code's settings.
     Hooks {
         #[command(subcommand)]
@@ -332,12 +334,13 @@ impl Cli {
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        runtime.block_on(self.command.run(cfg))
+        let overrides = self.overrides();
+        runtime.block_on(self.command.run(cfg, overrides))
     }
 }
 
 impl Command {
-    async fn run(self, cfg: Arc<Config>) -> Outcome {
+    async fn run(self, cfg: Arc<Config>, self_overrides: Overrides) -> Outcome {
         match self {
             Command::Completions { .. } | Command::Service { .. } | Command::Hooks { .. } => {
                 Ok(EXIT_OK)
@@ -347,10 +350,14 @@ impl Command {
                 Ok(EXIT_OK)
             }
             Command::Daemon => {
-                let cancel = crate::run::daemon::install_signals()
+                let signals = crate::run::daemon::install_signals()
                     .context("cannot install signal handlers")?;
                 let store = Store::connect(&cfg.database).await?;
-                crate::run::daemon::run(cfg, store, cancel).await?;
+                // A reload reads the same sources again: file, environment and these flags.
+                let overrides = self_overrides;
+                let load: crate::run::daemon::LoadConfig =
+                    Box::new(move || config::load(&overrides));
+                crate::run::daemon::run(cfg, store, signals, load).await?;
                 Ok(EXIT_OK)
             }
             Command::Ingest { json } => {
@@ -456,6 +463,34 @@ impl Command {
                     Ok(crate::run::socket::Response::Status(report)) => {
                         output::print_status(&report, json)?;
                         Ok(EXIT_OK)
+                    }
+                    Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
+                    Err(e @ crate::run::socket::ClientError::NotRunning { .. }) => {
+                        eprintln!("{e}");
+                        Ok(EXIT_NOT_FOUND)
+                    }
+                    Err(e) => Err(e.into()),
+                }
+            }
+            Command::Reload => {
+                let sock = crate::run::socket::socket_path(&cfg.data_dir);
+                let req = crate::run::socket::Request::Reload;
+                match crate::run::socket::request(&sock, &req, std::time::Duration::from_secs(35))
+                    .await
+                {
+                    Ok(crate::run::socket::Response::Reloaded { changed })
+                        if changed.is_empty() =>
+                    {
+                        println!("configuration reloaded; nothing changed");
+                        Ok(EXIT_OK)
+                    }
+                    Ok(crate::run::socket::Response::Reloaded { changed }) => {
+                        println!("configuration reloaded; changed: {}", changed.join(", "));
+                        Ok(EXIT_OK)
+                    }
+                    Ok(crate::run::socket::Response::Error { message }) => {
+                        eprintln!("gleaner: {message}");
+                        Ok(EXIT_ERROR)
                     }
                     Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
                     Err(e @ crate::run::socket::ClientError::NotRunning { .. }) => {

@@ -156,9 +156,21 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
     )?;
     writeln!(
         out,
-        "watching  {}   database {}",
-        r.watch_mode, r.database_state
+        "watching  {}   database {}   rate {:.2} MB/s over the last minute",
+        r.watch_mode,
+        r.database_state,
+        r.ingest_rate_bytes_per_sec / 1e6
     )?;
+    if let Some(e) = &r.last_error {
+        writeln!(out, "last error {} ({}): {}", e.at, e.what, e.message)?;
+    }
+    if r.outages + r.reloads > 0 {
+        writeln!(
+            out,
+            "outages   {} database outages since start   reloads {}",
+            r.outages, r.reloads
+        )?;
+    }
     if let Some(f) = &r.figures {
         writeln!(
             out,

@@ -98,6 +98,7 @@ struct RawBatch {
 #[derive(Debug, Clone, Deserialize)]
 struct RawDaemon {
     rescan_interval_secs: u64,
+    poll_interval_ms: u64,
     debounce_ms: u64,
     workers: u64,
 }
@@ -435,6 +436,11 @@ impl Config {
                     raw.daemon.rescan_interval_secs,
                     1,
                 )?,
+                poll_interval: Duration::from_millis(positive(
+                    "daemon.poll_interval_ms",
+                    raw.daemon.poll_interval_ms,
+                    100,
+                )?),
                 debounce: Duration::from_millis(raw.daemon.debounce_ms),
                 workers: usize_at_least("daemon.workers", raw.daemon.workers, 1)?,
             },

@@ -131,6 +131,9 @@ pub struct BatchConfig {
 pub struct DaemonConfig {
     /// Period of the safety-net rescan.
     pub rescan_interval: Duration,
+    /// Period of the rescan while file-system events are missing or partial (no watch, or the
+    /// inotify watch limit reached).
+    pub poll_interval: Duration,
     /// Delay after an fs event before reading.
     pub debounce: Duration,
     /// Files read in parallel.

@@ -12,7 +12,7 @@
 //! then is named in the log and aborted. Then the pool is closed and the lock released.
 
 use std::future::Future;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,11 +21,12 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::engine::{Engine, Hint, Mode};
+use super::health::Health;
 use super::lock::acquire_lock;
 use super::pump::{Pipeline, Stats};
 use super::socket::{self, Request, Response, StatusReport};
 use super::{watcher, RunError};
-use crate::config::Config;
+use crate::config::{Config, ConfigError};
 use crate::store::{redact_url, Store};
 
 /// Longest wait for the workers after a stop signal.
@@ -62,17 +63,209 @@ impl Workers {
     }
 }
 
-/// Run the daemon until `cancel` fires (see [`install_signals`]).
+/// Re-reads the configuration from the sources it was first read from (file, environment, the
+/// command line's flags): what a reload applies.
+pub type LoadConfig = Box<dyn Fn() -> Result<Config, ConfigError> + Send + Sync>;
+
+/// A request to read the configuration again: from SIGHUP (no reply) or the socket.
+#[derive(Debug)]
+pub struct ReloadRequest {
+    reply: Option<oneshot::Sender<Result<Vec<String>, String>>>,
+}
+
+/// How the daemon is told to stop or reload: SIGTERM/SIGINT cancel `stop`, SIGHUP sends on
+/// `reload` (see [`install_signals`]).
+#[derive(Debug)]
+pub struct Signals {
+    /// Cancelled by the first SIGTERM or SIGINT.
+    pub stop: CancellationToken,
+    /// Reload requests (SIGHUP; the socket adds its own).
+    pub reload_tx: mpsc::Sender<ReloadRequest>,
+    reload_rx: mpsc::Receiver<ReloadRequest>,
+}
+
+impl Signals {
+    /// Signals no OS signal feeds (tests, embedding): cancel `stop` to end the daemon.
+    pub fn manual() -> Signals {
+        let (reload_tx, reload_rx) = mpsc::channel(4);
+        Signals {
+            stop: CancellationToken::new(),
+            reload_tx,
+            reload_rx,
+        }
+    }
+}
+
+/// What the socket handler needs, shared across reloads.
+struct Shared {
+    cfg: std::sync::RwLock<Arc<Config>>,
+    hints: std::sync::RwLock<mpsc::Sender<Hint>>,
+    store: std::sync::RwLock<Store>,
+    stats: Arc<Stats>,
+    health: Arc<Health>,
+    reload: mpsc::Sender<ReloadRequest>,
+    reloads: AtomicU64,
+    started: std::time::Instant,
+}
+
+impl Shared {
+    fn cfg(&self) -> Arc<Config> {
+        read(&self.cfg).clone()
+    }
+    fn hints(&self) -> mpsc::Sender<Hint> {
+        read(&self.hints).clone()
+    }
+    fn store(&self) -> Store {
+        read(&self.store).clone()
+    }
+}
+
+fn read<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    l.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn write<T>(l: &std::sync::RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    l.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How one generation of workers ended.
+enum Ended {
+    /// Stop signal, or a critical worker failed (the outcome says which).
+    Stop(Result<(), RunError>),
+    /// A valid new configuration: start the next generation with it.
+    Reload(Arc<Config>, Store),
+}
+
+/// Run the daemon until `signals.stop` fires (see [`install_signals`]).
+///
+/// The lock, the socket, the counters and the systemd notifier live for the whole run; the
+/// workers that depend on the configuration (engine, writer, watcher, refine) form a
+/// *generation*. A reload (SIGHUP or the `reload` request) reads the configuration again; if it
+/// is valid, the generation is stopped as at shutdown (in-flight batches commit or roll back)
+/// and the next one starts with it, so every setting takes effect without losing anything. An
+/// invalid configuration is logged and answered as an error, and the running one is kept.
 pub async fn run(
     cfg: Arc<Config>,
     store: Store,
-    cancel: CancellationToken,
+    signals: Signals,
+    load: LoadConfig,
 ) -> Result<(), RunError> {
+    let Signals {
+        stop: cancel,
+        reload_tx,
+        mut reload_rx,
+    } = signals;
     let _lock = acquire_lock(&cfg.lock_path())?;
+    let sock = socket::socket_path(&cfg.data_dir);
+    let listener = socket::bind(&sock).map_err(|source| RunError::Socket {
+        path: sock.clone(),
+        source,
+    })?;
+    let (placeholder, _) = mpsc::channel(1);
+    let shared = Arc::new(Shared {
+        cfg: std::sync::RwLock::new(cfg.clone()),
+        hints: std::sync::RwLock::new(placeholder),
+        store: std::sync::RwLock::new(store.clone()),
+        stats: Arc::new(Stats::default()),
+        health: Arc::new(Health::default()),
+        reload: reload_tx,
+        reloads: AtomicU64::new(0),
+        started: std::time::Instant::now(),
+    });
+    let handler = {
+        let shared = shared.clone();
+        move |req: Request| {
+            let shared = shared.clone();
+            async move { answer(req, &shared).await }
+        }
+    };
+    // Lifelong workers: the socket and the systemd notifier.
+    let mut lifelong = Workers::default();
+    lifelong.spawn(
+        "socket",
+        socket::serve(listener, sock, handler, cancel.clone()),
+    );
+
+    let (mut cfg, mut store) = (cfg, store);
+    let mut first = true;
+    let outcome = loop {
+        let generation = cancel.child_token();
+        let mut workers = match start_generation(&cfg, &store, &shared, &generation).await {
+            Ok(w) => w,
+            Err(e) => break Err(e),
+        };
+        if first {
+            // systemd (Type=notify): ready once the lock, the database, its migrations, the
+            // watcher and the first directory scan are done, not after the backlog.
+            let ready = format!(
+                "watching {} files",
+                shared.stats.tracked.load(Ordering::Relaxed)
+            );
+            notify(&[
+                sd_notify::NotifyState::Ready,
+                sd_notify::NotifyState::Status(&ready),
+            ]);
+            lifelong.spawn(
+                "notify",
+                notify_progress(shared.stats.clone(), cancel.clone()),
+            );
+            first = false;
+        }
+        let ended = supervise(
+            &mut workers,
+            &cancel,
+            &mut reload_rx,
+            (&cfg, &store, &load),
+            &shared,
+        )
+        .await;
+        match ended {
+            Ended::Stop(outcome) => {
+                tracing::info!("stopping: finishing in-flight batches");
+                notify(&[sd_notify::NotifyState::Stopping]);
+                generation.cancel();
+                shutdown(&mut workers).await;
+                break outcome;
+            }
+            Ended::Reload(new_cfg, new_store) => {
+                tracing::info!("reloading: finishing in-flight batches");
+                notify(&[sd_notify::NotifyState::Reloading]);
+                generation.cancel();
+                shutdown(&mut workers).await;
+                if !same_database(&cfg, &new_cfg) {
+                    store.close().await;
+                }
+                *write(&shared.cfg) = new_cfg.clone();
+                *write(&shared.store) = new_store.clone();
+                (cfg, store) = (new_cfg, new_store);
+                shared.reloads.fetch_add(1, Ordering::Relaxed);
+                notify(&[sd_notify::NotifyState::Ready]);
+            }
+        }
+    };
+    cancel.cancel();
+    shutdown(&mut lifelong).await;
+    store.close().await;
+    tracing::info!(
+        bytes = shared.stats.bytes.load(Ordering::Relaxed),
+        messages = shared.stats.messages.load(Ordering::Relaxed),
+        "daemon stopped"
+    );
+    outcome
+}
+
+/// Start the workers of one generation: writer, watcher, engine (and refine when configured).
+async fn start_generation(
+    cfg: &Arc<Config>,
+    store: &Store,
+    shared: &Arc<Shared>,
+    cancel: &CancellationToken,
+) -> Result<Workers, RunError> {
     let (pipeline, writer) = Pipeline::new(cfg.clone(), store.clone());
-    let pipeline = pipeline.wait_for_sessions();
+    let pipeline = pipeline
+        .wait_for_sessions()
+        .sharing(shared.stats.clone(), shared.health.clone());
     let pipeline = Arc::new(pipeline);
-    let stats = pipeline.stats.clone();
     let engine = Engine::new(pipeline).await?;
     tracing::info!(
         projects_dir = %cfg.projects_dir.display(),
@@ -87,29 +280,16 @@ pub async fn run(
         );
     }
     let (hint_tx, hint_rx) = mpsc::channel(256);
-
-    let sock = socket::socket_path(&cfg.data_dir);
-    let listener = socket::bind(&sock).map_err(|source| RunError::Socket {
-        path: sock.clone(),
-        source,
-    })?;
-    let started = std::time::Instant::now();
-    let handler = {
-        let (cfg, stats, hints, db) = (cfg.clone(), stats.clone(), hint_tx.clone(), store.clone());
-        move |req: Request| {
-            let (cfg, stats, hints, db) = (cfg.clone(), stats.clone(), hints.clone(), db.clone());
-            async move { answer(req, &cfg, &stats, &hints, &db, started).await }
-        }
-    };
+    *write(&shared.hints) = hint_tx.clone();
+    shared
+        .stats
+        .watching
+        .store(super::watcher::WATCH_POLL, Ordering::Relaxed);
     let mut workers = Workers::default();
     workers.spawn("writer", writer);
     workers.spawn(
-        "socket",
-        socket::serve(listener, sock, handler, cancel.clone()),
-    );
-    workers.spawn(
         "watcher",
-        watcher::watch(cfg.clone(), hint_tx, stats.clone(), cancel.clone()),
+        watcher::watch(cfg.clone(), hint_tx, shared.stats.clone(), cancel.clone()),
     );
     let engine_cancel = cancel.clone();
     workers.spawn("engine", async move {
@@ -118,7 +298,6 @@ pub async fn run(
             .run(Mode::Follow, Hint::Rescan, hint_rx, engine_cancel)
             .await;
     });
-
     if cfg.refine.command.is_some() {
         // Recoverable: a refine worker that stops leaves ingestion running.
         workers.spawn(
@@ -127,59 +306,127 @@ pub async fn run(
                 store.clone(),
                 cfg.refine.clone(),
                 cfg.redactor.clone(),
-                stats.clone(),
+                shared.stats.clone(),
                 cancel.clone(),
             ),
         );
     }
+    Ok(workers)
+}
 
-    // systemd (Type=notify): ready once the lock, the database, its migrations, the watcher
-    // and the first directory scan are done, not after the backlog is ingested.
-    let ready = format!("watching {} files", stats.tracked.load(Ordering::Relaxed));
-    notify(&[
-        sd_notify::NotifyState::Ready,
-        sd_notify::NotifyState::Status(&ready),
-    ]);
-    workers.spawn("notify", notify_progress(stats.clone(), cancel.clone()));
-
-    let mut outcome = Ok(());
+/// Watch a generation until the daemon must stop or a valid reload arrives.
+async fn supervise(
+    workers: &mut Workers,
+    cancel: &CancellationToken,
+    reloads: &mut mpsc::Receiver<ReloadRequest>,
+    (cfg, store, load): (&Arc<Config>, &Store, &LoadConfig),
+    shared: &Shared,
+) -> Ended {
     loop {
         tokio::select! {
             biased;
-            _ = cancel.cancelled() => break,
+            _ = cancel.cancelled() => return Ended::Stop(Ok(())),
+            Some(req) = reloads.recv() => {
+                match prepare_reload(cfg, store, load).await {
+                    Ok((new_cfg, new_store, changed)) => {
+                        tracing::info!(changed = ?changed, "configuration reloaded");
+                        if let Some(reply) = req.reply {
+                            let _ = reply.send(Ok(changed));
+                        }
+                        return Ended::Reload(new_cfg, new_store);
+                    }
+                    Err(message) => {
+                        tracing::error!(error = %message, "reload refused; keeping the running configuration");
+                        shared.health.record_error("reload", &message);
+                        if let Some(reply) = req.reply {
+                            let _ = reply.send(Err(message));
+                        }
+                    }
+                }
+            }
             ended = workers.next() => match ended {
                 // Workers end on their own once the stop signal is seen: not a failure.
                 Some(Ok(name)) if cancel.is_cancelled() => {
                     tracing::debug!(worker = name, "worker stopped");
-                    break;
+                    return Ended::Stop(Ok(()));
                 }
                 Some(Ok(name)) if CRITICAL.contains(&name) => {
                     tracing::error!(worker = name, "critical worker stopped; shutting down");
-                    outcome = Err(RunError::WorkerEnded(name));
-                    cancel.cancel();
-                    break;
+                    return Ended::Stop(Err(RunError::WorkerEnded(name)));
                 }
                 Some(Ok(name)) => tracing::warn!(worker = name, "worker stopped"),
                 Some(Err(e)) => {
                     tracing::error!(error = %e, "worker panicked; shutting down");
-                    outcome = Err(RunError::WorkerEnded("unknown"));
-                    cancel.cancel();
-                    break;
+                    return Ended::Stop(Err(RunError::WorkerEnded("unknown")));
                 }
-                None => break,
+                None => return Ended::Stop(Ok(())),
             },
         }
     }
-    tracing::info!("stopping: finishing in-flight batches");
-    notify(&[sd_notify::NotifyState::Stopping]);
-    shutdown(&mut workers).await;
-    store.close().await;
-    tracing::info!(
-        bytes = stats.bytes.load(Ordering::Relaxed),
-        messages = stats.messages.load(Ordering::Relaxed),
-        "daemon stopped"
+}
+
+/// Read the configuration again and check it can be applied: `(config, store, what changed)`,
+/// or why it cannot (one line).
+async fn prepare_reload(
+    old: &Arc<Config>,
+    store: &Store,
+    load: &LoadConfig,
+) -> Result<(Arc<Config>, Store, Vec<String>), String> {
+    let new = load().map_err(|e| e.to_string())?;
+    if new.data_dir != old.data_dir {
+        return Err(format!(
+            "data_dir changed ({} -> {}): the lock and socket live there; restart the daemon to move it",
+            old.data_dir.display(),
+            new.data_dir.display()
+        ));
+    }
+    let changed = changes(old, &new);
+    let new_store = if same_database(old, &new) {
+        store.clone()
+    } else {
+        Store::connect(&new.database)
+            .await
+            .map_err(|e| e.to_string())?
+    };
+    crate::telemetry::set_level(&new.log.level).map_err(|e| format!("log.level: {e}"))?;
+    Ok((Arc::new(new), new_store, changed))
+}
+/// Whether two configurations write to the same database.
+fn same_database(a: &Config, b: &Config) -> bool {
+    a.database.url == b.database.url && a.database.max_connections == b.database.max_connections
+}
+
+/// The settings that differ between two configurations, by their config key.
+fn changes(old: &Config, new: &Config) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut diff = |key: &str, differs: bool| {
+        if differs {
+            out.push(key.to_string());
+        }
+    };
+    diff("projects_dir", old.projects_dir != new.projects_dir);
+    diff("machine_id", old.machine_id != new.machine_id);
+    diff("database.url", old.database.url != new.database.url);
+    diff("log.level", old.log.level != new.log.level);
+    diff(
+        "sessions.idle_timeout_secs",
+        old.sessions.idle_timeout != new.sessions.idle_timeout,
     );
-    outcome
+    diff(
+        "daemon.rescan_interval_secs",
+        old.daemon.rescan_interval != new.daemon.rescan_interval,
+    );
+    diff(
+        "daemon.poll_interval_ms",
+        old.daemon.poll_interval != new.daemon.poll_interval,
+    );
+    diff(
+        "daemon.debounce_ms",
+        old.daemon.debounce != new.daemon.debounce,
+    );
+    diff("daemon.workers", old.daemon.workers != new.daemon.workers);
+    diff("refine.command", old.refine.command != new.refine.command);
+    out
 }
 
 /// Send states to systemd when it started us with a notify socket (a no-op otherwise).
@@ -256,68 +503,40 @@ async fn shutdown(workers: &mut Workers) {
 /// Longest time a session-end request waits for the session's files to be ingested.
 const SESSION_END_WAIT: Duration = Duration::from_secs(10);
 
+/// Longest wait for a reload to be applied before the `reload` request is answered.
+const RELOAD_WAIT: Duration = Duration::from_secs(30);
+
 /// Serve one status-socket request.
-async fn answer(
-    req: Request,
-    cfg: &Config,
-    stats: &Stats,
-    hints: &mpsc::Sender<Hint>,
-    store: &Store,
-    started: std::time::Instant,
-) -> Response {
+async fn answer(req: Request, shared: &Shared) -> Response {
+    let shutting_down = || Response::Error {
+        message: "daemon is shutting down".into(),
+    };
     match req {
-        Request::Status => {
-            // The database's own figures, within a second: a slow or unreachable database is
-            // reported, not waited for.
-            let figures = tokio::time::timeout(
-                Duration::from_secs(1),
-                store.daemon_figures(&cfg.machine_id),
-            )
-            .await;
-            let (database_state, figures) = match figures {
-                Ok(Ok(f)) => ("ok".to_string(), Some(f)),
-                Ok(Err(e)) => (format!("unavailable: {e}"), None),
-                Err(_) => ("unavailable: no answer within 1 s".to_string(), None),
-            };
-            Response::Status(Box::new(StatusReport {
-                pid: std::process::id(),
-                version: env!("CARGO_PKG_VERSION").to_string(),
-                uptime_secs: started.elapsed().as_secs(),
-                projects_dir: cfg.projects_dir.display().to_string(),
-                database: redact_url(&cfg.database.url),
-                files: stats.tracked.load(Ordering::Relaxed),
-                bytes: stats.bytes.load(Ordering::Relaxed),
-                lines: stats.lines.load(Ordering::Relaxed),
-                messages: stats.messages.load(Ordering::Relaxed),
-                diagnostics: stats.diagnostics.load(Ordering::Relaxed),
-                batches: stats.batches.load(Ordering::Relaxed),
-                errors: stats.errors.load(Ordering::Relaxed),
-                refined: stats.refined.load(Ordering::Relaxed),
-                refine_failed: stats.refine_failed.load(Ordering::Relaxed),
-                watch_mode: if stats.watching.load(Ordering::Relaxed) == 1 {
-                    "events".into()
-                } else {
-                    "poll".into()
+        Request::Status => Response::Status(Box::new(status(shared).await)),
+        Request::Rescan => match shared.hints().send(Hint::Rescan).await {
+            Ok(()) => Response::Accepted,
+            Err(_) => shutting_down(),
+        },
+        Request::IngestNow { path } => match shared.hints().send(Hint::Paths(vec![path])).await {
+            Ok(()) => Response::Accepted,
+            Err(_) => shutting_down(),
+        },
+        Request::Reload => {
+            let (reply, rx) = oneshot::channel();
+            let req = ReloadRequest { reply: Some(reply) };
+            if shared.reload.send(req).await.is_err() {
+                return shutting_down();
+            }
+            match tokio::time::timeout(RELOAD_WAIT, rx).await {
+                Ok(Ok(Ok(changed))) => Response::Reloaded { changed },
+                Ok(Ok(Err(message))) => Response::Error {
+                    message: format!("reload refused, running configuration kept: {message}"),
                 },
-                database_state,
-                figures,
-            }))
-        }
-        Request::Rescan => {
-            if hints.send(Hint::Rescan).await.is_err() {
-                return Response::Error {
-                    message: "daemon is shutting down".into(),
-                };
+                Ok(Err(_)) => shutting_down(),
+                Err(_) => Response::Error {
+                    message: format!("reload not applied within {RELOAD_WAIT:?}"),
+                },
             }
-            Response::Accepted
-        }
-        Request::IngestNow { path } => {
-            if hints.send(Hint::Paths(vec![path])).await.is_err() {
-                return Response::Error {
-                    message: "daemon is shutting down".into(),
-                };
-            }
-            Response::Accepted
         }
         Request::SessionEnd {
             session_id,
@@ -329,10 +548,8 @@ async fn answer(
                 transcript_path,
                 reply,
             };
-            if hints.send(hint).await.is_err() {
-                return Response::Error {
-                    message: "daemon is shutting down".into(),
-                };
+            if shared.hints().send(hint).await.is_err() {
+                return shutting_down();
             }
             match tokio::time::timeout(SESSION_END_WAIT, rx).await {
                 Ok(Ok(finished)) => Response::SessionEnded {
@@ -349,19 +566,71 @@ async fn answer(
     }
 }
 
-/// Install the SIGTERM/SIGINT handlers now and return the token they cancel.
+/// The answer to a `status` request.
+async fn status(shared: &Shared) -> StatusReport {
+    let cfg = shared.cfg();
+    let stats = &shared.stats;
+    let health = &shared.health;
+    // The database's own figures, within a second: a slow or unreachable database is
+    // reported, not waited for.
+    let store = shared.store();
+    let figures = tokio::time::timeout(
+        Duration::from_secs(1),
+        store.daemon_figures(&cfg.machine_id),
+    )
+    .await;
+    let since = health.unavailable_since().map(super::health::rfc3339);
+    let (database_state, figures) = match (figures, &since) {
+        (Ok(Ok(f)), None) => ("ok".to_string(), Some(f)),
+        // Answers queries but refused the last write (read-only, full): still unavailable.
+        (Ok(Ok(f)), Some(t)) => (format!("unavailable since {t}"), Some(f)),
+        (Ok(Err(e)), Some(t)) => (format!("unavailable since {t}: {e}"), None),
+        (Ok(Err(e)), None) => (format!("unavailable: {e}"), None),
+        (Err(_), Some(t)) => (format!("unavailable since {t}"), None),
+        (Err(_), None) => ("unavailable: no answer within 1 s".to_string(), None),
+    };
+    StatusReport {
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        uptime_secs: shared.started.elapsed().as_secs(),
+        projects_dir: cfg.projects_dir.display().to_string(),
+        database: redact_url(&cfg.database.url),
+        files: stats.tracked.load(Ordering::Relaxed),
+        bytes: stats.bytes.load(Ordering::Relaxed),
+        lines: stats.lines.load(Ordering::Relaxed),
+        messages: stats.messages.load(Ordering::Relaxed),
+        diagnostics: stats.diagnostics.load(Ordering::Relaxed),
+        batches: stats.batches.load(Ordering::Relaxed),
+        errors: stats.errors.load(Ordering::Relaxed),
+        refined: stats.refined.load(Ordering::Relaxed),
+        refine_failed: stats.refine_failed.load(Ordering::Relaxed),
+        watch_mode: super::watcher::watch_mode_name(stats.watching.load(Ordering::Relaxed))
+            .to_string(),
+        database_state,
+        figures,
+        ingest_rate_bytes_per_sec: health.bytes_per_sec(),
+        database_unavailable_since: since,
+        outages: health.outages.load(Ordering::Relaxed),
+        last_error: health.last_error(),
+        reloads: shared.reloads.load(Ordering::Relaxed),
+    }
+}
+
+/// Install the SIGTERM/SIGINT (stop) and SIGHUP (reload) handlers now.
 ///
 /// Called first thing by `gleaner daemon`, before the database is even opened: a stop signal
 /// that arrives during startup must still mean "stop cleanly, exit 0", never the default
-/// action (death by signal). Must run inside the runtime.
-pub fn install_signals() -> std::io::Result<CancellationToken> {
-    let cancel = CancellationToken::new();
+/// action (death by signal); a SIGHUP during startup is kept and applied once running. Must
+/// run inside the runtime.
+pub fn install_signals() -> std::io::Result<Signals> {
+    let signals = Signals::manual();
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
         let mut term = signal(SignalKind::terminate())?;
         let mut int = signal(SignalKind::interrupt())?;
-        let c = cancel.clone();
+        let mut hup = signal(SignalKind::hangup())?;
+        let c = signals.stop.clone();
         tokio::spawn(async move {
             tokio::select! {
                 _ = term.recv() => tracing::info!(signal = "SIGTERM", "stop requested"),
@@ -377,14 +646,22 @@ pub fn install_signals() -> std::io::Result<CancellationToken> {
             tracing::warn!("second stop signal: exiting now");
             std::process::exit(130);
         });
+        let reload = signals.reload_tx.clone();
+        tokio::spawn(async move {
+            while hup.recv().await.is_some() {
+                tracing::info!(signal = "SIGHUP", "reload requested");
+                // A reload already queued covers this one.
+                let _ = reload.try_send(ReloadRequest { reply: None });
+            }
+        });
     }
     #[cfg(not(unix))]
     {
-        let c = cancel.clone();
+        let c = signals.stop.clone();
         tokio::spawn(async move {
             let _ = tokio::signal::ctrl_c().await;
             c.cancel();
         });
     }
-    Ok(cancel)
+    Ok(signals)
 }

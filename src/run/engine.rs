@@ -17,9 +17,11 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use super::finish::{finish_session, sweep_idle_sessions};
+use super::health::Gate;
 use super::pump::{Pipeline, PumpEnd, Tracked};
 use crate::store::StoreError;
 use crate::tail::discovery;
+use std::sync::atomic::Ordering;
 
 /// Something that suggests files may have changed. Only a hint: correctness comes from reading
 /// from the stored offset to the last newline, whatever the hint said.
@@ -75,6 +77,10 @@ pub struct Engine {
     unregistered: HashSet<PathBuf>,
     retry: Vec<(Instant, PathBuf)>,
     pending_ends: Vec<PendingEnd>,
+    /// The file whose pump is probing the database during an outage.
+    probe: Option<PathBuf>,
+    /// Follow mode pauses on a database outage; a one-shot ingest gives up instead.
+    mode: Mode,
 }
 
 type TaskResult = (PathBuf, Box<Tracked>, PumpEnd);
@@ -105,6 +111,8 @@ impl Engine {
             unregistered: HashSet::new(),
             retry: Vec::new(),
             pending_ends: Vec::new(),
+            probe: None,
+            mode: Mode::Once,
         })
     }
 
@@ -167,7 +175,12 @@ impl Engine {
                 }
             }
             Err(e) => {
-                tracing::error!(files = paths.len(), error = %e, "cannot register files; will retry");
+                let health = &self.pipeline.health;
+                self.pipeline.stats.errors.fetch_add(1, Ordering::Relaxed);
+                if let Some(repeated) = health.should_log("store:register") {
+                    tracing::error!(files = paths.len(), error = %e, repeated, "cannot register files; will retry");
+                }
+                health.store_failed(&e.to_string());
                 let at = Instant::now() + RETRY_DELAY;
                 self.retry.extend(paths.into_iter().map(|p| (at, p)));
             }
@@ -298,6 +311,10 @@ impl Engine {
                 Ok(f) => f,
                 Err(err) => {
                     tracing::error!(session = %e.session_id, error = %err, "cannot finish session");
+                    self.pipeline.stats.errors.fetch_add(1, Ordering::Relaxed);
+                    self.pipeline
+                        .health
+                        .record_error("finish session", &err.to_string());
                     false
                 }
             };
@@ -311,7 +328,12 @@ impl Engine {
     async fn sweep_idle(&self) {
         let cfg = &self.pipeline.cfg;
         if let Err(e) = sweep_idle_sessions(&self.pipeline.store, cfg).await {
-            tracing::warn!(error = %e, "idle-session sweep failed");
+            let health = &self.pipeline.health;
+            self.pipeline.stats.errors.fetch_add(1, Ordering::Relaxed);
+            if let Some(repeated) = health.should_log("store:sweep") {
+                tracing::warn!(error = %e, repeated, "idle-session sweep failed");
+            }
+            health.record_error("idle-session sweep", &e.to_string());
         }
     }
 
@@ -329,11 +351,36 @@ impl Engine {
         }
     }
 
+    /// How many pumps may start now: all of them, or during a database outage none but one
+    /// probe when its backoff has passed (see [`Health`](super::health::Health)).
+    fn allowed(&mut self) -> (usize, Option<Instant>) {
+        let all = self.pipeline.cfg.daemon.workers * FILES_PER_WORKER;
+        if self.mode == Mode::Once {
+            return (all, None);
+        }
+        match self.pipeline.health.gate() {
+            Gate::Open => (all, None),
+            Gate::Wait(at) => (0, Some(at)),
+            Gate::Probing => (0, None),
+            Gate::Probe => match self.queue.front() {
+                Some(p) => {
+                    self.probe = Some(p.clone());
+                    (1, None)
+                }
+                None => {
+                    // Nothing to write: ask the database whether it answers at all.
+                    self.pipeline.health.probe_inconclusive();
+                    (0, None)
+                }
+            },
+        }
+    }
+
     fn spawn_ready(&mut self, tasks: &mut JoinSet<TaskResult>, cancel: &CancellationToken) {
         // Files in flight: reading is capped at `workers` by the pipeline's read slots, but a
         // file waiting for its commit costs nothing, and many files in flight is what lets the
         // writer build large groups (fewer commits, far fewer index pages written per row).
-        let in_flight = self.pipeline.cfg.daemon.workers * FILES_PER_WORKER;
+        let (in_flight, _) = self.allowed();
         while tasks.len() < in_flight {
             let Some(path) = self.queue.pop_front() else {
                 break;
@@ -369,12 +416,24 @@ impl Engine {
             self.slots.get(&path),
             Some(Slot::Busy { dirty_again: true })
         );
-        if end == PumpEnd::Failed {
+        if matches!(end, PumpEnd::Failed | PumpEnd::StoreDown) {
             t.seen = None;
+        }
+        if self.probe.as_ref() == Some(&path) {
+            self.probe = None;
+            // A probe that wrote nothing (nothing new, a read error) says nothing about the
+            // database: the next queued file probes.
+            if end != PumpEnd::StoreDown && self.pipeline.health.unavailable_since().is_some() {
+                self.pipeline.health.probe_inconclusive();
+            }
         }
         self.slots.insert(path.clone(), Slot::Idle(t));
         match end {
             PumpEnd::Failed => self.retry.push((Instant::now() + RETRY_DELAY, path)),
+            // Paused, not dropped: the file waits in the queue (nothing read is kept) until a
+            // probe finds the database writable again. A one-shot ingest gives up on it.
+            PumpEnd::StoreDown if self.mode == Mode::Follow => self.mark(path),
+            PumpEnd::StoreDown => {}
             PumpEnd::Cancelled => {}
             PumpEnd::Caught | PumpEnd::Gone => {
                 if dirty_again {
@@ -396,6 +455,7 @@ impl Engine {
         cancel: CancellationToken,
     ) -> Engine {
         let cfg = self.pipeline.cfg.clone();
+        self.mode = mode;
         self.apply(initial);
         if mode == Mode::Follow {
             self.sweep_idle().await;
@@ -415,6 +475,12 @@ impl Engine {
         let mut evict =
             tokio::time::interval_at(tokio::time::Instant::now() + evict_every, evict_every);
         evict.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // While events cover only part of the folder (or none of it), the tree is polled.
+        let mut poll = tokio::time::interval_at(
+            tokio::time::Instant::now() + cfg.daemon.poll_interval,
+            cfg.daemon.poll_interval,
+        );
+        poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut hints_open = true;
 
         loop {
@@ -442,7 +508,14 @@ impl Engine {
                 break;
             }
             let next_retry = self.retry.iter().map(|(at, _)| *at).min();
+            // During an outage: wake when the next probe is due.
+            let wake = self.outage_wake();
             tokio::select! {
+                _ = sleep_until(wake), if wake.is_some() && !cancel.is_cancelled() => {
+                    if self.queue.is_empty() {
+                        self.ping_store().await;
+                    }
+                }
                 Some(res) = tasks.join_next(), if !tasks.is_empty() => match res {
                     Ok(r) => self.finish(r),
                     Err(e) => tracing::error!(error = %e, "file task panicked or was aborted"),
@@ -453,6 +526,12 @@ impl Engine {
                 },
                 _ = rescan.tick(), if mode == Mode::Follow && !cancel.is_cancelled() => {
                     self.apply(Hint::Rescan);
+                }
+                _ = poll.tick(), if mode == Mode::Follow && !cancel.is_cancelled() => {
+                    let watching = self.pipeline.stats.watching.load(Ordering::Relaxed);
+                    if watching != super::watcher::WATCH_EVENTS {
+                        self.apply(Hint::Rescan);
+                    }
                 }
                 _ = evict.tick(), if mode == Mode::Follow => self.evict_idle(cfg.tail.idle_evict),
                 _ = sweep.tick(), if mode == Mode::Follow && !cancel.is_cancelled() => {
@@ -476,6 +555,35 @@ impl Engine {
             }
         }
         self
+    }
+}
+
+impl Engine {
+    /// During an outage, when the engine must wake to probe the database: at the end of the
+    /// backoff, or at once when a probe is due and no file is queued to serve as one.
+    fn outage_wake(&self) -> Option<Instant> {
+        if self.mode == Mode::Once {
+            return None;
+        }
+        match self.pipeline.health.peek() {
+            Gate::Wait(at) => Some(at),
+            Gate::Probe if self.queue.is_empty() => Some(Instant::now()),
+            Gate::Open | Gate::Probe | Gate::Probing => None,
+        }
+    }
+
+    /// During an outage with nothing queued to write: end the outage if the database answers.
+    async fn ping_store(&self) {
+        let health = &self.pipeline.health;
+        if health.unavailable_since().is_none() {
+            return;
+        }
+        let ping = tokio::time::timeout(RETRY_DELAY, self.pipeline.store.ping()).await;
+        match ping {
+            Ok(Ok(())) => health.store_ok(),
+            Ok(Err(e)) => health.store_failed(&e.to_string()),
+            Err(_) => health.store_failed("no answer from the database"),
+        }
     }
 }
 

@@ -9,6 +9,7 @@
 pub mod daemon;
 pub mod engine;
 pub mod finish;
+pub mod health;
 pub mod lock;
 pub mod once;
 pub mod pump;

@@ -23,6 +23,8 @@ use crate::store::{CommitStats, FileRecord, Store, StoreError};
 use crate::tail::discovery::{classify, FileInfo, FileKind};
 use crate::tail::{Checkpoint, TailError, Tailer, TailerConfig};
 
+use super::health::Health;
+
 /// Counters shared by all file tasks; read by the progress bar, the summary and the status.
 #[derive(Debug, Default)]
 pub struct Stats {
@@ -118,8 +120,11 @@ pub enum PumpEnd {
     Gone,
     /// Stopped by cancellation; the next pump resumes from the database checkpoint.
     Cancelled,
-    /// A read or database error; retry later.
+    /// A read error (or the checkpoint moved); retry this file later.
     Failed,
+    /// The database did not take the batch (down, read-only, full): nothing was committed and
+    /// [`Health`] now pauses every pump until a probe commits again.
+    StoreDown,
 }
 
 /// `(agentType, description)` from `agent-<id>.meta.json` next to a sub-agent transcript.
@@ -155,6 +160,8 @@ pub struct Pipeline {
     pub store: Store,
     /// Counters.
     pub stats: Arc<Stats>,
+    /// Database outages, last error, ingest rate, repeated-error logging.
+    pub health: Arc<Health>,
     /// The single writer every batch goes through.
     writer: Writer,
     /// Bytes of transcript that may be in flight (read but not yet committed), in KiB permits.
@@ -210,6 +217,7 @@ impl Pipeline {
             cfg,
             store,
             stats: Arc::new(Stats::default()),
+            health: Arc::new(Health::default()),
             writer,
             budget: Arc::new(Semaphore::new(budget_kib as usize)),
             budget_kib,
@@ -217,6 +225,14 @@ impl Pipeline {
             wait_for_sessions: false,
         };
         (pipeline, writer_loop)
+    }
+
+    /// Count into `stats` and `health` kept by the caller (the daemon keeps them across
+    /// reloads, which build a new pipeline).
+    pub fn sharing(mut self, stats: Arc<Stats>, health: Arc<Health>) -> Pipeline {
+        self.stats = stats;
+        self.health = health;
+        self
     }
 
     /// Wait for a file's `sessionId` while the file is being written (the daemon's mode).
@@ -341,11 +357,7 @@ impl Pipeline {
         if t.ctx.info.kind == FileKind::Main && t.episodes.is_none() {
             match self.load_episodes(t).await {
                 Ok(()) => {}
-                Err(e) => {
-                    tracing::error!(path = %t.path().display(), error = %e, "cannot load episode state");
-                    self.stats.errors.fetch_add(1, Ordering::Relaxed);
-                    return PumpEnd::Failed;
-                }
+                Err(e) => return self.store_down(t, "load episode state", &e),
             }
         }
         let end = self.pump_loaded(t, cancel).await;
@@ -536,6 +548,8 @@ impl Pipeline {
             .diagnostics
             .fetch_add(s.diagnostics, Ordering::Relaxed);
         self.stats.batches.fetch_add(1, Ordering::Relaxed);
+        self.health.store_ok();
+        self.health.add_bytes(b.bytes);
         tracing::trace!(
             path = %t.path().display(),
             offset = b.checkpoint.offset,
@@ -545,16 +559,31 @@ impl Pipeline {
     }
 
     async fn commit_failed(&self, t: &mut Tracked, e: StoreError) -> PumpEnd {
-        self.stats.errors.fetch_add(1, Ordering::Relaxed);
         // The tailer ran ahead of the database; restart from what the database holds.
         t.tailer = None;
-        if let StoreError::CheckpointMoved { .. } = e {
-            tracing::warn!(path = %t.path().display(), error = %e, "reloading checkpoint");
-            self.reload_checkpoint(t).await;
-        } else {
-            tracing::error!(path = %t.path().display(), error = %e, "commit failed");
+        match e {
+            StoreError::CheckpointMoved { .. } => {
+                self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(path = %t.path().display(), error = %e, "reloading checkpoint");
+                self.reload_checkpoint(t).await;
+                PumpEnd::Failed
+            }
+            // Shutdown: the batch was not written and is read again at the next start.
+            StoreError::WriterGone => PumpEnd::Cancelled,
+            e => self.store_down(t, "commit", &e),
         }
-        PumpEnd::Failed
+    }
+
+    /// The database refused a write or a read the pump needs: count it exactly, log it at
+    /// most once a minute, and pause every pump (see [`Health`]).
+    fn store_down(&self, t: &Tracked, what: &str, e: &StoreError) -> PumpEnd {
+        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+        let message = e.to_string();
+        if let Some(repeated) = self.health.should_log(&format!("store:{what}")) {
+            tracing::error!(path = %t.path().display(), error = %message, repeated, "{what} failed");
+        }
+        self.health.store_failed(&message);
+        PumpEnd::StoreDown
     }
 
     /// Take the file's checkpoint from the database again (after it moved under us, or after
@@ -573,8 +602,7 @@ impl Pipeline {
         if let TailError::Gone { .. } = e {
             if !t.gone {
                 if let Err(err) = self.store.mark_gone(t.ctx.file_id).await {
-                    tracing::error!(path = %t.path().display(), error = %err, "cannot mark file gone");
-                    return PumpEnd::Failed;
+                    return self.store_down(t, "mark file gone", &err);
                 }
                 tracing::info!(path = %t.path().display(), "file gone; rows kept");
                 t.gone = true;
@@ -582,7 +610,14 @@ impl Pipeline {
             return PumpEnd::Gone;
         }
         self.stats.errors.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!(path = %t.path().display(), error = %e, "read failed");
+        let message = e.to_string();
+        if let Some(repeated) = self
+            .health
+            .should_log(&format!("read:{}", t.path().display()))
+        {
+            tracing::warn!(path = %t.path().display(), error = %message, repeated, "read failed");
+        }
+        self.health.record_error("read", &message);
         PumpEnd::Failed
     }
 }

@@ -48,6 +48,9 @@ pub enum Request {
         /// The transcript.
         path: PathBuf,
     },
+    /// Read the configuration again (as SIGHUP does) and apply it; an invalid one is refused
+    /// and the running one kept.
+    Reload,
 }
 
 /// The daemon's state, as `gleaner status` prints it.
@@ -92,6 +95,21 @@ pub struct StatusReport {
     /// Backlog, sessions, rows and redactions, from the database.
     #[serde(default)]
     pub figures: Option<crate::store::DaemonFigures>,
+    /// Transcript bytes committed per second over the last minute.
+    #[serde(default)]
+    pub ingest_rate_bytes_per_sec: f64,
+    /// When the database became unavailable (RFC 3339), while it is.
+    #[serde(default)]
+    pub database_unavailable_since: Option<String>,
+    /// Database outages since start.
+    #[serde(default)]
+    pub outages: u64,
+    /// The last error met, with its time.
+    #[serde(default)]
+    pub last_error: Option<super::health::LastError>,
+    /// Configuration reloads applied since start.
+    #[serde(default)]
+    pub reloads: u64,
 }
 
 /// A reply.
@@ -109,6 +127,11 @@ pub enum Response {
     },
     /// The request was taken; the work runs in the background.
     Accepted,
+    /// The configuration was read again and applied.
+    Reloaded {
+        /// What changed (`projects_dir`, `log.level`, ...); empty when nothing did.
+        changed: Vec<String>,
+    },
     /// The request could not be served.
     Error {
         /// Why.
@@ -366,6 +389,7 @@ mod tests {
                         finished: true,
                     },
                     Request::IngestNow { .. } | Request::Rescan => Response::Accepted,
+                    Request::Reload => Response::Reloaded { changed: vec![] },
                 }
             },
             cancel.clone(),

@@ -21,6 +21,36 @@ enum Raw {
     Error(notify::Error),
 }
 
+/// `Stats::watching` values: no events (the folder is missing or cannot be watched).
+pub const WATCH_POLL: u64 = 0;
+/// Events for the whole folder.
+pub const WATCH_EVENTS: u64 = 1;
+/// Events for part of it: the inotify watch limit was reached; the whole tree is polled.
+pub const WATCH_DEGRADED: u64 = 2;
+
+/// The name `gleaner status` shows for a `Stats::watching` value.
+pub fn watch_mode_name(v: u64) -> &'static str {
+    match v {
+        WATCH_EVENTS => "events",
+        WATCH_DEGRADED => "degraded",
+        _ => "poll",
+    }
+}
+
+fn is_watch_limit(e: &notify::Error) -> bool {
+    matches!(e.kind, notify::ErrorKind::MaxFilesWatch)
+}
+
+/// Switch to polling for folders without a watch; said once, in the log and in status.
+fn degrade(stats: &super::pump::Stats) {
+    if stats.watching.swap(WATCH_DEGRADED, Ordering::Relaxed) != WATCH_DEGRADED {
+        tracing::warn!(
+            "inotify watch limit reached: some folders are polled instead of watched \
+             (raise fs.inotify.max_user_watches, e.g. sysctl fs.inotify.max_user_watches=524288)"
+        );
+    }
+}
+
 /// Watch the projects folder (re-trying until it exists), debounce events into hints.
 pub async fn watch(
     cfg: Arc<Config>,
@@ -57,11 +87,17 @@ pub async fn watch(
             match watcher.watch(&root, RecursiveMode::Recursive) {
                 Ok(()) => {
                     watching = true;
-                    stats
-                        .watching
-                        .store(1, std::sync::atomic::Ordering::Relaxed);
+                    stats.watching.store(WATCH_EVENTS, Ordering::Relaxed);
                     tracing::info!(dir = %root.display(), "watching the projects folder");
                     // Files created before the watch existed.
+                    if hints.send(Hint::Rescan).await.is_err() {
+                        return;
+                    }
+                }
+                Err(e) if is_watch_limit(&e) => {
+                    // Some folders are watched, the rest are not: poll the whole tree.
+                    watching = true;
+                    degrade(&stats);
                     if hints.send(Hint::Rescan).await.is_err() {
                         return;
                     }
@@ -101,11 +137,17 @@ pub async fn watch(
                         }
                     }
                 }
+                Some(Raw::Error(e)) if is_watch_limit(&e) => {
+                    // A folder created later could not be watched.
+                    degrade(&stats);
+                    rescan = true;
+                }
                 Some(Raw::Error(e)) => {
                     tracing::warn!(error = %e, "watch error; rescanning");
                     rescan = true;
                     if !root.is_dir() {
                         watching = false;
+                        stats.watching.store(WATCH_POLL, Ordering::Relaxed);
                     }
                 }
                 None => {}

@@ -276,6 +276,20 @@ impl Store {
         }
     }
 
+    /// Whether the database answers a query (the daemon's probe while it has nothing to write
+    /// during an outage; a write that fails later starts the outage again).
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        match self {
+            Store::Sqlite(p) => {
+                sqlx::query("SELECT 1").execute(p).await?;
+            }
+            Store::Postgres(p) => {
+                sqlx::query("SELECT 1").execute(p).await?;
+            }
+        }
+        Ok(())
+    }
+
     /// Begin a transaction.
     pub(crate) async fn begin(&self) -> Result<Tx, sqlx::Error> {
         Ok(match self {

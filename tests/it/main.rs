@@ -12,11 +12,13 @@
 //!   nothing, the schema refuses bad snippets; live open/close and session end.
 //! - `redact`: 60+ fake secrets in real transcript lines never reach any column of either database.
 //! - `export`: `gleaner export` in every format over the corpus, filters, atomic output.
+//! - `control`: reload by SIGHUP and socket (valid, invalid), the inotify watch limit.
 //! - `identity`: a file's session is the same however its bytes arrive (chunks, kill -9).
 
 mod common;
 
 mod cli;
+mod control;
 mod corpus;
 mod crash;
 mod daemon;

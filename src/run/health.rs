@@ -1,0 +1,333 @@
+//! What the daemon knows about its own health: whether the database takes writes, the last
+//! error, the ingest rate, and logging of errors that repeat.
+//!
+//! Why here and not in the store: an outage is a property of the running shell (it decides to
+//! stop reading and when to try again), not of one query. The engine asks [`Health::paused`]
+//! before starting a pump; a pump whose commit fails with a database error reports it with
+//! [`Health::store_failed`], which pauses every pump and schedules one probe with capped
+//! exponential backoff. The probe is the next pump itself (a real write, so a read-only or
+//! full SQLite file is detected as surely as a stopped server); its success ends the outage.
+//! While paused nothing is read: the dirty paths wait in the engine's queue, no batch is
+//! buffered.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::{Deserialize, Serialize};
+
+/// First wait after a failed commit before the database is tried again.
+pub const BACKOFF_START: Duration = Duration::from_secs(1);
+/// Longest wait between two tries while the database stays unavailable.
+pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
+/// An error that repeats is logged at most once per this interval, with the count since.
+pub const LOG_INTERVAL: Duration = Duration::from_secs(60);
+/// Width of the ingest-rate window.
+const RATE_WINDOW_SECS: u64 = 60;
+
+/// The last error the daemon met, for `gleaner status`.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LastError {
+    /// What failed (`commit`, `read`, `register`, `sweep`, ...).
+    pub what: String,
+    /// The error, one line.
+    pub message: String,
+    /// When (RFC 3339, UTC).
+    pub at: String,
+}
+
+#[derive(Debug, Default)]
+struct Outage {
+    /// Wall-clock start of the current outage.
+    since: Option<SystemTime>,
+    /// When the next probe may run.
+    next_try: Option<Instant>,
+    /// The wait after the next failure.
+    backoff: Duration,
+    /// A probe pump is running: no other pump starts until it ends.
+    probing: bool,
+}
+
+/// Shared health state (one per daemon, kept across reloads).
+#[derive(Debug, Default)]
+pub struct Health {
+    outage: Mutex<Outage>,
+    last_error: Mutex<Option<LastError>>,
+    throttle: Mutex<HashMap<String, (Instant, u64)>>,
+    /// Bytes committed per second, over the last minute: `(unix second, bytes)` slots.
+    rate: Mutex<Vec<(u64, u64)>>,
+    /// Outages since start.
+    pub outages: AtomicU64,
+}
+
+/// What the engine may do now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// The database takes writes: pump freely.
+    Open,
+    /// Paused: start one pump as a probe now.
+    Probe,
+    /// Paused: start nothing until this instant.
+    Wait(Instant),
+    /// Paused: a probe is running.
+    Probing,
+}
+
+impl Health {
+    /// Record a commit that failed for a database reason: pause every pump, try again after
+    /// the backoff (doubling up to [`BACKOFF_MAX`]).
+    pub fn store_failed(&self, message: &str) {
+        let mut o = lock(&self.outage);
+        let now = Instant::now();
+        if o.since.is_none() {
+            o.since = Some(SystemTime::now());
+            o.backoff = BACKOFF_START;
+            self.outages.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(error = %message, "database unavailable; reading paused, will retry");
+        }
+        o.next_try = Some(now + o.backoff);
+        o.backoff = (o.backoff * 2).min(BACKOFF_MAX);
+        o.probing = false;
+        drop(o);
+        self.record_error("commit", message);
+    }
+
+    /// Record a commit that succeeded: an outage, if any, is over.
+    pub fn store_ok(&self) {
+        let mut o = lock(&self.outage);
+        if let Some(since) = o.since.take() {
+            let secs = since.elapsed().map(|d| d.as_secs_f64()).unwrap_or(0.0);
+            tracing::info!(
+                down_secs = format!("{secs:.1}"),
+                "database available again; catching up"
+            );
+        }
+        *o = Outage::default();
+    }
+
+    /// Whether pumps may start, and how.
+    pub fn gate(&self) -> Gate {
+        let mut o = lock(&self.outage);
+        if o.since.is_none() {
+            return Gate::Open;
+        }
+        if o.probing {
+            return Gate::Probing;
+        }
+        match o.next_try {
+            Some(at) if at > Instant::now() => Gate::Wait(at),
+            _ => {
+                o.probing = true;
+                Gate::Probe
+            }
+        }
+    }
+
+    /// What [`Health::gate`] would answer, without taking the probe.
+    pub fn peek(&self) -> Gate {
+        let o = lock(&self.outage);
+        match (o.since, o.probing, o.next_try) {
+            (None, _, _) => Gate::Open,
+            (Some(_), true, _) => Gate::Probing,
+            (Some(_), false, Some(at)) if at > Instant::now() => Gate::Wait(at),
+            _ => Gate::Probe,
+        }
+    }
+
+    /// A probe pump ended without reaching the database (a read error, a cancelled pump):
+    /// let the next one probe.
+    pub fn probe_inconclusive(&self) {
+        lock(&self.outage).probing = false;
+    }
+
+    /// Since when the database has been unavailable, if it is.
+    pub fn unavailable_since(&self) -> Option<SystemTime> {
+        lock(&self.outage).since
+    }
+
+    /// Remember `message` as the last error.
+    pub fn record_error(&self, what: &str, message: &str) {
+        *lock(&self.last_error) = Some(LastError {
+            what: what.to_string(),
+            message: message.to_string(),
+            at: rfc3339(SystemTime::now()),
+        });
+    }
+
+    /// The last error met, if any.
+    pub fn last_error(&self) -> Option<LastError> {
+        lock(&self.last_error).clone()
+    }
+
+    /// Whether an error with this key should be logged now, and how many times it was
+    /// suppressed since it last was. The first occurrence is always logged; later ones at
+    /// most once per [`LOG_INTERVAL`]. Counting is the caller's (`Stats`), exactly.
+    pub fn should_log(&self, key: &str) -> Option<u64> {
+        let mut t = lock(&self.throttle);
+        let now = Instant::now();
+        match t.get_mut(key) {
+            Some((last, suppressed)) => {
+                if now.duration_since(*last) >= LOG_INTERVAL {
+                    let n = *suppressed;
+                    *last = now;
+                    *suppressed = 0;
+                    Some(n)
+                } else {
+                    *suppressed += 1;
+                    None
+                }
+            }
+            None => {
+                if t.len() > 1024 {
+                    // Bounded: forget keys not seen for an interval.
+                    t.retain(|_, (last, _)| now.duration_since(*last) < LOG_INTERVAL);
+                }
+                t.insert(key.to_string(), (now, 0));
+                Some(0)
+            }
+        }
+    }
+
+    /// Count `bytes` committed now in the rate window.
+    pub fn add_bytes(&self, bytes: u64) {
+        let sec = unix_secs();
+        let mut r = lock(&self.rate);
+        if r.is_empty() {
+            r.resize(RATE_WINDOW_SECS as usize, (0, 0));
+        }
+        let slot = &mut r[(sec % RATE_WINDOW_SECS) as usize];
+        if slot.0 != sec {
+            *slot = (sec, 0);
+        }
+        slot.1 += bytes;
+    }
+
+    /// Bytes per second committed over the last minute.
+    pub fn bytes_per_sec(&self) -> f64 {
+        let now = unix_secs();
+        let r = lock(&self.rate);
+        let total: u64 = r
+            .iter()
+            .filter(|(s, _)| now.saturating_sub(*s) < RATE_WINDOW_SECS)
+            .map(|(_, b)| b)
+            .sum();
+        total as f64 / RATE_WINDOW_SECS as f64
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A panic while holding one of these locks leaves plain data behind: keep using it.
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn unix_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// `t` as RFC 3339 UTC with seconds (`2026-11-25T06:01:02Z`).
+pub fn rfc3339(t: SystemTime) -> String {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_formats_known_instants() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_050_462);
+        assert_eq!(rfc3339(t), "2025-11-25T06:01:02Z");
+        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
+        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
+    }
+
+    #[test]
+    fn outage_pauses_then_probes_with_capped_backoff() {
+        let h = Health::default();
+        assert_eq!(h.gate(), Gate::Open);
+        h.store_failed("connection refused");
+        assert!(h.unavailable_since().is_some());
+        assert!(matches!(h.gate(), Gate::Wait(_)));
+        // Backoff doubles up to the cap.
+        for _ in 0..10 {
+            h.store_failed("connection refused");
+        }
+        let o = lock(&h.outage);
+        assert_eq!(o.backoff, BACKOFF_MAX);
+        let wait = o
+            .next_try
+            .map(|t| t.saturating_duration_since(Instant::now()));
+        drop(o);
+        assert!(wait.is_some_and(|w| w <= BACKOFF_MAX));
+        assert_eq!(h.outages.load(Ordering::Relaxed), 1);
+        assert_eq!(
+            h.last_error().map(|e| e.message),
+            Some("connection refused".into())
+        );
+        // Due: exactly one probe at a time.
+        lock(&h.outage).next_try = Some(Instant::now());
+        assert_eq!(h.gate(), Gate::Probe);
+        assert_eq!(h.gate(), Gate::Probing);
+        h.probe_inconclusive();
+        assert_eq!(h.gate(), Gate::Probe);
+        h.store_ok();
+        assert_eq!(h.gate(), Gate::Open);
+        assert!(h.unavailable_since().is_none());
+    }
+
+    #[test]
+    fn repeated_errors_are_logged_once_per_interval_with_a_count() {
+        let h = Health::default();
+        assert_eq!(h.should_log("db"), Some(0));
+        assert_eq!(h.should_log("db"), None);
+        assert_eq!(h.should_log("db"), None);
+        assert_eq!(h.should_log("other"), Some(0));
+        // An interval later: logged again, saying two were left out.
+        if let Some(e) = lock(&h.throttle).get_mut("db") {
+            e.0 -= LOG_INTERVAL;
+        }
+        assert_eq!(h.should_log("db"), Some(2));
+        assert_eq!(h.should_log("db"), None);
+    }
+
+    #[test]
+    fn rate_counts_the_last_minute() {
+        let h = Health::default();
+        h.add_bytes(6_000);
+        h.add_bytes(600);
+        assert!((h.bytes_per_sec() - 110.0).abs() < 1e-9);
+        // A slot from over a minute ago no longer counts.
+        lock(&h.rate)[((unix_secs() + 30) % 60) as usize] = (unix_secs() - 120, 1_000_000);
+        assert!(h.bytes_per_sec() < 200.0);
+    }
+}
