@@ -3,7 +3,9 @@
 //! The level filter sits behind a reload handle so that a daemon reload (SIGHUP) applies a new
 //! `log.level` without a restart; the format is fixed for the life of the process.
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -51,5 +53,65 @@ pub fn set_level(level: &str) -> Result<(), String> {
         Some(handle) => handle.reload(f).map_err(|e| e.to_string()),
         // No subscriber of ours (a test, an embedding program): nothing to change.
         None => Ok(()),
+    }
+}
+
+/// An error that repeats is logged at most once per this interval, with the count since.
+pub const LOG_INTERVAL: Duration = Duration::from_secs(60);
+
+static THROTTLE: OnceLock<Mutex<HashMap<String, (Instant, u64)>>> = OnceLock::new();
+
+/// Whether an error with this key should be logged now, and how many times it was left out
+/// since it last was. The first occurrence is always logged; later ones at most once per
+/// [`LOG_INTERVAL`]. Counting every occurrence is the caller's job (status counters).
+///
+/// Why global: the same bad folder or the same database error is met by many files and
+/// workers; one log line a minute per cause is what a journal reader can use.
+pub fn should_log(key: &str) -> Option<u64> {
+    should_log_at(key, Instant::now())
+}
+
+fn should_log_at(key: &str, now: Instant) -> Option<u64> {
+    let mut t = THROTTLE
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match t.get_mut(key) {
+        Some((last, suppressed)) => {
+            if now.saturating_duration_since(*last) >= LOG_INTERVAL {
+                let n = *suppressed;
+                *last = now;
+                *suppressed = 0;
+                Some(n)
+            } else {
+                *suppressed += 1;
+                None
+            }
+        }
+        None => {
+            if t.len() > 1024 {
+                // Bounded: forget keys not seen for an interval.
+                t.retain(|_, (last, _)| now.saturating_duration_since(*last) < LOG_INTERVAL);
+            }
+            t.insert(key.to_string(), (now, 0));
+            Some(0)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_errors_are_logged_once_per_interval_with_a_count() {
+        let t0 = Instant::now();
+        assert_eq!(should_log_at("test:db", t0), Some(0));
+        assert_eq!(should_log_at("test:db", t0), None);
+        assert_eq!(should_log_at("test:db", t0), None);
+        assert_eq!(should_log_at("test:other", t0), Some(0));
+        // An interval later: logged again, saying two were left out.
+        assert_eq!(should_log_at("test:db", t0 + LOG_INTERVAL), Some(2));
+        assert_eq!(should_log_at("test:db", t0 + LOG_INTERVAL), None);
     }
 }

@@ -1,8 +1,14 @@
 //! `gleaner hook ...`: entry points Claude Code runs as hooks.
 //!
 //! A hook must never fail or stall Claude Code. So: stdin is read only up to the end of the first
-//! JSON object (Claude Code may keep stdin open), with a time limit; every wait is bounded; and
-//! the caller maps any error to a one-line message and exit code 0.
+//! JSON object (Claude Code may keep stdin open), with a time limit; the hook returns within
+//! [`HOOK_BUDGET`] whatever happens; and the caller maps any error to a one-line message and exit
+//! code 0.
+//!
+//! The work itself never runs in that budget. With a daemon, the request is handed over and the
+//! daemon finishes it whether or not the hook is still there to hear the answer. Without one,
+//! the hook starts itself again in the background ([`BACKGROUND_ENV`], the input passed in
+//! [`INPUT_ENV`], no stdin) and that process ingests the session and marks it finished.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,13 +31,29 @@ pub enum Kind {
     PreCompact,
 }
 
+/// What a hook may take in all, from start to exit (Claude Code waits for it).
+const HOOK_BUDGET: Duration = Duration::from_millis(200);
 /// Longest wait for the hook's JSON on stdin.
-const STDIN_WAIT: Duration = Duration::from_secs(2);
-/// Longest wait for the daemon to ingest and finish the session.
-const DAEMON_WAIT: Duration = Duration::from_secs(8);
+const STDIN_WAIT: Duration = Duration::from_millis(100);
+/// Longest wait for the daemon's answer in the foreground: the daemon does the work anyway.
+const DAEMON_WAIT: Duration = Duration::from_millis(80);
+/// Longest wait of the background process for the daemon to ingest and finish the session.
+const BACKGROUND_DAEMON_WAIT: Duration = Duration::from_secs(8);
+// The waits fit in the budget, with room for starting the process and reading the config.
+const _: () = assert!(STDIN_WAIT.as_millis() + DAEMON_WAIT.as_millis() < HOOK_BUDGET.as_millis());
+const _: () =
+    assert!(STDIN_WAIT.as_millis() + PRE_COMPACT_WAIT.as_millis() < HOOK_BUDGET.as_millis());
+
+/// Longest wait of the background process for the single-instance lock.
+const LOCK_WAIT: Duration = Duration::from_secs(30);
+
+/// Set (to `1`) in the environment of the hook's background process.
+const BACKGROUND_ENV: &str = "GLEANER_HOOK_BACKGROUND";
+/// The hook's input, handed to the background process.
+const INPUT_ENV: &str = "GLEANER_HOOK_INPUT";
 
 /// The fields of Claude Code's hook input that Gleaner uses (others are ignored).
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, serde::Serialize)]
 struct HookInput {
     session_id: Option<String>,
     transcript_path: Option<PathBuf>,
@@ -43,9 +65,16 @@ struct HookInput {
 
 /// Run a hook. Errors are for the caller to print; it exits 0 regardless.
 pub fn run(kind: Kind, overrides: &Overrides) -> anyhow::Result<()> {
-    let input = read_input(STDIN_WAIT)?;
+    let background = std::env::var_os(BACKGROUND_ENV).is_some();
+    let input = if background {
+        let text = std::env::var(INPUT_ENV).context("background hook without its input")?;
+        serde_json::from_str(&text).context("background hook input")?
+    } else {
+        read_input(STDIN_WAIT)?
+    };
     let session_id = input
         .session_id
+        .clone()
         .filter(|s| !s.is_empty())
         .context("hook input has no session_id")?;
     let cfg = Arc::new(config::load(overrides)?);
@@ -59,13 +88,46 @@ pub fn run(kind: Kind, overrides: &Overrides) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     match kind {
-        Kind::SessionEnd => runtime.block_on(session_end(cfg, session_id, input.transcript_path)),
-        Kind::PreCompact => runtime.block_on(pre_compact(cfg, input.transcript_path)),
+        Kind::SessionEnd if background => runtime.block_on(session_end_background(
+            cfg,
+            session_id,
+            input.transcript_path,
+        )),
+        Kind::SessionEnd => {
+            let handed = runtime.block_on(session_end(cfg, session_id, &input))?;
+            if !handed {
+                start_background(&input)?;
+            }
+            // The runtime may hold a thread blocked on stdin: do not wait for it.
+            runtime.shutdown_background();
+            Ok(())
+        }
+        Kind::PreCompact => {
+            let r = runtime.block_on(pre_compact(cfg, input.transcript_path));
+            runtime.shutdown_background();
+            r
+        }
     }
 }
 
+/// Start this hook again in the background to do the work without a daemon.
+fn start_background(input: &HookInput) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("cannot find the gleaner binary")?;
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    std::process::Command::new(exe)
+        .args(args)
+        .env(BACKGROUND_ENV, "1")
+        .env(INPUT_ENV, serde_json::to_string(input)?)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .context("cannot start the background hook")?;
+    Ok(())
+}
+
 /// Longest wait for the daemon to take a pre-compact request.
-const PRE_COMPACT_WAIT: Duration = Duration::from_millis(150);
+const PRE_COMPACT_WAIT: Duration = Duration::from_millis(80);
 
 /// Ask the daemon to ingest the transcript now, before Claude Code compacts the conversation.
 /// Without a daemon there is nothing to hurry: the next ingest reads the file anyway.
@@ -82,7 +144,30 @@ async fn pre_compact(cfg: Arc<config::Config>, path: Option<PathBuf>) -> anyhow:
     }
 }
 
+/// Hand the session end to the daemon. `Ok(false)` when no daemon runs (the caller starts the
+/// background process); a daemon that takes the request but has not answered within
+/// [`DAEMON_WAIT`] is still doing the work.
 async fn session_end(
+    cfg: Arc<config::Config>,
+    session_id: String,
+    input: &HookInput,
+) -> anyhow::Result<bool> {
+    let sock = socket::socket_path(&cfg.data_dir);
+    let req = Request::SessionEnd {
+        session_id,
+        transcript_path: input.transcript_path.clone(),
+    };
+    match socket::request(&sock, &req, DAEMON_WAIT).await {
+        Ok(Response::SessionEnded { .. }) | Err(ClientError::Timeout(_)) => Ok(true),
+        Ok(Response::Error { message }) => anyhow::bail!("daemon: {message}"),
+        Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
+        Err(ClientError::NotRunning { .. }) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The background process: through the daemon if one has started since, else by itself.
+async fn session_end_background(
     cfg: Arc<config::Config>,
     session_id: String,
     transcript_path: Option<PathBuf>,
@@ -92,19 +177,35 @@ async fn session_end(
         session_id: session_id.clone(),
         transcript_path: transcript_path.clone(),
     };
-    match socket::request(&sock, &req, DAEMON_WAIT).await {
+    match socket::request(&sock, &req, BACKGROUND_DAEMON_WAIT).await {
         Ok(Response::SessionEnded { .. }) => Ok(()),
         Ok(Response::Error { message }) => anyhow::bail!("daemon: {message}"),
         Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
         Err(ClientError::NotRunning { .. }) => {
-            // No daemon: do the work here, through the same engine.
+            // No daemon: do the work here, through the same engine. The lock may be held by
+            // the background process of the previous hook (or an `ingest`) for a moment: wait
+            // for it rather than drop this session's end.
             let store = Store::connect(&cfg.database).await?;
-            let r = crate::run::once::end_session(cfg, store.clone(), session_id, transcript_path)
+            let deadline = std::time::Instant::now() + LOCK_WAIT;
+            let r = loop {
+                let r = crate::run::once::end_session(
+                    cfg.clone(),
+                    store.clone(),
+                    session_id.clone(),
+                    transcript_path.clone(),
+                )
                 .await;
+                match r {
+                    Err(RunError::Locked { .. }) if std::time::Instant::now() < deadline => {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                    r => break r,
+                }
+            };
             store.close().await;
             match r {
                 Ok(_) => Ok(()),
-                // A daemon holds the lock but its socket did not answer: it will catch up.
+                // Still locked: a daemon whose socket did not answer; it will catch up.
                 Err(RunError::Locked { .. }) => Ok(()),
                 Err(e) => Err(e.into()),
             }

@@ -27,10 +27,25 @@ pub const PLUMBING_PREFIXES: &[&str] = &[
 /// Marker Claude Code writes when the user pressed Esc.
 pub const INTERRUPTION_PREFIX: &str = "[Request interrupted";
 
-/// Whether a text block is plumbing (command markup, caveats, IDE context).
+/// Messages Claude Code itself writes into a user line when a typed slash command does not
+/// resolve (`/hookify` without the plugin): one short line, never the user's words.
+const CLIENT_REPLIES: &[&str] = &[
+    "Unknown skill: ",
+    "Unknown command: ",
+    "Unknown slash command: ",
+];
+
+/// Whether a text block is plumbing (command markup, caveats, IDE context, Claude Code's own
+/// one-line replies).
 pub fn is_plumbing(text: &str) -> bool {
     let t = text.trim_start();
     PLUMBING_PREFIXES.iter().any(|p| t.starts_with(p))
+        || CLIENT_REPLIES.iter().any(|p| {
+            t.strip_prefix(p).is_some_and(|rest| {
+                let rest = rest.trim_end();
+                !rest.is_empty() && rest.len() <= 80 && !rest.contains(char::is_whitespace)
+            })
+        })
 }
 
 /// Whether a text block is an interruption marker.
@@ -100,6 +115,23 @@ mod tests {
                 r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":"out"}]}}"#
             ),
             None
+        );
+    }
+
+    #[test]
+    fn claude_codes_own_replies_are_not_prompts() {
+        let line = |t: &str| {
+            format!(
+                r#"{{"type":"user","message":{{"role":"user","content":{}}}}}"#,
+                serde_json::json!(t)
+            )
+        };
+        assert_eq!(human(&line("Unknown skill: hookify")), None);
+        assert_eq!(human(&line("Unknown command: /frobnicate\n")), None);
+        // A person writing about it is a prompt.
+        assert_eq!(
+            human(&line("Unknown skill: hookify is what I get, why?")).as_deref(),
+            Some("Unknown skill: hookify is what I get, why?")
         );
     }
 }

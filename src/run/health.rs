@@ -10,7 +10,6 @@
 //! While paused nothing is read: the dirty paths wait in the engine's queue, no batch is
 //! buffered.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
@@ -21,8 +20,6 @@ use serde::{Deserialize, Serialize};
 pub const BACKOFF_START: Duration = Duration::from_secs(1);
 /// Longest wait between two tries while the database stays unavailable.
 pub const BACKOFF_MAX: Duration = Duration::from_secs(30);
-/// An error that repeats is logged at most once per this interval, with the count since.
-pub const LOG_INTERVAL: Duration = Duration::from_secs(60);
 /// Width of the ingest-rate window.
 const RATE_WINDOW_SECS: u64 = 60;
 
@@ -54,7 +51,6 @@ struct Outage {
 pub struct Health {
     outage: Mutex<Outage>,
     last_error: Mutex<Option<LastError>>,
-    throttle: Mutex<HashMap<String, (Instant, u64)>>,
     /// Bytes committed per second, over the last minute: `(unix second, bytes)` slots.
     rate: Mutex<Vec<(u64, u64)>>,
     /// Outages since start.
@@ -160,33 +156,10 @@ impl Health {
         lock(&self.last_error).clone()
     }
 
-    /// Whether an error with this key should be logged now, and how many times it was
-    /// suppressed since it last was. The first occurrence is always logged; later ones at
-    /// most once per [`LOG_INTERVAL`]. Counting is the caller's (`Stats`), exactly.
+    /// Whether an error with this key should be logged now (see
+    /// [`crate::telemetry::should_log`]).
     pub fn should_log(&self, key: &str) -> Option<u64> {
-        let mut t = lock(&self.throttle);
-        let now = Instant::now();
-        match t.get_mut(key) {
-            Some((last, suppressed)) => {
-                if now.duration_since(*last) >= LOG_INTERVAL {
-                    let n = *suppressed;
-                    *last = now;
-                    *suppressed = 0;
-                    Some(n)
-                } else {
-                    *suppressed += 1;
-                    None
-                }
-            }
-            None => {
-                if t.len() > 1024 {
-                    // Bounded: forget keys not seen for an interval.
-                    t.retain(|_, (last, _)| now.duration_since(*last) < LOG_INTERVAL);
-                }
-                t.insert(key.to_string(), (now, 0));
-                Some(0)
-            }
-        }
+        crate::telemetry::should_log(key)
     }
 
     /// Count `bytes` committed now in the rate window.
@@ -303,21 +276,6 @@ mod tests {
         h.store_ok();
         assert_eq!(h.gate(), Gate::Open);
         assert!(h.unavailable_since().is_none());
-    }
-
-    #[test]
-    fn repeated_errors_are_logged_once_per_interval_with_a_count() {
-        let h = Health::default();
-        assert_eq!(h.should_log("db"), Some(0));
-        assert_eq!(h.should_log("db"), None);
-        assert_eq!(h.should_log("db"), None);
-        assert_eq!(h.should_log("other"), Some(0));
-        // An interval later: logged again, saying two were left out.
-        if let Some(e) = lock(&h.throttle).get_mut("db") {
-            e.0 -= LOG_INTERVAL;
-        }
-        assert_eq!(h.should_log("db"), Some(2));
-        assert_eq!(h.should_log("db"), None);
     }
 
     #[test]

@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::sql::{ladder_chunks, Arg, Backend, Conn, Sql};
+use super::sql::{ladder_chunks, Arg, Backend, Conn, Pooled, Sql};
 use super::{episodes, knowledge, Store, StoreError};
 use crate::extract::lexemes;
 use crate::extract::rows::{
@@ -94,8 +94,27 @@ impl Store {
         batches: &[PreparedBatch],
         leaves: &mut HashSet<i64>,
     ) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
+        // A connection whose transaction failed (disk full, server gone) is closed, not reused:
+        // SQLite may have rolled the transaction back on its own while the driver still counts
+        // it as open, and the next transaction on that connection would then nest in a
+        // savepoint that never takes the write lock properly ("database is locked" for good).
+        let mut pooled = self.acquire().await?;
+        let r = commit_group_on(&mut pooled, batches, leaves).await;
+        if r.is_err() {
+            pooled.close().await;
+        }
+        r
+    }
+}
+
+async fn commit_group_on(
+    pooled: &mut Pooled,
+    batches: &[PreparedBatch],
+    leaves: &mut HashSet<i64>,
+) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
+    {
         let now = now_iso();
-        let mut tx = self.begin().await?;
+        let mut tx = pooled.begin().await?;
         let mut c = tx.conn();
         let moved = advance_checkpoints(&mut c, batches, &now).await?;
         let mut results: Vec<Result<CommitStats, StoreError>> = Vec::with_capacity(batches.len());

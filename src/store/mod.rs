@@ -291,7 +291,7 @@ impl Store {
     }
 
     /// Begin a transaction.
-    pub(crate) async fn begin(&self) -> Result<Tx, sqlx::Error> {
+    pub(crate) async fn begin(&self) -> Result<Tx<'static>, sqlx::Error> {
         Ok(match self {
             Store::Sqlite(p) => Tx::Sqlite(p.begin().await?),
             Store::Postgres(p) => Tx::Postgres(p.begin().await?),

@@ -400,14 +400,14 @@ impl Conn<'_> {
 }
 
 /// An open transaction of either backend.
-pub(crate) enum Tx {
+pub(crate) enum Tx<'c> {
     /// SQLite.
-    Sqlite(sqlx::Transaction<'static, Sqlite>),
+    Sqlite(sqlx::Transaction<'c, Sqlite>),
     /// PostgreSQL.
-    Postgres(sqlx::Transaction<'static, Postgres>),
+    Postgres(sqlx::Transaction<'c, Postgres>),
 }
 
-impl Tx {
+impl Tx<'_> {
     /// The transaction's connection, to run statements in it.
     pub(crate) fn conn(&mut self) -> Conn<'_> {
         match self {
@@ -450,6 +450,23 @@ impl Pooled {
             Pooled::Sqlite(c) => Conn::Sqlite(c),
             Pooled::Postgres(c) => Conn::Postgres(c),
         }
+    }
+
+    /// Begin a transaction on this connection.
+    pub(crate) async fn begin(&mut self) -> Result<Tx<'_>, sqlx::Error> {
+        use sqlx::Connection;
+        Ok(match self {
+            Pooled::Sqlite(c) => Tx::Sqlite(c.begin().await?),
+            Pooled::Postgres(c) => Tx::Postgres(c.begin().await?),
+        })
+    }
+
+    /// Close the connection instead of returning it to the pool.
+    pub(crate) async fn close(self) {
+        let _ = match self {
+            Pooled::Sqlite(c) => c.close().await,
+            Pooled::Postgres(c) => c.close().await,
+        };
     }
 }
 

@@ -111,7 +111,8 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
                 }
             }
             Err(e) => {
-                tracing::error!(batches = batches.len(), error = %e, "group commit failed");
+                // Each batch's pump reports it (counted exactly, logged once a minute).
+                tracing::debug!(batches = batches.len(), error = %e, "group commit failed");
                 let e = std::sync::Arc::new(e);
                 for ack in acks {
                     let _ = ack.send(Err(StoreError::Group(e.clone())));

@@ -122,7 +122,10 @@ pub fn scan(root: &Path) -> Vec<PathBuf> {
             Ok(e) => e,
             Err(err) => {
                 if dir != root || err.kind() != std::io::ErrorKind::NotFound {
-                    tracing::warn!(dir = %dir.display(), error = %err, "cannot read directory");
+                    let key = format!("read_dir:{}", dir.display());
+                    if let Some(repeated) = crate::telemetry::should_log(&key) {
+                        tracing::warn!(dir = %dir.display(), error = %err, repeated, "cannot read directory");
+                    }
                 }
                 continue;
             }

@@ -156,9 +156,14 @@ impl TestEnv {
     }
 
     /// Run `gleaner hook session-end` for `session_id` (transcript `path`) as Claude Code does:
-    /// the hook's JSON on stdin; it must exit 0.
-    pub fn hook_session_end(&self, session_id: &str, path: &Path) {
+    /// the hook's JSON on stdin, stdin left open; it must exit 0 within Claude Code's patience
+    /// (the 200 ms budget, with slack for a loaded test machine). Then wait until the session is
+    /// finished: the work runs in the daemon or in the hook's background process.
+    pub async fn hook_session_end(&self, session_id: &str, path: &Path) {
         use std::io::Write;
+        let store = self.store().await;
+        let before = session_state(&store, session_id).await;
+        let start = Instant::now();
         let mut hook = self
             .cmd()
             .args(["hook", "session-end"])
@@ -171,12 +176,32 @@ impl TestEnv {
             "transcript_path": path,
             "reason": "exit",
         });
-        hook.stdin
-            .take()
-            .expect("stdin")
+        let mut stdin = hook.stdin.take().expect("stdin");
+        stdin
             .write_all(input.to_string().as_bytes())
             .expect("hook input");
         assert!(hook.wait().expect("hook").success());
+        let took = start.elapsed();
+        assert!(took < Duration::from_secs(2), "hook took {took:?}");
+        drop(stdin);
+        // Its lines, then its end: finished, and written after the hook started (a finished
+        // session that grew is finished again, with a new `updated_at`).
+        let (end, _) = expected_checkpoint(&std::fs::read(path).expect("read transcript"));
+        wait_offset(&store, path, end).await;
+        wait_for(
+            Duration::from_secs(20),
+            "session finished after the hook",
+            || async {
+                let now = session_state(&store, session_id).await;
+                // Nothing may change (the session ended already and did not grow): then the
+                // background process is done once it has let go of the lock.
+                now.as_ref().is_some_and(|(s, _)| s == "finished")
+                    && (now != before
+                        || lock_free(&self.dir.path().join("data/gleaner/gleaner.lock")))
+            },
+        )
+        .await;
+        store.close().await;
     }
 
     /// Run `gleaner ingest --json` to completion and return its summary.
@@ -350,4 +375,34 @@ pub fn append(path: &Path, bytes: &[u8]) {
         .open(path)
         .expect("open for append");
     f.write_all(bytes).expect("append");
+}
+
+/// Whether no process holds Gleaner's single-instance lock (`flock` from util-linux).
+pub fn lock_free(lock: &Path) -> bool {
+    !lock.exists()
+        || Command::new("flock")
+            .args(["-n", "-E", "75"])
+            .arg(lock)
+            .arg("true")
+            .status()
+            .is_ok_and(|s| s.success())
+}
+
+/// `(status, updated_at)` of a session.
+pub async fn session_state(store: &Store, session_id: &str) -> Option<(String, String)> {
+    let sql = "SELECT status, updated_at FROM sessions WHERE session_id = $1";
+    match store {
+        Store::Sqlite(p) => sqlx::query_as(&sql.replace("$1", "?"))
+            .bind(session_id)
+            .fetch_optional(p)
+            .await
+            .ok()
+            .flatten(),
+        Store::Postgres(p) => sqlx::query_as(sql)
+            .bind(session_id)
+            .fetch_optional(p)
+            .await
+            .ok()
+            .flatten(),
+    }
 }

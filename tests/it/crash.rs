@@ -28,7 +28,7 @@ impl Rng {
 type Key = (String, i64, i64, i64, Option<String>, String);
 
 /// Every message row as (path, generation, line, seq, uuid, kind), sorted.
-async fn message_keys(store: &Store) -> Vec<Key> {
+pub(crate) async fn message_keys(store: &Store) -> Vec<Key> {
     let sql = "SELECT f.path, m.generation, m.line_no, m.seq, m.uuid, m.kind \
                FROM messages m JOIN files f ON f.id = m.file_id \
                ORDER BY f.path, m.generation, m.line_no, m.seq";
@@ -43,7 +43,7 @@ type EpisodeKey = (String, i64, i64, i64, i64, String, String, String);
 
 /// Every episode as (path, generation, start, end, turns, status, triage, evidence), sorted,
 /// and every snippet's (path, content hash).
-async fn episode_keys(store: &Store) -> (Vec<EpisodeKey>, Vec<(String, String)>) {
+pub(crate) async fn episode_keys(store: &Store) -> (Vec<EpisodeKey>, Vec<(String, String)>) {
     let sql = "SELECT f.path, e.generation, e.start_line, e.end_line, e.turns, e.status, \
                e.triage, e.evidence FROM episodes e JOIN files f ON f.id = e.file_id \
                ORDER BY f.path, e.generation, e.start_line";

@@ -374,7 +374,7 @@ async fn live(backend: Backend) {
     assert_eq!(snips[0].2, "learning_pattern");
 
     // The session ends: the last episode is closed.
-    env.hook_session_end(S, &path);
+    env.hook_session_end(S, &path).await;
     let eps = episodes(&store).await;
     assert!(eps.iter().all(|e| e.6 == "closed"), "{eps:?}");
     assert_eq!(eps.len(), 2);
@@ -453,7 +453,7 @@ async fn reclose(backend: Backend) {
         )
         .as_bytes(),
     );
-    env.hook_session_end(S, &path);
+    env.hook_session_end(S, &path).await;
     let store = env.store().await;
     let first = snippet_types(&store).await;
     assert_eq!(
@@ -484,7 +484,7 @@ async fn reclose(backend: Backend) {
     for l in &lines {
         append(&path, l.as_bytes());
     }
-    env.hook_session_end(S, &path);
+    env.hook_session_end(S, &path).await;
     let second = snippet_types(&store).await;
     let mut types: Vec<&str> = second.iter().map(|s| s.1.as_str()).collect();
     types.sort_unstable();
@@ -517,7 +517,7 @@ async fn reclose(backend: Backend) {
     );
 
     // Closing once more with nothing new changes nothing.
-    env.hook_session_end(S, &path);
+    env.hook_session_end(S, &path).await;
     assert_eq!(snippet_types(&store).await, second);
     store.close().await;
     env.cleanup().await;

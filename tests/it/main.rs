@@ -13,6 +13,8 @@
 //! - `redact`: 60+ fake secrets in real transcript lines never reach any column of either database.
 //! - `export`: `gleaner export` in every format over the corpus, filters, atomic output.
 //! - `control`: reload by SIGHUP and socket (valid, invalid), the inotify watch limit.
+//! - `outage`: PostgreSQL stopped and killed mid-transaction, SQLite's disk full: paused,
+//!   reported, caught up with rows identical to a clean run.
 //! - `identity`: a file's session is the same however its bytes arrive (chunks, kill -9).
 
 mod common;
@@ -31,6 +33,7 @@ mod knowledge;
 mod refine;
 mod layout;
 mod mcp;
+mod outage;
 mod redact;
 mod search;
 mod service;
