@@ -30,6 +30,14 @@ export GLEANER_CORPUS_DIR
 GLEANER_TEST_PG_URL=${GLEANER_TEST_PG_URL:-$(scripts/ensure-postgres.sh)}
 export GLEANER_TEST_PG_URL
 
+# The web view's browser test drives a real headless Chromium (Debian package `chromium`).
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  echo "test: installing chromium for the web view's browser test" >&2
+  if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  $SUDO apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >&2
+fi
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy --all-targets -- -D warnings"

@@ -38,6 +38,7 @@ pub mod store;
 pub mod run;
 pub mod export;
 pub mod mcp;
+pub mod web;
 pub mod cli;
 pub mod telemetry;
 

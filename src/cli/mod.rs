@@ -14,6 +14,7 @@ mod service;
 mod snippet_add;
 mod snippets;
 mod text;
+mod web;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -156,6 +157,16 @@ enum Command {
     Text(text::TextArgs),
     /// Serve the Model Context Protocol on stdin/stdout (for coding agents).
     Mcp,
+    /// Serve a read-only web view of the database (sessions as timelines, search, snippets).
+    Web {
+        /// Listen here (default `web.bind`, 127.0.0.1:7270; a non-loopback address requires
+        /// the token printed at start).
+        #[arg(long, value_name = "ADDR")]
+        bind: Option<std::net::SocketAddr>,
+        /// Open the page in the default browser.
+        #[arg(long)]
+        open: bool,
+    },
     /// Manage snippets.
     Snippet {
         #[command(subcommand)]
@@ -517,6 +528,7 @@ impl Command {
                 store.close().await;
                 Ok(EXIT_OK)
             }
+            Command::Web { bind, open } => web::run(cfg, bind, open).await,
             Command::Snippet {
                 command: SnippetCommand::Add(args),
             } => snippet_add::run(&cfg, args).await,

@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::{
     BatchConfig, Config, ConfigError, DaemonConfig, LogConfig, LogFormat, McpConfig, RefineConfig,
-    SessionsConfig, TailSettings, DEFAULT_CONFIG_TOML, ENV_PREFIX,
+    SessionsConfig, TailSettings, WebConfig, DEFAULT_CONFIG_TOML, ENV_PREFIX,
 };
 use crate::episode::{EpisodesTable, Rules, Settings, TriageTable};
 use crate::extract::redact::Redactor;
@@ -48,6 +48,7 @@ pub struct RawConfig {
     triage: TriageTable,
     redact: RawRedact,
     mcp: RawMcp,
+    web: RawWeb,
     refine: RawRefine,
     log: RawLog,
 }
@@ -58,6 +59,11 @@ struct RawRefine {
     timeout_secs: u64,
     max_attempts: u64,
     interval_secs: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawWeb {
+    bind: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -469,6 +475,20 @@ impl Config {
                     raw.mcp.max_result_chars,
                     1000,
                 )?,
+            },
+            web: WebConfig {
+                bind: raw
+                    .web
+                    .bind
+                    .trim()
+                    .parse()
+                    .map_err(|e| ConfigError::Invalid {
+                        key: "web.bind".into(),
+                        message: format!(
+                            "{:?} is not an address like 127.0.0.1:7270: {e}",
+                            raw.web.bind
+                        ),
+                    })?,
             },
             refine: RefineConfig {
                 command: Some(raw.refine.command.trim().to_string()).filter(|c| !c.is_empty()),

@@ -93,6 +93,8 @@ pub struct Config {
     pub log: LogConfig,
     /// The MCP server.
     pub mcp: McpConfig,
+    /// The web view.
+    pub web: WebConfig,
     /// Optional refinement of closed episodes by a command the user chose.
     pub refine: RefineConfig,
     /// The config file that was read, if any.
@@ -145,6 +147,13 @@ pub struct DaemonConfig {
 pub struct SessionsConfig {
     /// A session whose files have not grown for this long is finished.
     pub idle_timeout: Duration,
+}
+
+/// The web view (`gleaner web`).
+#[derive(Debug, Clone)]
+pub struct WebConfig {
+    /// Where it listens; a taken port falls back to a free one unless `--bind` named it.
+    pub bind: std::net::SocketAddr,
 }
 
 /// The MCP server (`gleaner mcp`).

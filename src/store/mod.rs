@@ -24,6 +24,7 @@ mod refine;
 pub mod search;
 mod sessions;
 mod snippet_query;
+mod timeline;
 pub(crate) mod sql;
 pub mod writer;
 pub use refine::{DaemonFigures, EpisodeSnippet, PendingEpisode};
@@ -47,6 +48,10 @@ pub use snippet_query::{
     EpisodeFilter, EpisodeListing, SnippetFilter, SnippetListing, SnippetPage, KEYWORD_COUNT_CAP,
 };
 pub use sql::Backend;
+pub use timeline::{
+    SessionPageFilter, SessionRow, SessionSort, Timeline, TimelineFeedback, TimelineFile,
+    TimelineMessage, TimelineSummary, TimelineTool, Totals,
+};
 
 use sql::{Pooled, Record, Sql, Tx};
 

@@ -15,6 +15,7 @@
 //! - `control`: reload by SIGHUP and socket (valid, invalid), the inotify watch limit.
 //! - `outage`: PostgreSQL stopped and killed mid-transaction, SQLite's disk full: paused,
 //!   reported, caught up with rows identical to a clean run.
+//! - `web`: `gleaner web` pages over the corpus (HTTP), escaping, the token, headless Chromium.
 //! - `identity`: a file's session is the same however its bytes arrive (chunks, kill -9).
 
 mod common;
@@ -40,3 +41,4 @@ mod service;
 mod snippet_add;
 mod snippet_query;
 mod text;
+mod web;

@@ -1,0 +1,414 @@
+//! The pages: home (search, recent sessions, counts), sessions, one session, its raw lines,
+//! snippets. Each handler reads the store and renders with maud; nothing is written.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::response::{Html, IntoResponse, Response};
+use maud::{html, Markup};
+
+use super::layout::{clip, duration, enc, label, marked, page, when};
+use super::timeline::{self, SessionView};
+use super::{AppState, WebError};
+use crate::store::search::{self, SearchFilter, SearchKind};
+use crate::store::{EpisodeFilter, SessionPageFilter, SessionSort, SnippetFilter};
+
+type Params = Query<BTreeMap<String, String>>;
+
+/// Sessions per page.
+const PAGE: u32 = 50;
+
+fn param<'a>(q: &'a BTreeMap<String, String>, k: &str) -> Option<&'a str> {
+    q.get(k).map(|s| s.trim()).filter(|s| !s.is_empty())
+}
+
+fn since_param(q: &BTreeMap<String, String>, k: &str) -> Result<Option<String>, WebError> {
+    match param(q, k) {
+        None => Ok(None),
+        Some(s) => crate::extract::rows::time_or_age(s)
+            .map(Some)
+            .ok_or_else(|| {
+                WebError::BadRequest(format!(
+                    "invalid {k} {s:?}: expected a date like 2026-01-31 or an age like 7d"
+                ))
+            }),
+    }
+}
+
+fn offset_param(q: &BTreeMap<String, String>) -> u32 {
+    param(q, "offset").and_then(|s| s.parse().ok()).unwrap_or(0)
+}
+
+fn ok(title: &str, body: Markup) -> Response {
+    Html(page(title, body).into_string()).into_response()
+}
+
+/// `/`: search box with filters, results when a query is given, recent sessions, counts.
+pub async fn home(State(st): State<Arc<AppState>>, Query(q): Params) -> Result<Response, WebError> {
+    let query = param(&q, "q").map(str::to_string);
+    let results = match &query {
+        Some(text) => Some(search_results(&st, &q, text).await?),
+        None => None,
+    };
+    let totals = st.store.totals().await?;
+    let projects = st.store.projects().await?;
+    let (recent, _) = st
+        .store
+        .session_page(&SessionPageFilter {
+            limit: 10,
+            ..SessionPageFilter::default()
+        })
+        .await?;
+    let kind = param(&q, "kind").unwrap_or("");
+    let project = param(&q, "project").unwrap_or("");
+    let body = html! {
+        h1 { "Search what your sessions kept" }
+        form.filters method="get" action="/" {
+            label { "Words, \"phrases\", prefix*, OR, -not"
+                input type="search" name="q" value=(query.as_deref().unwrap_or("")) autofocus; }
+            label { "Kind" select name="kind" {
+                option value="" { "all" }
+                @for k in SearchKind::ALL {
+                    option value=(k.as_str()) selected[kind == k.as_str()] { (k.as_str()) }
+                }
+            } }
+            (project_select(&projects, project))
+            label { "Since" input name="since" placeholder="7d or 2026-01-31" value=(param(&q, "since").unwrap_or("")); }
+            label { "Until" input name="until" placeholder="2026-02-28" value=(param(&q, "until").unwrap_or("")); }
+            button type="submit" { "Search" }
+        }
+        @if let Some(r) = results { (r) }
+        div.counts {
+            div { b { (totals.sessions) } "sessions" }
+            div { b { (totals.messages) } "messages" }
+            div { b { (totals.summaries) } "summaries" }
+            div { b { (totals.feedback) } "feedback" }
+            div { b { (totals.episodes) } "episodes" }
+            div { b { (totals.snippets) } "snippets" }
+        }
+        h2 { "Recent sessions" }
+        (session_table(&recent, None))
+        p { a href="/sessions" { "All sessions →" } }
+    };
+    Ok(ok("Search", body))
+}
+
+fn project_select(projects: &[(String, i64)], chosen: &str) -> Markup {
+    html! {
+        label { "Project" select name="project" {
+            option value="" { "all" }
+            @for (p, n) in projects {
+                option value=(p) selected[chosen == p] { (p) " (" (n) ")" }
+            }
+        } }
+    }
+}
+
+async fn search_results(
+    st: &AppState,
+    q: &BTreeMap<String, String>,
+    text: &str,
+) -> Result<Markup, WebError> {
+    let query = search::parse(text).map_err(|e| WebError::BadRequest(e.to_string()))?;
+    let kinds = match param(q, "kind") {
+        Some(k) => vec![SearchKind::ALL
+            .into_iter()
+            .find(|x| x.as_str() == k)
+            .ok_or_else(|| WebError::BadRequest(format!("unknown kind {k:?}")))?],
+        None => Vec::new(),
+    };
+    let offset = offset_param(q);
+    let f = SearchFilter {
+        query,
+        kinds,
+        project: param(q, "project").map(str::to_string),
+        session_ids: None,
+        since: since_param(q, "since")?,
+        until: since_param(q, "until")?,
+        limit: 20,
+        offset,
+    };
+    let page = st.store.search(&f).await?;
+    let next = format!(
+        "/?q={}&kind={}&project={}&since={}&until={}&offset={}",
+        enc(text),
+        enc(param(q, "kind").unwrap_or("")),
+        enc(param(q, "project").unwrap_or("")),
+        enc(param(q, "since").unwrap_or("")),
+        enc(param(q, "until").unwrap_or("")),
+        offset + 20
+    );
+    Ok(html! {
+        h2 { (page.total_count) " results" }
+        @for hit in &page.results {
+            div.hit {
+                span.pill { (hit.kind.as_str()) } " "
+                a href={ "/sessions/" (hit.session_id) @if let Some(l) = hit.line { "#line-" (l) } } {
+                    (clip(&hit.session_id, 8))
+                }
+                " " span.muted { (hit.project.as_deref().unwrap_or("")) " · " (when(hit.timestamp.as_deref()))
+                    @if let Some(l) = hit.line { " · line " (l) } }
+                div { (marked(&hit.excerpt, &hit.highlights)) }
+            }
+        }
+        @if page.has_more { p.pager { a href=(next) { "More results →" } } }
+    })
+}
+
+fn session_table(rows: &[crate::store::SessionRow], sort: Option<(&str, &str)>) -> Markup {
+    // Sortable headers keep the other filters (`base` is the query string without sort).
+    let head = |key: &str, name: &str| -> Markup {
+        match sort {
+            Some((current, base)) => html! {
+                a href={ "/sessions?" (base) "&sort=" (key) } class=[(current == key).then_some("on")] { (name) }
+            },
+            None => html! { (name) },
+        }
+    };
+    html! {
+        table.list {
+            thead { tr {
+                th { (head("title", "Title")) } th { (head("project", "Project")) }
+                th { (head("started", "Started")) } th { (head("duration", "Duration")) }
+                th { "Status" } th { (head("feedback", "Feedback")) } th { (head("snippets", "Snippets")) }
+                th { "Episodes" }
+            } }
+            tbody {
+                @for s in rows {
+                    tr {
+                        td { a href={ "/sessions/" (s.session_id) } { (clip(s.title.as_deref().unwrap_or("(no title)"), 90)) } }
+                        td { (s.project) }
+                        td { (when(s.started_at.as_deref())) }
+                        td { (duration(s.duration_ms)) }
+                        td { (s.status) }
+                        td { (s.feedback) }
+                        td { (s.snippets) }
+                        td { (s.episodes) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `/sessions`: all sessions, sortable, filtered by project and dates, paginated.
+pub async fn sessions(
+    State(st): State<Arc<AppState>>,
+    Query(q): Params,
+) -> Result<Response, WebError> {
+    let sort = SessionSort::parse(param(&q, "sort").unwrap_or("recent"));
+    let offset = offset_param(&q);
+    let f = SessionPageFilter {
+        project: param(&q, "project").map(str::to_string),
+        since: since_param(&q, "since")?,
+        until: since_param(&q, "until")?,
+        sort,
+        limit: PAGE,
+        offset,
+    };
+    let (rows, total) = st.store.session_page(&f).await?;
+    let projects = st.store.projects().await?;
+    let base = format!(
+        "project={}&since={}&until={}",
+        enc(param(&q, "project").unwrap_or("")),
+        enc(param(&q, "since").unwrap_or("")),
+        enc(param(&q, "until").unwrap_or(""))
+    );
+    let at = |o: u32| format!("/sessions?{base}&sort={}&offset={o}", sort.as_str());
+    let body = html! {
+        h1 { "Sessions" }
+        form.filters method="get" action="/sessions" {
+            (project_select(&projects, param(&q, "project").unwrap_or("")))
+            label { "Active since" input name="since" placeholder="7d or 2026-01-31" value=(param(&q, "since").unwrap_or("")); }
+            label { "Started before" input name="until" placeholder="2026-02-28" value=(param(&q, "until").unwrap_or("")); }
+            input type="hidden" name="sort" value=(sort.as_str());
+            button type="submit" { "Filter" }
+        }
+        p.muted { (total) " session" @if total != 1 { "s" } @if total > 0 { ", " (offset + 1) "–" (u64::from(offset) + rows.len() as u64) " shown" } }
+        (session_table(&rows, Some((sort.as_str(), &base))))
+        div.pager {
+            @if offset > 0 { a href=(at(offset.saturating_sub(PAGE))) { "← Newer" } }
+            @if i64::from(offset) + (rows.len() as i64) < total { a href=(at(offset + PAGE)) { "Older →" } }
+        }
+    };
+    Ok(ok("Sessions", body))
+}
+
+/// `/sessions/{id}`: the timeline (`?agent=ID` for a sub-agent's transcript).
+pub async fn session(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(q): Params,
+) -> Result<Response, WebError> {
+    let id = resolve(&st, &id).await?;
+    let Some(row) = st.store.session_row(&id).await? else {
+        return Err(WebError::NotFound(format!("no session {id}")));
+    };
+    let files = st.store.session_files(&id).await?;
+    let file = match param(&q, "agent") {
+        Some(a) => files.iter().find(|f| f.agent_id.as_deref() == Some(a)),
+        None => files.iter().find(|f| f.kind == "main").or(files.first()),
+    }
+    .ok_or_else(|| WebError::NotFound(format!("session {id} has no such transcript")))?;
+    let tl = st.store.timeline(file).await?;
+    let mut episodes = st
+        .store
+        .list_episodes(&EpisodeFilter {
+            session_ids: Some(vec![id.clone()]),
+            triage: None,
+        })
+        .await?;
+    episodes.retain(|e| e.source_file == file.path);
+    let snippets = st
+        .store
+        .list_snippets(&SnippetFilter {
+            session_ids: Some(vec![id.clone()]),
+            snippet_type: None,
+            project: None,
+            tags: Vec::new(),
+            keyword: None,
+            since: None,
+            until: None,
+            limit: 500,
+            offset: 0,
+        })
+        .await?
+        .snippets;
+    let bands = timeline::build(&tl, &episodes);
+    let view = SessionView {
+        session: &row,
+        files: &files,
+        file,
+        bands: &bands,
+        snippets: &snippets,
+    };
+    let title = row.title.clone().unwrap_or_else(|| id.clone());
+    Ok(ok(&clip(&title, 60), timeline::render(&view)))
+}
+
+async fn resolve(st: &AppState, prefix: &str) -> Result<String, WebError> {
+    let ids = st.store.resolve_session(prefix).await?;
+    match ids.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(WebError::NotFound(format!(
+            "no session with prefix {prefix}"
+        ))),
+        _ => Err(WebError::BadRequest(format!(
+            "several sessions match prefix {prefix}"
+        ))),
+    }
+}
+
+/// `/sessions/{id}/lines?from=A&to=B[&agent=ID]`: the transcript lines, readable and redacted.
+pub async fn lines(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+    Query(q): Params,
+) -> Result<Response, WebError> {
+    let id = resolve(&st, &id).await?;
+    let files = st.store.session_files(&id).await?;
+    let file = match param(&q, "agent") {
+        Some(a) => files.iter().find(|f| f.agent_id.as_deref() == Some(a)),
+        None => files.iter().find(|f| f.kind == "main"),
+    }
+    .ok_or_else(|| WebError::NotFound(format!("session {id} has no such transcript")))?;
+    let num = |k: &str| param(&q, k).and_then(|s| s.parse::<u64>().ok());
+    let (from, to) = match (num("from"), num("to")) {
+        (Some(a), Some(b)) if a >= 1 && a <= b => (a, b.min(a + 2000)),
+        _ => {
+            return Err(WebError::BadRequest(
+                "expected from=A&to=B with 1 <= A <= B".into(),
+            ))
+        }
+    };
+    let path = std::path::PathBuf::from(&file.path);
+    let body = if path.is_file() {
+        let redactor = st.cfg.redactor.clone();
+        let sel = crate::snippet::excerpt::Selection::Lines(from, to);
+        let read =
+            crate::run::blocking(move || crate::snippet::excerpt::excerpt(&path, sel, &redactor))
+                .await
+                .map_err(|e| WebError::Internal(e.to_string()))?;
+        match read {
+            Ok(ex) => html! { pre.raw { (ex.content) } },
+            Err(e) => html! { p.muted { (e.to_string()) } },
+        }
+    } else {
+        html! { p.muted { "The transcript " code { (file.path) } " is gone (Claude Code deletes transcripts after 30 days); the session page still shows what was stored." } }
+    };
+    let back = format!("/sessions/{id}#line-{from}");
+    Ok(ok(
+        "Lines",
+        html! {
+            h1 { "Lines " (from) "–" (to) }
+            p { a href=(back) { "← back to the session" } " · " code { (file.path) } }
+            (body)
+        },
+    ))
+}
+
+/// `/snippets`: browse and filter snippets (type, project, tag, keyword).
+pub async fn snippets(
+    State(st): State<Arc<AppState>>,
+    Query(q): Params,
+) -> Result<Response, WebError> {
+    let offset = offset_param(&q);
+    let f = SnippetFilter {
+        session_ids: None,
+        snippet_type: param(&q, "type").map(str::to_string),
+        project: param(&q, "project").map(str::to_string),
+        tags: param(&q, "tag")
+            .map(|t| vec![t.to_string()])
+            .unwrap_or_default(),
+        keyword: param(&q, "keyword").map(str::to_string),
+        since: since_param(&q, "since")?,
+        until: None,
+        limit: 30,
+        offset,
+    };
+    let page_ = st.store.list_snippets(&f).await?;
+    let projects = st.store.projects().await?;
+    let base = format!(
+        "/snippets?type={}&project={}&tag={}&keyword={}&since={}",
+        enc(param(&q, "type").unwrap_or("")),
+        enc(param(&q, "project").unwrap_or("")),
+        enc(param(&q, "tag").unwrap_or("")),
+        enc(param(&q, "keyword").unwrap_or("")),
+        enc(param(&q, "since").unwrap_or(""))
+    );
+    let types = ["error_reasoning", "decision_rationale", "learning_pattern"];
+    let chosen = param(&q, "type").unwrap_or("");
+    let body = html! {
+        h1 { "Snippets" }
+        form.filters method="get" action="/snippets" {
+            label { "Type" select name="type" {
+                option value="" { "all" }
+                @for t in types { option value=(t) selected[chosen == t] { (t) } }
+            } }
+            (project_select(&projects, param(&q, "project").unwrap_or("")))
+            label { "Tag" input name="tag" placeholder="tool:bash" value=(param(&q, "tag").unwrap_or("")); }
+            label { "Keyword" input name="keyword" value=(param(&q, "keyword").unwrap_or("")); }
+            label { "Since" input name="since" placeholder="30d" value=(param(&q, "since").unwrap_or("")); }
+            button type="submit" { "Filter" }
+        }
+        p.muted { (page_.total_count) " snippets" }
+        @for s in &page_.snippets {
+            div.hit {
+                span.pill { (s.snippet_type) } " " b { (s.title) }
+                @if let Some(l) = s.metadata.get("triage").and_then(|v| v.as_str()) { " " (label(l)) }
+                div.muted {
+                    (s.project) " · " (when(Some(&s.created_at))) " · "
+                    a href={ "/sessions/" (s.session_id) "#line-" (s.line_start) } { "source: session " (clip(&s.session_id, 8)) ", lines " (s.line_start) "–" (s.line_end) }
+                    @for t in &s.tags { " " span.pill { (t) } }
+                }
+                details { summary { (clip(&s.content, 200)) } pre.raw { (s.content) } }
+            }
+        }
+        div.pager {
+            @if offset > 0 { a href={ (base) "&offset=" (offset.saturating_sub(30)) } { "← Previous" } }
+            @if page_.has_more { a href={ (base) "&offset=" (offset + 30) } { "Next →" } }
+        }
+    };
+    Ok(ok("Snippets", body))
+}
