@@ -23,11 +23,11 @@ a { color:#175cd3; }
 .muted { color:var(--muted); } .err { color:var(--err); }
 table.list { border-collapse:collapse; width:100%; }
 table.list th, table.list td { text-align:left; padding:6px 8px; border-bottom:1px solid var(--line); vertical-align:top; }
-table.list th a { color:var(--fg); text-decoration:none; } table.list th a.on { text-decoration:underline; }
+table.list th a { color:var(--fg); text-decoration:none; } td.nowrap { white-space:nowrap; } table.list th a.on { text-decoration:underline; }
 form.filters { display:flex; flex-wrap:wrap; gap:8px; align-items:end; margin:8px 0 14px; }
 form.filters label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); }
 input, select, button { font:inherit; padding:5px 7px; border:1px solid var(--line); border-radius:6px; }
-input[type=search] { min-width:320px; }
+input[type=search] { min-width:320px; } select { max-width:280px; }
 button { background:var(--fg); color:#fff; border-color:var(--fg); cursor:pointer; }
 .counts { display:flex; gap:22px; margin:10px 0 18px; } .counts div b { display:block; font-size:20px; }
 .hit { padding:8px 0; border-bottom:1px solid var(--line); } .hit mark { background:#fef0c7; }
@@ -42,7 +42,7 @@ section.episode { grid-column:1 / span 2; display:grid; grid-template-columns:mi
 section.episode.error_recovery { border-color:var(--error_recovery); } section.episode.user_correction { border-color:var(--user_correction); }
 section.episode.pivot { border-color:var(--pivot); } section.episode.design_decision { border-color:var(--design_decision); }
 .episode-head { grid-column:1 / span 2; padding:6px 0; }
-.episode-head .evidence { font-size:12px; color:var(--muted); }
+.episode-head .evidence { font-size:12px; color:var(--muted); overflow-wrap:anywhere; }
 .turn { grid-column:1; padding:8px 0; border-bottom:1px dashed var(--line); }
 .turn.alt { grid-column:1; }
 aside.snips { grid-column:2; font-size:12.5px; }

@@ -98,8 +98,8 @@ fn project_select(projects: &[(String, i64)], chosen: &str) -> Markup {
     html! {
         label { "Project" select name="project" {
             option value="" { "all" }
-            @for (p, n) in projects {
-                option value=(p) selected[chosen == p] { (p) " (" (n) ")" }
+            @for (p, n) in projects.iter().filter(|(p, _)| !p.is_empty()) {
+                option value=(p) selected[chosen == p] { (clip(p, 60)) " (" (n) ")" }
             }
         } }
     }
@@ -178,9 +178,11 @@ fn session_table(rows: &[crate::store::SessionRow], sort: Option<(&str, &str)>) 
                 @for s in rows {
                     tr {
                         td { a href={ "/sessions/" (s.session_id) } { (clip(s.title.as_deref().unwrap_or("(no title)"), 90)) } }
-                        td { (s.project) }
-                        td { (when(s.started_at.as_deref())) }
-                        td { (duration(s.duration_ms)) }
+                        // Transcripts straight under the projects folder have no project folder:
+                        // the working directory says where they ran.
+                        td { (if s.project.is_empty() { s.cwd.as_deref().unwrap_or("") } else { &s.project }) }
+                        td.nowrap { (when(s.started_at.as_deref())) }
+                        td.nowrap { (duration(s.duration_ms)) }
                         td { (s.status) }
                         td { (s.feedback) }
                         td { (s.snippets) }

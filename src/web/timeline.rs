@@ -60,6 +60,8 @@ pub struct Turn {
     pub items: Vec<Item>,
     /// Its own label, confidence and evidence, from the episode's `turn_labels`.
     pub label: Option<(String, f64, String)>,
+    /// Every line it holds rows of (anchors for links to a line: search results, snippets).
+    pub lines: Vec<i64>,
 }
 
 /// A band of turns: an episode, or turns outside any episode (`episode: None`).
@@ -92,6 +94,7 @@ pub fn build<'a>(t: &Timeline, episodes: &'a [EpisodeListing]) -> Vec<Band<'a>> 
         ts: None,
         items: Vec::new(),
         label: None,
+        lines: Vec::new(),
     };
     let mut last_line = 0;
     for m in &t.messages {
@@ -111,6 +114,7 @@ pub fn build<'a>(t: &Timeline, episodes: &'a [EpisodeListing]) -> Vec<Band<'a>> 
                         ts: None,
                         items: Vec::new(),
                         label: None,
+                        lines: Vec::new(),
                     },
                 ));
             } else {
@@ -121,6 +125,7 @@ pub fn build<'a>(t: &Timeline, episodes: &'a [EpisodeListing]) -> Vec<Band<'a>> 
         }
         current.end_line = line;
         if first_of_line {
+            current.lines.push(line);
             for s in summaries.get(&line).into_iter().flatten() {
                 current.items.push(Item::Compaction {
                     kind: s.kind.clone(),
@@ -326,6 +331,7 @@ fn render_band(band: &Band<'_>, v: &SessionView<'_>, sid: &str, agent_q: &str) -
 fn render_turn(turn: &Turn, sid: &str, agent_q: &str) -> Markup {
     html! {
         div.turn id={ "line-" (turn.start_line) } {
+            @for l in turn.lines.iter().filter(|l| **l != turn.start_line) { span id={ "line-" (l) } {} }
             div.muted {
                 (when(turn.ts.as_deref())) " · "
                 a href={ "/sessions/" (sid) "/lines?from=" (turn.start_line) "&to=" (turn.end_line) (agent_q) } {

@@ -108,7 +108,7 @@ fn the_store_runs_no_stage() {
 #[test]
 fn only_run_spawns_tasks_and_threads() {
     let dirs = [
-        "config", "tail", "parse", "extract", "episode", "snippet", "store", "mcp", "cli",
+        "config", "tail", "parse", "extract", "episode", "snippet", "store", "mcp", "cli", "web",
     ];
     let bad = offenders(
         &dirs,
@@ -130,7 +130,7 @@ fn only_run_spawns_tasks_and_threads() {
 #[test]
 fn only_cli_prints() {
     let dirs = [
-        "config", "tail", "parse", "extract", "episode", "snippet", "store", "run", "mcp",
+        "config", "tail", "parse", "extract", "episode", "snippet", "store", "run", "mcp", "web",
     ];
     let bad = offenders(
         &dirs,
