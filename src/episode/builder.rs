@@ -525,8 +525,19 @@ impl Builder {
                     MAX_VOCAB,
                 );
             }
+            // A message that ends by asking the user ("Which one feels right?", "should I
+            // commit them?") decides nothing: no rationale is kept from it. When it also
+            // recommends nothing, its options were handed over for the user to pick: the
+            // option labels ("A) ...", "Option 2") are then no design-decision signal either.
+            let asks_user = ends_with_question(text);
+            let handed_over = asks_user
+                && !rules
+                    .decision
+                    .hits(text, 8)
+                    .iter()
+                    .any(|h| in_prose(text, h.start) && !is_option_label(&h.phrase));
             // Alternatives laid out side by side ("A) ... B) ...", "Option 1 ... Option 2").
-            if let Some(opt) = laid_out_option(text) {
+            if let Some(opt) = laid_out_option(text).filter(|_| !handed_over) {
                 push_signal(
                     open,
                     Signal {
@@ -540,10 +551,6 @@ impl Builder {
                 );
             }
             let prev = self.last_text.clone();
-            // A message that ends by asking the user ("Which one feels right?", "should I
-            // commit them?") lays out choices; the decision is not made there, so it is a
-            // design-decision signal but no rationale to keep.
-            let asks_user = ends_with_question(text);
             for (kind, phrases, label, weight) in [
                 (NoteKind::Pivot, &rules.pivot, Label::Pivot, 0.75),
                 (
@@ -564,7 +571,7 @@ impl Builder {
                     if hit.needs_choice && rules.choice.hits(&sentence, 1).is_empty() {
                         continue;
                     }
-                    if label != Label::Routine {
+                    if label != Label::Routine && !(handed_over && is_option_label(&hit.phrase)) {
                         push_signal(
                             open,
                             Signal {
@@ -600,6 +607,11 @@ impl Builder {
         }
         self.remember_calls(ctx, line, rec);
     }
+}
+
+/// A decision phrase that only names an option ("option a", "option 2"), not a choice.
+fn is_option_label(phrase: &str) -> bool {
+    phrase.starts_with("option ")
 }
 
 /// JSON text of a small collection stored as a text column.

@@ -404,15 +404,15 @@ fn pivot_and_decision_phrases() {
         ep.snippets[0].title
     );
 
-    // Options laid out for the user to pick from: a design-decision episode, but nothing was
-    // decided there, so no rationale is kept.
+    // Options laid out for the user to pick from: the choice is handed over, nothing was
+    // decided there: no decision, and no rationale is kept.
     let lines = vec![
         prompt(1, "Pick a storage engine for the tailer checkpoints"),
         say(2, "There are two ways to store the checkpoints, each with its own costs:\n\n1. **Option 1** is simpler: SQLite, embedded and zero setup for a single machine\n2. **Option 2** is better for teams: PostgreSQL, shared across machines\n\nWhich direction feels right to you?"),
     ];
     let (b, _) = run(&lines);
     let ep = b.finish(SID).unwrap();
-    assert_eq!(ep.triage, "design_decision");
+    assert_eq!(ep.triage, "routine");
     assert!(ep.snippets.is_empty(), "{:?}", ep.snippets);
 
     // "rather than" in a description decides nothing; with a choice word it does.

@@ -16,9 +16,12 @@
 //!   ("rather than", "alternatives") count only in a sentence holding a `triage.choice_words`
 //!   word: "names rather than IDs" describes, "I'll use the CLI rather than the SDK" decides.
 //!
+//!   Alternatives laid out side by side ("A) ...", "Option 1: ...") count too (0.7).
+//!
 //! Phrases in assistant text count only in prose (not in code blocks, tables, headings or
-//! quotes). A decision laid out as a question to the user ("Option 1 ... Option 2 ... which do
-//! you prefer?") labels the episode but yields no `decision_rationale`: nothing was decided yet.
+//! quotes). A message that ends by asking the user yields no `decision_rationale` (nothing was
+//! decided there); when it recommends nothing either ("Option 1 ... Option 2 ... which do you
+//! prefer?"), the choice was handed over, and its option labels give no signal at all.
 //!
 //! A label's confidence is its strongest signal's weight plus 0.05 for each further distinct
 //! signal (capped at 0.99). The label with the highest confidence wins; ties go by precedence
