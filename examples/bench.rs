@@ -63,6 +63,9 @@ struct Summary {
     seconds: f64,
     mb_per_s: f64,
     peak_rss_bytes: Option<u64>,
+    /// Seconds per stage, summed over threads (older builds print none).
+    #[serde(default)]
+    stage_seconds: std::collections::BTreeMap<String, f64>,
 }
 
 /// One `gleaner ingest` run: its summary and what `wait4` says (wall s, CPU s, peak RSS bytes).
@@ -79,6 +82,21 @@ struct Bench {
     problems: Vec<String>,
     /// Extra environment for the next runs (e.g. the episode stage switched off).
     env: Vec<(String, String)>,
+}
+
+/// Size of the database behind `url`: the SQLite file with its WAL, or PostgreSQL's
+/// `pg_database_size`.
+async fn database_bytes(url: &str) -> Result<u64> {
+    if let Some(path) = url.strip_prefix("sqlite://") {
+        let size = |p: String| fs::metadata(p).map(|m| m.len()).unwrap_or(0);
+        return Ok(size(path.to_string()) + size(format!("{path}-wal")));
+    }
+    let mut c = pg_connect(url).await?;
+    let (n,): (i64,) = sqlx::query_as("SELECT pg_database_size(current_database())")
+        .fetch_one(&mut c)
+        .await?;
+    c.close().await.ok();
+    Ok(n as u64)
 }
 
 fn main() -> ExitCode {
@@ -569,6 +587,30 @@ impl Bench {
             s.files, s.lines, s.rows, s.diagnostics, s.batches, s.errors
         );
         println!("  peak RSS {rss:.1} MB (wait4), {self_rss:.1} MB (self-reported)");
+        if !s.stage_seconds.is_empty() {
+            // Where the time goes: each stage's time summed over the threads that ran it.
+            let order = [
+                "read",
+                "parse",
+                "extract",
+                "redact",
+                "episodes",
+                "search_index",
+                "database_write",
+            ];
+            let parts: Vec<String> = order
+                .iter()
+                .filter_map(|k| s.stage_seconds.get(*k).map(|v| (k, v)))
+                .map(|(k, v)| format!("{k} {v:.2}"))
+                .collect();
+            println!("  stages (s, all threads): {}", parts.join(", "));
+        }
+        let db_bytes = self.rt.block_on(database_bytes(url))?;
+        println!(
+            "  database size {:.1} MB = {:.1}% of the transcript bytes",
+            db_bytes as f64 / 1e6,
+            db_bytes as f64 * 100.0 / s.bytes.max(1) as f64
+        );
         if s.errors > 0 {
             self.problems
                 .push(format!("{name}: first ingest reported {} errors", s.errors));

@@ -115,3 +115,67 @@ mod tests {
         assert_eq!(should_log_at("test:db", t0 + LOG_INTERVAL), None);
     }
 }
+
+/// Where ingest time goes, summed over every thread (per batch, so the clock is read a few times
+/// per batch, not per line): what `gleaner ingest --json` reports as `stage_seconds` and the
+/// benchmark prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Reading lines from the file (tailer).
+    Read,
+    /// JSON parsing of the lines.
+    Parse,
+    /// Turning records into rows.
+    Extract,
+    /// Secret redaction of every stored text.
+    Redact,
+    /// Turns, episodes, triage, snippets.
+    Episodes,
+    /// Search words (PostgreSQL's vectors on the reading threads; SQLite's FTS5 rows in the
+    /// writer's transaction).
+    Index,
+    /// The writer's transactions, the search index excepted (wall time, server waits included).
+    Write,
+}
+
+const STAGES: [(Stage, &str); 7] = [
+    (Stage::Read, "read"),
+    (Stage::Parse, "parse"),
+    (Stage::Extract, "extract"),
+    (Stage::Redact, "redact"),
+    (Stage::Episodes, "episodes"),
+    (Stage::Index, "search_index"),
+    (Stage::Write, "database_write"),
+];
+
+static STAGE_NS: [std::sync::atomic::AtomicU64; 7] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 7];
+
+/// Add `d` to a stage's total.
+pub fn add_stage(stage: Stage, d: Duration) {
+    let i = STAGES.iter().position(|(s, _)| *s == stage).unwrap_or(0);
+    STAGE_NS[i].fetch_add(
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX),
+        std::sync::atomic::Ordering::Relaxed,
+    );
+}
+
+/// Run `f`, adding its time to `stage`.
+pub fn timed<T>(stage: Stage, f: impl FnOnce() -> T) -> T {
+    let t = Instant::now();
+    let r = f();
+    add_stage(stage, t.elapsed());
+    r
+}
+
+/// Seconds spent in each stage since the process started, by name.
+pub fn stage_seconds() -> Vec<(&'static str, f64)> {
+    STAGES
+        .iter()
+        .enumerate()
+        .map(|(i, (_, name))| {
+            let ns = STAGE_NS[i].load(std::sync::atomic::Ordering::Relaxed);
+            (*name, ns as f64 / 1e9)
+        })
+        .collect()
+}

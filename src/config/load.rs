@@ -354,6 +354,10 @@ impl Config {
         } else {
             expand_home(raw.projects_dir.trim(), env)
         };
+        // Absolute: file-system events name absolute paths, and a file must have one path
+        // whichever way it was found (a relative `--projects-dir proj` once registered each
+        // file twice, as `proj/...` from scans and `/abs/proj/...` from events).
+        let projects_dir = std::path::absolute(&projects_dir).unwrap_or(projects_dir);
         let data_dir = if raw.data_dir.trim().is_empty() {
             env.get("XDG_DATA_HOME")
                 .map(PathBuf::from)
@@ -362,6 +366,7 @@ impl Config {
         } else {
             expand_home(raw.data_dir.trim(), env)
         };
+        let data_dir = std::path::absolute(&data_dir).unwrap_or(data_dir);
         let machine_id = if raw.machine_id.trim().is_empty() {
             gethostname::gethostname().to_string_lossy().into_owned()
         } else {

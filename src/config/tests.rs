@@ -181,3 +181,19 @@ fn redacts_passwords() {
         "postgres://u:***@h/db"
     );
 }
+
+#[test]
+fn relative_folders_become_absolute() {
+    // Events name absolute paths: a relative folder would give each file two paths.
+    let o = Overrides {
+        projects_dir: Some("proj".into()),
+        ..Default::default()
+    };
+    let c = load_with_env(&o, &env(&[("HOME", "/h")])).unwrap();
+    assert!(c.projects_dir.is_absolute(), "{}", c.projects_dir.display());
+    assert!(c.projects_dir.ends_with("proj"));
+    assert_eq!(
+        c.projects_dir,
+        std::env::current_dir().unwrap().join("proj")
+    );
+}

@@ -11,6 +11,7 @@ pub mod prompt;
 pub mod redact;
 pub mod rows;
 
+use crate::telemetry::{timed, Stage};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
@@ -82,11 +83,13 @@ pub struct Extracted<'b> {
 /// Build the rows of one tailer batch: parse every line, make rows, redact them.
 pub fn extract<'b>(ctx: &mut FileContext, batch: &'b Batch, redactor: &Redactor) -> Extracted<'b> {
     let mut redacted: BTreeMap<&'static str, u64> = BTreeMap::new();
-    let parsed: Vec<(&Line, Parsed<'_>)> = batch
-        .lines
-        .iter()
-        .map(|line| (line, parse_line(batch.line_bytes(line))))
-        .collect();
+    let parsed: Vec<(&Line, Parsed<'_>)> = timed(Stage::Parse, || {
+        batch
+            .lines
+            .iter()
+            .map(|line| (line, parse_line(batch.line_bytes(line))))
+            .collect()
+    });
     if ctx.session_id.is_none() && ctx.wait_for_session && first_session_id(&parsed).is_none() {
         return Extracted {
             rows: PreparedBatch::default(),
@@ -95,8 +98,10 @@ pub fn extract<'b>(ctx: &mut FileContext, batch: &'b Batch, redactor: &Redactor)
             waiting_for_session: true,
         };
     }
-    let mut rows = extract_rows(ctx, batch, &parsed);
-    scrub_batch(&mut rows, redactor, &mut redacted);
+    let mut rows = timed(Stage::Extract, || extract_rows(ctx, batch, &parsed));
+    timed(Stage::Redact, || {
+        scrub_batch(&mut rows, redactor, &mut redacted)
+    });
     rows.kinds
         .extend(redacted.into_iter().map(|(kind, n)| KindCount {
             category: "redacted",

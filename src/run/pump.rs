@@ -24,6 +24,7 @@ use crate::tail::discovery::{classify, FileInfo, FileKind};
 use crate::tail::{Checkpoint, TailError, Tailer, TailerConfig};
 
 use super::health::Health;
+use crate::telemetry::{timed, Stage};
 
 /// Counters shared by all file tasks; read by the progress bar, the summary and the status.
 #[derive(Debug, Default)]
@@ -288,7 +289,8 @@ impl Pipeline {
             let before = tailer.checkpoint().clone();
             let mut at_eof = false;
             let mut waiting = false;
-            let result = tailer.read_batch(max_bytes, max_lines).map(|opt| {
+            let read = timed(Stage::Read, || tailer.read_batch(max_bytes, max_lines));
+            let result = read.map(|opt| {
                 opt.and_then(|batch| {
                     let meta = std::fs::metadata(tailer.path()).ok();
                     let size = meta
@@ -320,11 +322,15 @@ impl Pipeline {
                             redactor: &redactor,
                             emit_open,
                         };
-                        episode::feed(&mut episodes, &mut ex, &how);
+                        timed(Stage::Episodes, || {
+                            episode::feed(&mut episodes, &mut ex, &how)
+                        });
                     }
                     let mut prepared = ex.rows;
                     if lexemes {
-                        crate::extract::lexemes::index_batch(&mut prepared);
+                        timed(Stage::Index, || {
+                            crate::extract::lexemes::index_batch(&mut prepared);
+                        });
                     }
                     prepared.expected = expected;
                     prepared.size = size;

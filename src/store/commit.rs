@@ -98,8 +98,16 @@ impl Store {
         // SQLite may have rolled the transaction back on its own while the driver still counts
         // it as open, and the next transaction on that connection would then nest in a
         // savepoint that never takes the write lock properly ("database is locked" for good).
+        let t = std::time::Instant::now();
         let mut pooled = self.acquire().await?;
-        let r = commit_group_on(&mut pooled, batches, leaves).await;
+        let mut index = std::time::Duration::ZERO;
+        let r = commit_group_on(&mut pooled, batches, leaves, &mut index).await;
+        // The writer's wall time, less the search index written inside the transaction.
+        crate::telemetry::add_stage(crate::telemetry::Stage::Index, index);
+        crate::telemetry::add_stage(
+            crate::telemetry::Stage::Write,
+            t.elapsed().saturating_sub(index),
+        );
         if r.is_err() {
             pooled.close().await;
         }
@@ -111,6 +119,7 @@ async fn commit_group_on(
     pooled: &mut Pooled,
     batches: &[PreparedBatch],
     leaves: &mut HashSet<i64>,
+    index_time: &mut std::time::Duration,
 ) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
     {
         let now = now_iso();
@@ -133,7 +142,9 @@ async fn commit_group_on(
         }
         let inserted = write_messages(&mut c, &accepted).await?;
         if c.backend() == Backend::Sqlite {
+            let t = std::time::Instant::now();
             index_messages(&mut c, &accepted, &inserted).await?;
+            *index_time += t.elapsed();
         }
         write_diagnostics(&mut c, &accepted, &now).await?;
         write_kinds(&mut c, &accepted).await?;
