@@ -24,7 +24,7 @@ use gleaner::store::{Options, Store};
 #[path = "common/mod.rs"]
 mod common;
 use common::tree::Corpus;
-use common::{percentile, pg_exec, pg_url};
+use common::{binary, percentile, pg_exec, pg_url};
 
 const DEFAULT_CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus/real");
 const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/postgres";
@@ -94,19 +94,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn binary() -> Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let bin = exe
-        .parent()
-        .and_then(Path::parent)
-        .context("cannot locate the target folder")?
-        .join("gleaner");
-    if !bin.is_file() {
-        bail!("{} is missing: cargo build --release first", bin.display());
-    }
-    Ok(bin)
 }
 
 fn run() -> Result<()> {

@@ -39,6 +39,21 @@ pub fn pg_url(admin: &str, db: &str) -> String {
     query.map_or(format!("{base}/{db}"), |q| format!("{base}/{db}?{q}"))
 }
 
+/// The release `gleaner` binary next to this example's folder (`target/release/gleaner`).
+#[allow(dead_code)] // `bench` and `snippet_bench` build it when missing instead.
+pub fn binary() -> Result<std::path::PathBuf> {
+    let exe = std::env::current_exe()?;
+    let bin = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .context("cannot locate the target folder")?
+        .join("gleaner");
+    if !bin.is_file() {
+        anyhow::bail!("{} is missing: cargo build --release first", bin.display());
+    }
+    Ok(bin)
+}
+
 /// The `q` quantile (nearest rank) of `v`, which need not be sorted; NaN when empty.
 pub fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();

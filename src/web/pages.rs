@@ -248,11 +248,7 @@ pub async fn session(
         return Err(WebError::NotFound(format!("no session {id}")));
     };
     let files = st.store.session_files(&id).await?;
-    let file = match param(&q, "agent") {
-        Some(a) => files.iter().find(|f| f.agent_id.as_deref() == Some(a)),
-        None => files.iter().find(|f| f.kind == "main").or(files.first()),
-    }
-    .ok_or_else(|| WebError::NotFound(format!("session {id} has no such transcript")))?;
+    let file = transcript_of(&files, &id, param(&q, "agent"))?;
     let tl = st.store.timeline(file).await?;
     let mut episodes = st
         .store
@@ -266,14 +262,8 @@ pub async fn session(
         .store
         .list_snippets(&SnippetFilter {
             session_ids: Some(vec![id.clone()]),
-            snippet_type: None,
-            project: None,
-            tags: Vec::new(),
-            keyword: None,
-            since: None,
-            until: None,
             limit: 500,
-            offset: 0,
+            ..SnippetFilter::default()
         })
         .await?
         .snippets;
@@ -287,6 +277,19 @@ pub async fn session(
     };
     let title = row.title.clone().unwrap_or_else(|| id.clone());
     Ok(ok(&clip(&title, 60), timeline::render(&view)))
+}
+
+/// The transcript a page shows: a sub-agent's (`?agent=ID`) or the main one.
+fn transcript_of<'a>(
+    files: &'a [crate::store::TimelineFile],
+    id: &str,
+    agent: Option<&str>,
+) -> Result<&'a crate::store::TimelineFile, WebError> {
+    match agent {
+        Some(a) => files.iter().find(|f| f.agent_id.as_deref() == Some(a)),
+        None => files.iter().find(|f| f.kind == "main").or(files.first()),
+    }
+    .ok_or_else(|| WebError::NotFound(format!("session {id} has no such transcript")))
 }
 
 async fn resolve(st: &AppState, prefix: &str) -> Result<String, WebError> {
@@ -310,11 +313,7 @@ pub async fn lines(
 ) -> Result<Response, WebError> {
     let id = resolve(&st, &id).await?;
     let files = st.store.session_files(&id).await?;
-    let file = match param(&q, "agent") {
-        Some(a) => files.iter().find(|f| f.agent_id.as_deref() == Some(a)),
-        None => files.iter().find(|f| f.kind == "main"),
-    }
-    .ok_or_else(|| WebError::NotFound(format!("session {id} has no such transcript")))?;
+    let file = transcript_of(&files, &id, param(&q, "agent"))?;
     let num = |k: &str| param(&q, k).and_then(|s| s.parse::<u64>().ok());
     let (from, to) = match (num("from"), num("to")) {
         (Some(a), Some(b)) if a >= 1 && a <= b => (a, b.min(a + 2000)),
