@@ -186,7 +186,9 @@ impl Store {
                     // writer creates file rows before any row that points at them.
                     .foreign_keys(false)
                     .pragma("cache_size", "-64000")
-                    .pragma("wal_autocheckpoint", "8000")
+                    // Checkpoints run beside the writer (`writer::checkpointer`), never inside
+                    // one of its commits.
+                    .pragma("wal_autocheckpoint", "0")
                     // Statement logging follows Gleaner's level: a slow statement is a debug
                     // detail, not a warning on a query command's stderr.
                     .log_statements(log::LevelFilter::Trace)
@@ -279,6 +281,17 @@ impl Store {
             Store::Sqlite(p) => p.close().await,
             Store::Postgres(p) => p.close().await,
         }
+    }
+
+    /// SQLite: checkpoint the write-ahead log without waiting for readers or the writer
+    /// (PostgreSQL: nothing to do).
+    pub async fn checkpoint_passive(&self) -> Result<(), StoreError> {
+        if let Store::Sqlite(p) = self {
+            sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+                .execute(p)
+                .await?;
+        }
+        Ok(())
     }
 
     /// Whether the database answers a query (the daemon's probe while it has nothing to write

@@ -51,7 +51,16 @@ impl Writer {
         impl std::future::Future<Output = ()> + Send + 'static,
     ) {
         let (tx, rx) = mpsc::channel(GROUP_BATCHES);
-        (Writer { tx }, run(store, rx))
+        let work = async move {
+            let (done_tx, done_rx) = tokio::sync::watch::channel(false);
+            let committed = std::sync::Arc::new(tokio::sync::Notify::new());
+            let writer = async {
+                run(store.clone(), rx, &committed).await;
+                let _ = done_tx.send(true);
+            };
+            tokio::join!(writer, checkpointer(store.clone(), done_rx, &committed));
+        };
+        (Writer { tx }, work)
     }
 
     /// Commit `batch` (possibly together with other files' batches) and return what it wrote.
@@ -65,7 +74,39 @@ impl Writer {
     }
 }
 
-async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
+/// How often the SQLite write-ahead log is checkpointed while the writer runs.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// SQLite only: copy the write-ahead log into the database file from another connection
+/// (`PRAGMA wal_checkpoint(PASSIVE)`, which never waits for the writer), so the writer's own
+/// commits never stop to checkpoint (`wal_autocheckpoint` is off on these connections). The
+/// checkpoint runs on that connection's thread, beside the writer's. Ends with the writer; the
+/// pool's close checkpoints what is left.
+async fn checkpointer(
+    store: Store,
+    mut done: tokio::sync::watch::Receiver<bool>,
+    committed: &tokio::sync::Notify,
+) {
+    if store.backend() != crate::store::Backend::Sqlite {
+        return;
+    }
+    loop {
+        // Idle until a commit (an idle daemon does nothing), then gather a few.
+        tokio::select! {
+            _ = done.changed() => return,
+            _ = committed.notified() => {}
+        }
+        tokio::select! {
+            _ = done.changed() => return,
+            _ = tokio::time::sleep(CHECKPOINT_EVERY) => {}
+        }
+        if let Err(e) = store.checkpoint_passive().await {
+            tracing::debug!(error = %e, "WAL checkpoint failed; retried");
+        }
+    }
+}
+
+async fn run(store: Store, mut rx: mpsc::Receiver<Job>, committed: &tokio::sync::Notify) {
     // Keys of every summary leaf uuid known so far: a committed message with one of these uuids
     // is recorded as that leaf's holder (see `Store::commit_group`).
     let mut leaves = match store.summary_leaf_keys().await {
@@ -106,6 +147,7 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>) {
             jobs.into_iter().map(|j| (j.batch, j.ack)).unzip();
         match store.commit_group(&batches, &mut leaves).await {
             Ok(results) => {
+                committed.notify_one();
                 for (ack, r) in acks.into_iter().zip(results) {
                     let _ = ack.send(r);
                 }
