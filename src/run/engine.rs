@@ -353,25 +353,25 @@ impl Engine {
 
     /// How many pumps may start now: all of them, or during a database outage none but one
     /// probe when its backoff has passed (see [`Health`](super::health::Health)).
-    fn allowed(&mut self) -> (usize, Option<Instant>) {
+    ///
+    /// The probe is taken only when it will really start: with pumps still out (their commits
+    /// may hang until the pool gives up), their outcome decides first; with nothing queued,
+    /// the engine's wake-up pings the database instead.
+    fn allowed(&mut self, running: usize) -> usize {
         let all = self.pipeline.cfg.daemon.workers * FILES_PER_WORKER;
         if self.mode == Mode::Once {
-            return (all, None);
+            return all;
         }
-        match self.pipeline.health.gate() {
-            Gate::Open => (all, None),
-            Gate::Wait(at) => (0, Some(at)),
-            Gate::Probing => (0, None),
-            Gate::Probe => match self.queue.front() {
-                Some(p) => {
-                    self.probe = Some(p.clone());
-                    (1, None)
+        match self.pipeline.health.peek() {
+            Gate::Open => all,
+            Gate::Wait(_) | Gate::Probing => 0,
+            Gate::Probe if running > 0 => 0,
+            Gate::Probe => match self.queue.front().cloned() {
+                Some(p) if self.pipeline.health.gate() == Gate::Probe => {
+                    self.probe = Some(p);
+                    1
                 }
-                None => {
-                    // Nothing to write: ask the database whether it answers at all.
-                    self.pipeline.health.probe_inconclusive();
-                    (0, None)
-                }
+                _ => 0,
             },
         }
     }
@@ -380,7 +380,7 @@ impl Engine {
         // Files in flight: reading is capped at `workers` by the pipeline's read slots, but a
         // file waiting for its commit costs nothing, and many files in flight is what lets the
         // writer build large groups (fewer commits, far fewer index pages written per row).
-        let (in_flight, _) = self.allowed();
+        let in_flight = self.allowed(tasks.len());
         while tasks.len() < in_flight {
             let Some(path) = self.queue.pop_front() else {
                 break;
