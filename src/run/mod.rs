@@ -14,6 +14,7 @@ pub mod lock;
 pub mod once;
 pub mod pump;
 pub mod refine;
+mod requests;
 pub mod snippet_add;
 pub mod socket;
 pub mod watcher;

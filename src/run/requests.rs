@@ -1,0 +1,128 @@
+//! Answering the daemon's socket requests (`status`, `rescan`, `ingest_now`, `reload`,
+//! `session_end`), from the state the daemon shares across reloads.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::daemon::{ReloadRequest, Shared};
+use super::engine::Hint;
+use super::socket::{Request, Response, StatusReport};
+use crate::store::redact_url;
+
+/// Longest time a session-end request waits for the session's files to be ingested.
+const SESSION_END_WAIT: Duration = Duration::from_secs(10);
+
+/// Longest wait for a reload to be applied before the `reload` request is answered.
+const RELOAD_WAIT: Duration = Duration::from_secs(30);
+
+/// Serve one status-socket request.
+pub(super) async fn answer(req: Request, shared: &Shared) -> Response {
+    let shutting_down = || Response::Error {
+        message: "daemon is shutting down".into(),
+    };
+    match req {
+        Request::Status => Response::Status(Box::new(status(shared).await)),
+        Request::Rescan => match shared.hints().send(Hint::Rescan).await {
+            Ok(()) => Response::Accepted,
+            Err(_) => shutting_down(),
+        },
+        Request::IngestNow { path } => match shared.hints().send(Hint::Paths(vec![path])).await {
+            Ok(()) => Response::Accepted,
+            Err(_) => shutting_down(),
+        },
+        Request::Reload => {
+            let (reply, rx) = oneshot::channel();
+            let req = ReloadRequest { reply: Some(reply) };
+            if shared.reload.send(req).await.is_err() {
+                return shutting_down();
+            }
+            match tokio::time::timeout(RELOAD_WAIT, rx).await {
+                Ok(Ok(Ok(changed))) => Response::Reloaded { changed },
+                Ok(Ok(Err(message))) => Response::Error {
+                    message: format!("reload refused, running configuration kept: {message}"),
+                },
+                Ok(Err(_)) => shutting_down(),
+                Err(_) => Response::Error {
+                    message: format!("reload not applied within {RELOAD_WAIT:?}"),
+                },
+            }
+        }
+        Request::SessionEnd {
+            session_id,
+            transcript_path,
+        } => {
+            let (reply, rx) = oneshot::channel();
+            let hint = Hint::SessionEnd {
+                session_id: session_id.clone(),
+                transcript_path,
+                reply,
+            };
+            if shared.hints().send(hint).await.is_err() {
+                return shutting_down();
+            }
+            match tokio::time::timeout(SESSION_END_WAIT, rx).await {
+                Ok(Ok(finished)) => Response::SessionEnded {
+                    session_id,
+                    finished,
+                },
+                _ => Response::Error {
+                    message: format!(
+                        "session {session_id} not settled within {SESSION_END_WAIT:?}"
+                    ),
+                },
+            }
+        }
+    }
+}
+
+/// The answer to a `status` request.
+async fn status(shared: &Shared) -> StatusReport {
+    let cfg = shared.cfg();
+    let stats = &shared.stats;
+    let health = &shared.health;
+    // The database's own figures, within a second: a slow or unreachable database is
+    // reported, not waited for.
+    let store = shared.store();
+    let figures = tokio::time::timeout(
+        Duration::from_secs(1),
+        store.daemon_figures(&cfg.machine_id),
+    )
+    .await;
+    let since = health.unavailable_since().map(super::health::rfc3339);
+    let (database_state, figures) = match (figures, &since) {
+        (Ok(Ok(f)), None) => ("ok".to_string(), Some(f)),
+        // Answers queries but refused the last write (read-only, full): still unavailable.
+        (Ok(Ok(f)), Some(t)) => (format!("unavailable since {t}"), Some(f)),
+        (Ok(Err(e)), Some(t)) => (format!("unavailable since {t}: {e}"), None),
+        (Ok(Err(e)), None) => (format!("unavailable: {e}"), None),
+        (Err(_), Some(t)) => (format!("unavailable since {t}"), None),
+        (Err(_), None) => ("unavailable: no answer within 1 s".to_string(), None),
+    };
+    StatusReport {
+        pid: std::process::id(),
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        uptime_secs: shared.started.elapsed().as_secs(),
+        projects_dir: cfg.projects_dir.display().to_string(),
+        database: redact_url(&cfg.database.url),
+        files: stats.tracked.load(Ordering::Relaxed),
+        bytes: stats.bytes.load(Ordering::Relaxed),
+        lines: stats.lines.load(Ordering::Relaxed),
+        messages: stats.messages.load(Ordering::Relaxed),
+        diagnostics: stats.diagnostics.load(Ordering::Relaxed),
+        batches: stats.batches.load(Ordering::Relaxed),
+        errors: stats.errors.load(Ordering::Relaxed),
+        refined: stats.refined.load(Ordering::Relaxed),
+        refine_failed: stats.refine_failed.load(Ordering::Relaxed),
+        watch_mode: super::watcher::watch_mode_name(stats.watching.load(Ordering::Relaxed))
+            .to_string(),
+        database_state,
+        figures,
+        ingest_rate_bytes_per_sec: health.bytes_per_sec(),
+        database_unavailable_since: since,
+        outages: health.outages.load(Ordering::Relaxed),
+        last_error: health.last_error(),
+        reloads: shared.reloads.load(Ordering::Relaxed),
+    }
+}
