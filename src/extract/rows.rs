@@ -391,7 +391,8 @@ pub fn mtime_ms(m: &std::fs::Metadata) -> i64 {
     m.modified().map_or(0, unix_ms)
 }
 
-fn unix_ms(t: std::time::SystemTime) -> i64 {
+/// Unix milliseconds of `t` (0 before the epoch).
+pub fn unix_ms(t: std::time::SystemTime) -> i64 {
     t.duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }

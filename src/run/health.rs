@@ -147,19 +147,13 @@ impl Health {
         *lock(&self.last_error) = Some(LastError {
             what: what.to_string(),
             message: message.to_string(),
-            at: rfc3339(SystemTime::now()),
+            at: iso(SystemTime::now()),
         });
     }
 
     /// The last error met, if any.
     pub fn last_error(&self) -> Option<LastError> {
         lock(&self.last_error).clone()
-    }
-
-    /// Whether an error with this key should be logged now (see
-    /// [`crate::telemetry::should_log`]).
-    pub fn should_log(&self, key: &str) -> Option<u64> {
-        crate::telemetry::should_log(key)
     }
 
     /// Count `bytes` committed now in the rate window.
@@ -201,48 +195,14 @@ fn unix_secs() -> u64 {
         .unwrap_or(0)
 }
 
-/// `t` as RFC 3339 UTC with seconds (`2026-11-25T06:01:02Z`).
-pub fn rfc3339(t: SystemTime) -> String {
-    let secs = t
-        .duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
-
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian (H. Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
+/// `t` as the ISO-8601 UTC text used everywhere else (`2026-11-25T06:01:02.123Z`).
+pub fn iso(t: SystemTime) -> String {
+    crate::extract::rows::iso_from_unix_millis(crate::extract::rows::unix_ms(t))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rfc3339_formats_known_instants() {
-        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_764_050_462);
-        assert_eq!(rfc3339(t), "2025-11-25T06:01:02Z");
-        assert_eq!(rfc3339(SystemTime::UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let leap = SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400);
-        assert_eq!(rfc3339(leap), "2000-02-29T00:00:00Z");
-    }
 
     #[test]
     fn outage_pauses_then_probes_with_capped_backoff() {

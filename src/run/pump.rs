@@ -585,7 +585,7 @@ impl Pipeline {
     fn store_down(&self, t: &Tracked, what: &str, e: &StoreError) -> PumpEnd {
         self.stats.errors.fetch_add(1, Ordering::Relaxed);
         let message = e.to_string();
-        if let Some(repeated) = self.health.should_log(&format!("store:{what}")) {
+        if let Some(repeated) = crate::telemetry::should_log(&format!("store:{what}")) {
             tracing::error!(path = %t.path().display(), error = %message, repeated, "{what} failed");
         }
         self.health.store_failed(&message);
@@ -617,9 +617,8 @@ impl Pipeline {
         }
         self.stats.errors.fetch_add(1, Ordering::Relaxed);
         let message = e.to_string();
-        if let Some(repeated) = self
-            .health
-            .should_log(&format!("read:{}", t.path().display()))
+        if let Some(repeated) =
+            crate::telemetry::should_log(&format!("read:{}", t.path().display()))
         {
             tracing::warn!(path = %t.path().display(), error = %message, repeated, "read failed");
         }

@@ -90,7 +90,7 @@ async fn status(shared: &Shared) -> StatusReport {
         store.daemon_figures(&cfg.machine_id),
     )
     .await;
-    let since = health.unavailable_since().map(super::health::rfc3339);
+    let since = health.unavailable_since().map(super::health::iso);
     let (database_state, figures) = match (figures, &since) {
         (Ok(Ok(f)), None) => ("ok".to_string(), Some(f)),
         // Answers queries but refused the last write (read-only, full): still unavailable.

@@ -142,18 +142,9 @@ pub fn marked(text: &str, spans: &[[usize; 2]]) -> Markup {
     }
 }
 
-/// Percent-encode a query parameter value.
+/// A query parameter value, encoded (`form_urlencoded`, the encoding axum's `Query` decodes).
 pub fn enc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char);
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
+    form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 #[cfg(test)]
@@ -175,6 +166,11 @@ mod tests {
         assert_eq!(duration(Some(61_000)), "1 min");
         assert_eq!(when(Some("2026-01-31T12:34:56Z")), "2026-01-31 12:34");
         assert_eq!(clip("abcdef", 3), "abc…");
-        assert_eq!(enc("a b/é"), "a%20b%2F%C3%A9");
+        assert_eq!(enc("a b/é&x=1"), "a+b%2F%C3%A9%26x%3D1");
+        let back: Vec<(String, String)> =
+            form_urlencoded::parse(format!("q={}", enc("a b/é&x=1")).as_bytes())
+                .into_owned()
+                .collect();
+        assert_eq!(back, [("q".to_string(), "a b/é&x=1".to_string())]);
     }
 }
