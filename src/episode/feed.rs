@@ -82,5 +82,5 @@ pub fn feed(slot: &mut Option<Box<Builder>>, ex: &mut Extracted<'_>, how: &Feed<
         .collect();
     let rows = builder.feed(how, session_id, inputs, out.checkpoint.lines, &targets);
     out.episodes = rows;
-    out.episode_state = Some(builder.to_json());
+    out.episode_state = Some(crate::extract::rows::pack_state(&builder.to_json()));
 }

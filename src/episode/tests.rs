@@ -108,7 +108,10 @@ pub(super) fn run_split(
         feed(&mut slot, &mut ex, &how);
         let pb = ex.rows;
         rows.extend(pb.episodes);
-        state = Builder::from_json(pb.episode_state.as_deref().unwrap()).unwrap();
+        state = Builder::from_json(
+            &crate::extract::rows::unpack_state(pb.episode_state.as_deref().unwrap()).unwrap(),
+        )
+        .unwrap();
         slot = Some(Box::new(state.clone()));
     }
     (state, rows)

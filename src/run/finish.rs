@@ -18,7 +18,8 @@ pub async fn close_episodes(
     let states = store.episode_states(session_ids).await?;
     let mut closed = Vec::with_capacity(states.len());
     for s in states {
-        let Some(builder) = episode::Builder::from_json(&s.state) else {
+        let json = crate::extract::rows::unpack_state(&s.state);
+        let Some(builder) = json.as_deref().and_then(episode::Builder::from_json) else {
             tracing::warn!(
                 file_id = s.file_id,
                 "unreadable episode state; last episode left open"

@@ -12,7 +12,7 @@ use super::sql::{ladder_chunks, Arg, Backend, Conn, Pooled, Sql};
 use super::{episodes, knowledge, Store, StoreError};
 use crate::extract::lexemes;
 use crate::extract::rows::{
-    now_iso, uuid_key, DiagnosticRow, KindCount, MessageRow, PreparedBatch, SessionUpdate,
+    now_iso, uuid_bytes, DiagnosticRow, KindCount, MessageRow, PreparedBatch, SessionUpdate,
 };
 
 /// What a commit wrote.
@@ -190,7 +190,7 @@ async fn advance_checkpoints(
                 .bind(b.mtime_ms)
                 .bind(b.agent_meta.as_ref().and_then(|m| m.0.as_deref()))
                 .bind(b.agent_meta.as_ref().and_then(|m| m.1.as_deref()))
-                .bind(b.episode_state.as_deref())
+                .bind(b.episode_state.as_deref().map(Cow::Borrowed))
                 .bind(now);
         });
         q.push(GUARDED_CHECKPOINTS_SET);
@@ -230,8 +230,8 @@ async fn write_messages(
     for chunk in ladder_chunks(&messages) {
         let mut q = Sql::new(format!(
             "{}messages (file_id, generation, line_no, seq, byte_start, byte_end, \
-             session_id, uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
-             model, tool_names, is_error, text, uuid_key, is_meta{}) ",
+             uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
+             model, tool_names, is_error, text, is_meta{}) ",
             backend.insert_ignore(),
             if pg { ", search_vec" } else { "" }
         ));
@@ -242,9 +242,8 @@ async fn write_messages(
                 .bind(i64::from(m.seq))
                 .bind(m.byte_start as i64)
                 .bind(m.byte_end as i64)
-                .bind(m.session_id.as_str())
-                .bind(m.uuid.as_deref())
-                .bind(m.parent_uuid.as_deref())
+                .bind(m.uuid.as_deref().map(uuid_bytes))
+                .bind(m.parent_uuid.as_deref().map(uuid_bytes))
                 .bind(m.kind.as_str())
                 .bind(m.subtype.as_deref())
                 .bind(m.ts.as_deref())
@@ -254,7 +253,6 @@ async fn write_messages(
                 .bind(m.tool_names.as_deref())
                 .bind(m.is_error)
                 .bind(m.text.as_deref())
-                .bind(m.uuid.as_deref().map(uuid_key))
                 .bind(m.is_meta);
             if pg {
                 let text = m.text.as_deref().filter(|_| lexemes::searchable(m));
@@ -340,9 +338,10 @@ async fn index_messages(
              seq) ",
         );
         q.push_values(chunk, |row, (id, b, m, _)| {
+            // No session: a message's is its file's (search::sql::SQLITE_DOC_SESSION).
             row.bind(*id)
                 .bind("message")
-                .bind(m.session_id.as_str())
+                .bind("")
                 .bind(m.ts.as_deref())
                 .bind(b.file_id)
                 .bind(b.checkpoint.generation)

@@ -2,7 +2,7 @@
 
 use super::sql::{ladder_chunks, Sql};
 use super::{Store, StoreError};
-use crate::extract::rows::now_iso;
+use crate::extract::rows::{now_iso, unpack_state};
 use crate::tail::discovery::FileInfo;
 use crate::tail::Checkpoint;
 
@@ -130,11 +130,15 @@ impl Store {
         Ok(())
     }
 
-    /// The episode builder state of a file (JSON), if any was stored.
+    /// The episode builder state of a file (JSON), if any was stored. A stored state that
+    /// does not unpack reads as `Some("")`, which no builder accepts (the caller starts afresh
+    /// and says so).
     pub async fn episode_state(&self, file_id: i64) -> Result<Option<String>, StoreError> {
         let q = Sql::new("SELECT episode_state FROM files WHERE id = $1").arg(file_id);
-        let row: Option<(Option<String>,)> = self.fetch_optional(&q).await?;
-        Ok(row.and_then(|(s,)| s))
+        let row: Option<(Option<Vec<u8>>,)> = self.fetch_optional(&q).await?;
+        Ok(row
+            .and_then(|(s,)| s)
+            .map(|s| unpack_state(&s).unwrap_or_default()))
     }
 }
 

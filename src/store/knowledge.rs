@@ -11,7 +11,7 @@ use super::sql::{dedup_by, ladder_chunks, Backend, Conn, Sql};
 use super::StoreError;
 use crate::extract::lexemes;
 use crate::extract::rows::{
-    uuid_key, FeedbackRow, PreparedBatch, SummaryRow, ToolUseRow, UsageRow,
+    uuid_bytes, uuid_key, FeedbackRow, PreparedBatch, SummaryRow, ToolUseRow, UsageRow,
 };
 
 /// Write the knowledge rows of the accepted batches of a group. `leaves` is the writer's set of
@@ -69,27 +69,45 @@ async fn write_summaries(
         c.execute(&q).await?;
     }
     // Summary leaves. A new leaf's message may already be stored (usually in a sibling file
-    // of the same project): one scan of that project's messages by uuid_key per group.
-    let mut new_leaves: HashMap<&str, Vec<i64>> = HashMap::new();
+    // of the same project): one scan of that project's messages per group.
+    // Messages store their uuid as bytes (`uuid_bytes`): the leaves are matched by those
+    // bytes, and the summary's own text of the uuid is what is written.
+    let mut new_leaves: HashMap<&str, Vec<&str>> = HashMap::new();
     for (b, r) in &summaries {
         if let (true, Some(leaf)) = (r.kind == "summary", r.leaf_uuid.as_deref()) {
-            let k = uuid_key(leaf);
-            if leaves.insert(k) {
-                new_leaves.entry(b.project.as_str()).or_default().push(k);
+            if leaves.insert(uuid_key(leaf)) {
+                new_leaves.entry(b.project.as_str()).or_default().push(leaf);
             }
         }
     }
-    for (project, keys) in &new_leaves {
-        for chunk in keys.chunks(500) {
-            let mut q = Sql::new(format!(
-                "{}summary_leaves (leaf_uuid, session_id) SELECT m.uuid, m.session_id \
-                 FROM messages m JOIN files f ON f.id = m.file_id WHERE f.project = ",
-                backend.insert_ignore()
-            ));
-            q.push_bind(*project).push(" AND ");
-            q.push_in("m.uuid_key", chunk.iter().copied());
-            q.push(&backend.on_conflict_ignore("leaf_uuid, session_id"));
-            c.execute(&q.not_persistent()).await?;
+    for (project, uuids) in &new_leaves {
+        for chunk in uuids.chunks(500) {
+            let mut q = Sql::new(
+                "SELECT DISTINCT m.uuid, f.session_id FROM messages m \
+                 JOIN files f ON f.id = m.file_id WHERE f.project = ",
+            );
+            q.push_bind(*project)
+                .push(" AND f.session_id IS NOT NULL AND ");
+            q.push_in("m.uuid", chunk.iter().map(|u| uuid_bytes(u)));
+            let found: Vec<(Vec<u8>, String)> = c.fetch_all(&q.not_persistent()).await?;
+            let hits: Vec<(&str, String)> = found
+                .into_iter()
+                .filter_map(|(bytes, sid)| {
+                    let leaf = chunk.iter().find(|u| uuid_bytes(u).as_ref() == bytes)?;
+                    Some((*leaf, sid))
+                })
+                .collect();
+            for rows in ladder_chunks(&hits) {
+                let mut q = Sql::new(format!(
+                    "{}summary_leaves (leaf_uuid, session_id) ",
+                    backend.insert_ignore()
+                ));
+                q.push_values(rows, |row, (u, sid)| {
+                    row.bind(*u).bind(sid.as_str());
+                });
+                q.push(&backend.on_conflict_ignore("leaf_uuid, session_id"));
+                c.execute(&q).await?;
+            }
         }
     }
     // Messages committed now that a known summary names as its leaf.

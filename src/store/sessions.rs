@@ -38,8 +38,8 @@ pub struct EpisodeStateRow {
     pub project: String,
     /// The session it belongs to.
     pub session_id: String,
-    /// The builder state (JSON).
-    pub state: String,
+    /// The builder state, packed (`extract::rows::unpack_state` gives the JSON).
+    pub state: Vec<u8>,
     /// The committed offset the state goes with.
     pub byte_offset: i64,
 }

@@ -79,6 +79,8 @@ pub(crate) enum Arg<'a> {
     TextArray(Vec<String>),
     /// A PostgreSQL `tsvector` in binary form (or NULL). PostgreSQL only, like arrays.
     TsVector(Option<Cow<'a, [u8]>>),
+    /// Bytes (or NULL): a SQLite BLOB, a PostgreSQL `bytea`.
+    Bytes(Option<Cow<'a, [u8]>>),
 }
 
 /// A binary `tsvector` (see `extract::lexemes::tsvector_binary`), sent as it is.
@@ -153,6 +155,16 @@ impl From<String> for Arg<'_> {
 impl From<Option<String>> for Arg<'_> {
     fn from(v: Option<String>) -> Self {
         Arg::Text(v.map(Cow::Owned))
+    }
+}
+impl<'a> From<Cow<'a, [u8]>> for Arg<'a> {
+    fn from(v: Cow<'a, [u8]>) -> Self {
+        Arg::Bytes(Some(v))
+    }
+}
+impl<'a> From<Option<Cow<'a, [u8]>>> for Arg<'a> {
+    fn from(v: Option<Cow<'a, [u8]>>) -> Self {
+        Arg::Bytes(v)
     }
 }
 impl From<Vec<String>> for Arg<'_> {
@@ -278,6 +290,7 @@ impl<'a> Sql<'a> {
                 Arg::Text(v) => out.add(v.as_deref()),
                 Arg::TextArray(_) => Err("SQLite has no array type".into()),
                 Arg::TsVector(_) => Err("SQLite has no tsvector type".into()),
+                Arg::Bytes(v) => out.add(v.as_deref()),
             };
             r.map_err(sqlx::Error::Encode)?;
         }
@@ -294,6 +307,7 @@ impl<'a> Sql<'a> {
                 Arg::Text(v) => out.add(v.as_deref()),
                 Arg::TextArray(v) => out.add(v),
                 Arg::TsVector(v) => out.add(v.as_deref().map(PgTsVector)),
+                Arg::Bytes(v) => out.add(v.as_deref()),
             };
             r.map_err(sqlx::Error::Encode)?;
         }

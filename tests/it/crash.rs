@@ -25,7 +25,7 @@ impl Rng {
     }
 }
 
-type Key = (String, i64, i64, i64, Option<String>, String);
+type Key = (String, i64, i64, i64, Option<Vec<u8>>, String);
 
 /// Every message row as (path, generation, line, seq, uuid, kind), sorted.
 pub(crate) async fn message_keys(store: &Store) -> Vec<Key> {

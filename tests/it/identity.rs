@@ -20,7 +20,8 @@ type Row = (String, i64, i64, String);
 
 /// Every row's session: messages (line, seq, kind), summaries and feedback, sorted.
 async fn rows(store: &Store) -> Vec<Row> {
-    let sql = "SELECT session_id, line_no, seq, kind FROM messages \
+    let sql = "SELECT f.session_id, m.line_no, m.seq, m.kind FROM messages m \
+               JOIN files f ON f.id = m.file_id \
                UNION ALL SELECT session_id, line_no, 0, 'summary:' || kind FROM summaries \
                UNION ALL SELECT session_id, line_no, 0, 'feedback:' || feedback_type FROM feedback \
                ORDER BY 2, 3, 4";

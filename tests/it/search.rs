@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use crate::both_backends;
 use crate::common::*;
+use gleaner::store::Store;
 
 fn search(env: &TestEnv, args: &[&str]) -> Output {
     env.cmd()
@@ -233,8 +234,9 @@ async fn backfill(backend: Backend) {
         "INSERT INTO files (machine, path, project, kind, session_id, first_seen_at, \
          updated_at) VALUES ('test', '/x/s.jsonl', 'p', 'main', 'sess-old', 't', 't')",
         "INSERT INTO messages (file_id, generation, line_no, seq, byte_start, byte_end, \
-         session_id, kind, is_sidechain, is_error, text) VALUES (1, 1, 3, 0, 0, 10, \
-         'sess-old', 'assistant', FALSE, FALSE, 'the wombat cache was stale')",
+         session_id, uuid, parent_uuid, kind, is_sidechain, is_error, text) VALUES \
+         (1, 1, 3, 0, 0, 10, 'sess-old', '0b5e7c2a-91d4-4f3e-8a6b-2c1d0e9f8a7b', 'msg-1', \
+         'assistant', FALSE, FALSE, 'the wombat cache was stale')",
         "INSERT INTO summaries (kind, dedup_key, text, session_id, file_id, line_no) VALUES \
          ('summary', 'k', 'wombat cache fix', 'sess-old', 1, 1)",
         "INSERT INTO sessions (session_id, machine, project, created_at, updated_at) VALUES \
@@ -271,6 +273,21 @@ async fn backfill(backend: Backend) {
         .collect();
     assert_eq!(kinds, ["summary", "message"], "{v}");
     assert_eq!(results(&v)[1]["line"], 3);
+    // 0008 stored the ids as bytes: 16 for a UUID, the text's own for anything else.
+    let sql = "SELECT uuid, parent_uuid FROM messages";
+    let store = env.store().await;
+    let (uuid, parent): (Vec<u8>, Vec<u8>) = match &store {
+        Store::Sqlite(p) => sqlx::query_as(sql).fetch_one(p).await,
+        Store::Postgres(p) => sqlx::query_as(sql).fetch_one(p).await,
+    }
+    .expect("ids");
+    assert_eq!(uuid.len(), 16);
+    assert_eq!(
+        gleaner::extract::rows::uuid_from_bytes(&uuid),
+        "0b5e7c2a-91d4-4f3e-8a6b-2c1d0e9f8a7b"
+    );
+    assert_eq!(parent, b"msg-1");
+    store.close().await;
     env.cleanup().await;
 }
 

@@ -38,13 +38,18 @@ fn push_filters<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, session: &str, ts: &st
     }
 }
 
+/// The session of a SQLite search document: a message's is its file's (its `search_docs` row
+/// keeps none, as `messages` keeps none: migration 0008), the other kinds carry their own.
+const SQLITE_DOC_SESSION: &str = "(CASE WHEN d.kind = 'message' THEN \
+     (SELECT sf.session_id FROM files sf WHERE sf.id = d.file_id) ELSE d.session_id END)";
+
 /// The ranked results (best first, without LIMIT) as [`Ranked`] rows.
 pub(super) fn ranked<'a>(backend: Backend, f: &'a SearchFilter) -> Sql<'a> {
     match backend {
         Backend::Sqlite => {
             let mut q = Sql::new(format!(
-                "SELECT d.id AS doc_id, d.kind, d.session_id, d.ts, d.file_id, d.generation, \
-                 d.line_no, d.seq, d.ref_id, -bm25(search_fts) * \
+                "SELECT d.id AS doc_id, d.kind, {SQLITE_DOC_SESSION} AS session_id, d.ts, \
+                 d.file_id, d.generation, d.line_no, d.seq, d.ref_id, -bm25(search_fts) * \
                  (CASE d.kind WHEN 'summary' THEN {SUMMARY_BOOST:.2} ELSE 1.0 END) AS score "
             ));
             sqlite_matches(&mut q, f);
@@ -92,7 +97,7 @@ fn sqlite_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter) {
         q.push(" AND ")
             .push_in("d.kind", ks.iter().map(|k| k.as_str()));
     }
-    push_filters(q, f, "d.session_id", "d.ts");
+    push_filters(q, f, SQLITE_DOC_SESSION, "d.ts");
 }
 
 /// The marked excerpts of the SQLite index; the caller appends ` AND rowid IN (...)`.
@@ -122,7 +127,8 @@ fn pg_kind(k: SearchKind) -> PgKind {
     match k {
         SearchKind::Message => PgKind {
             from: "messages t",
-            session: "t.session_id",
+            // A message's session is its file's (messages keep no copy: issue 13).
+            session: "(SELECT tf.session_id FROM files tf WHERE tf.id = t.file_id)",
             ts: "t.ts",
             key: [
                 "t.file_id",

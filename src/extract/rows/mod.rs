@@ -6,6 +6,9 @@
 
 use crate::tail::Checkpoint;
 
+mod stored;
+pub use stored::{pack_state, unpack_state, uuid_bytes, uuid_from_bytes};
+
 /// Everything one transaction writes for one file.
 #[derive(Debug, Clone, Default)]
 pub struct PreparedBatch {
@@ -50,8 +53,9 @@ pub struct PreparedBatch {
     pub lines: u64,
     /// Episodes that closed in this batch, and the open one (main files only).
     pub episodes: Vec<EpisodeRow>,
-    /// The episode builder's state after this batch (JSON), stored with the checkpoint.
-    pub episode_state: Option<String>,
+    /// The episode builder's state after this batch, stored with the checkpoint (JSON packed
+    /// by [`pack_state`]).
+    pub episode_state: Option<Vec<u8>>,
     /// The file's path as stored in `files.path` (the source of its snippets).
     pub path: String,
 }
@@ -343,7 +347,7 @@ pub struct SnippetRow {
     pub metadata: String,
 }
 
-/// 64-bit key of a uuid for the narrow `messages.uuid_key` / `summaries.leaf_key` index
+/// 64-bit key of a uuid: `summaries.leaf_key`, and the writer's in-memory set of summary leaves
 /// (collisions are harmless: lookups also compare the uuid itself).
 pub fn uuid_key(uuid: &str) -> i64 {
     xxhash_rust::xxh3::xxh3_64(uuid.as_bytes()) as i64
