@@ -88,6 +88,9 @@ type TaskResult = (PathBuf, Box<Tracked>, PumpEnd);
 /// Files in flight per read worker.
 const FILES_PER_WORKER: usize = 16;
 
+/// Quiet time after work before the daemon gives memory back (`run::memory::release`).
+const RELEASE_AFTER: Duration = Duration::from_secs(1);
+
 /// Delay before a file whose pump failed (database down, read error) is tried again.
 const RETRY_DELAY: Duration = Duration::from_secs(2);
 
@@ -482,6 +485,8 @@ impl Engine {
         );
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut hints_open = true;
+        // Memory is given back once the daemon has been quiet a moment after work.
+        let (mut worked, mut quiet_at) = (false, None);
 
         loop {
             self.pipeline
@@ -506,6 +511,11 @@ impl Engine {
             }
             if cancel.is_cancelled() && tasks.is_empty() {
                 break;
+            }
+            if !tasks.is_empty() {
+                (worked, quiet_at) = (true, None);
+            } else if worked && quiet_at.is_none() && mode == Mode::Follow {
+                quiet_at = Some(Instant::now() + RELEASE_AFTER);
             }
             let next_retry = self.retry.iter().map(|(at, _)| *at).min();
             // During an outage: wake when the next probe is due.
@@ -534,6 +544,11 @@ impl Engine {
                     }
                 }
                 _ = evict.tick(), if mode == Mode::Follow => self.evict_idle(cfg.tail.idle_evict),
+                _ = sleep_until(quiet_at), if quiet_at.is_some() => {
+                    (worked, quiet_at) = (false, None);
+                    self.pipeline.store.release_memory().await;
+                    super::memory::release();
+                }
                 _ = sweep.tick(), if mode == Mode::Follow && !cancel.is_cancelled() => {
                     self.sweep_idle().await;
                 }

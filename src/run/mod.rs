@@ -11,6 +11,7 @@ pub mod engine;
 pub mod finish;
 pub mod health;
 pub mod lock;
+pub mod memory;
 pub mod once;
 pub mod pump;
 pub mod refine;
