@@ -45,6 +45,9 @@ struct Opts {
     /// Do not benchmark PostgreSQL.
     #[arg(long)]
     skip_postgres: bool,
+    /// Also ingest (SQLite) one transcript of this many MB, for its peak RSS (0: skip).
+    #[arg(long, default_value_t = 0)]
+    one_file_mb: u64,
     /// Lines appended one by one to measure the daemon's latency.
     #[arg(long, default_value_t = 200)]
     latency_samples: usize,
@@ -192,6 +195,15 @@ fn run() -> Result<usize> {
     let url = format!("sqlite://{}", work.join("live.db").display());
     lives.push(("sqlite", b.latency("sqlite", &url, &lines)?));
     let session = b.session(&corpus, 11_000_000)?;
+    if opts.one_file_mb > 0 {
+        let one = work.join("one");
+        let _ = fs::remove_dir_all(&one);
+        let size = corpus.one_file(&one.join("projects"), opts.one_file_mb * 1_000_000)?;
+        println!("one transcript of {:.1} MB", size as f64 / 1e6);
+        let url = format!("sqlite://{}", one.join("one.db").display());
+        table.push(("one-file", b.bulk("one-file", &one.join("projects"), &url)?));
+        let _ = fs::remove_dir_all(&one);
+    }
 
     // 3. PostgreSQL, in fresh databases dropped at the end.
     if !opts.skip_postgres {

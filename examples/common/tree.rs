@@ -137,6 +137,41 @@ impl Corpus {
         unreachable!("the copy loop only ends at the target size")
     }
 
+    /// One main transcript of at least `target` bytes at `dest/-one/<id>.jsonl`: the corpus's
+    /// lines in order, copy after copy, every session id replaced by the file's own (one
+    /// session, like a very long one written over months). Returns its size.
+    pub fn one_file(&self, dest: &Path, target: u64) -> Result<u64> {
+        let re = Regex::new(UUID_RE)?;
+        let sid = map_uuid(u64::MAX, b"one-file");
+        let out = dest.join("-one").join(format!("{sid}.jsonl"));
+        let ctx = || format!("cannot write {}", out.display());
+        fs::create_dir_all(out.parent().unwrap_or(dest)).with_context(ctx)?;
+        let mut w = BufWriter::with_capacity(1 << 20, File::create(&out).with_context(ctx)?);
+        let (mut bytes, mut buf) = (0u64, Vec::new());
+        while bytes < target {
+            for (rel, _) in &self.files {
+                let mut r = BufReader::with_capacity(1 << 20, File::open(self.root.join(rel))?);
+                while {
+                    buf.clear();
+                    r.read_until(b'\n', &mut buf)? > 0
+                } {
+                    let line =
+                        re.replace_all(&buf, |c: &Captures| match self.ids.contains(&c[0]) {
+                            true => sid.clone().into_bytes(),
+                            false => c[0].to_vec(),
+                        });
+                    w.write_all(&line).with_context(ctx)?;
+                    bytes += line.len() as u64;
+                }
+                if bytes >= target {
+                    break;
+                }
+            }
+        }
+        w.flush().with_context(ctx)?;
+        Ok(bytes)
+    }
+
     /// `n` complete user/assistant lines under 4 KB, largest files first; cycled when short.
     pub fn live_lines(&self, n: usize) -> Result<Vec<Vec<u8>>> {
         let mut by_size: Vec<_> = self.files.iter().collect();

@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
+
+mod outage;
 use tokio_util::sync::CancellationToken;
 
 use super::finish::{finish_session, sweep_idle_sessions};
@@ -354,31 +356,6 @@ impl Engine {
         }
     }
 
-    /// How many pumps may start now: all of them, or during a database outage none but one
-    /// probe when its backoff has passed (see [`Health`](super::health::Health)).
-    ///
-    /// The probe is taken only when it will really start: with pumps still out (their commits
-    /// may hang until the pool gives up), their outcome decides first; with nothing queued,
-    /// the engine's wake-up pings the database instead.
-    fn allowed(&mut self, running: usize) -> usize {
-        let all = self.pipeline.cfg.daemon.workers * FILES_PER_WORKER;
-        if self.mode == Mode::Once {
-            return all;
-        }
-        match self.pipeline.health.peek() {
-            Gate::Open => all,
-            Gate::Wait(_) | Gate::Probing => 0,
-            Gate::Probe if running > 0 => 0,
-            Gate::Probe => match self.queue.front().cloned() {
-                Some(p) if self.pipeline.health.gate() == Gate::Probe => {
-                    self.probe = Some(p);
-                    1
-                }
-                _ => 0,
-            },
-        }
-    }
-
     fn spawn_ready(&mut self, tasks: &mut JoinSet<TaskResult>, cancel: &CancellationToken) {
         // Files in flight: reading is capped at `workers` by the pipeline's read slots, but a
         // file waiting for its commit costs nothing, and many files in flight is what lets the
@@ -430,6 +407,10 @@ impl Engine {
                 self.pipeline.health.probe_inconclusive();
             }
         }
+        if matches!(end, PumpEnd::Caught | PumpEnd::Gone) && self.stale(&t) {
+            t.tailer = None;
+            t.episodes = None;
+        }
         self.slots.insert(path.clone(), Slot::Idle(t));
         match end {
             PumpEnd::Failed => self.retry.push((Instant::now() + RETRY_DELAY, path)),
@@ -444,6 +425,23 @@ impl Engine {
                 }
             }
         }
+    }
+
+    /// Whether a caught-up file can give up its tailer and episode builder at once instead of
+    /// after `tail.idle_evict_secs`: a one-shot ingest never reads it again, and a file last
+    /// modified longer ago than that is not being written. (Kept, they were ~3 KB a file: 10,000
+    /// old files took a backfill past its memory target.) Reading it again reloads both.
+    fn stale(&self, t: &Tracked) -> bool {
+        if self.mode == Mode::Once {
+            return true;
+        }
+        let Some((_, mtime_ns, _)) = t.seen else {
+            return false;
+        };
+        let now_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i128);
+        now_ns - mtime_ns > self.pipeline.cfg.tail.idle_evict.as_nanos() as i128
     }
 
     /// Run until caught up (`Mode::Once`) or cancelled (`Mode::Follow`).
@@ -570,35 +568,6 @@ impl Engine {
             }
         }
         self
-    }
-}
-
-impl Engine {
-    /// During an outage, when the engine must wake to probe the database: at the end of the
-    /// backoff, or at once when a probe is due and no file is queued to serve as one.
-    fn outage_wake(&self) -> Option<Instant> {
-        if self.mode == Mode::Once {
-            return None;
-        }
-        match self.pipeline.health.peek() {
-            Gate::Wait(at) => Some(at),
-            Gate::Probe if self.queue.is_empty() => Some(Instant::now()),
-            Gate::Open | Gate::Probe | Gate::Probing => None,
-        }
-    }
-
-    /// During an outage with nothing queued to write: end the outage if the database answers.
-    async fn ping_store(&self) {
-        let health = &self.pipeline.health;
-        if health.unavailable_since().is_none() {
-            return;
-        }
-        let ping = tokio::time::timeout(RETRY_DELAY, self.pipeline.store.ping()).await;
-        match ping {
-            Ok(Ok(())) => health.store_ok(),
-            Ok(Err(e)) => health.store_failed(&e.to_string()),
-            Err(_) => health.store_failed("no answer from the database"),
-        }
     }
 }
 
