@@ -87,6 +87,11 @@ pub async fn run_once(
     // The engine held the last handle to the writer: the writer drains and ends.
     drop(engine);
     await_writer(writer).await?;
+    if stats.batches.load(Ordering::Relaxed) > 0 {
+        if let Err(e) = store.analyze_after_bulk().await {
+            tracing::warn!(error = %e, "cannot refresh the planner's statistics");
+        }
+    }
     // Old transcripts are finished sessions: apply the idle rule now rather than at the next
     // daemon start.
     if let Err(e) = sweep_idle_sessions(&store, &cfg).await {
