@@ -226,41 +226,18 @@ async fn write_messages(
         .collect();
     let mut message_rows = 0;
     // PostgreSQL indexes message text through a `search_vec` column (SQLite: index_messages).
-    let pg = backend == Backend::Postgres;
-    for chunk in ladder_chunks(&messages) {
-        let mut q = Sql::new(format!(
-            "{}messages (file_id, generation, line_no, seq, byte_start, byte_end, \
-             uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
-             model, tool_names, is_error, text, is_meta{}) ",
-            backend.insert_ignore(),
-            if pg { ", search_vec" } else { "" }
-        ));
-        q.push_values(chunk, |row, (b, m)| {
-            row.bind(b.file_id)
-                .bind(b.checkpoint.generation)
-                .bind(m.line_no as i64)
-                .bind(i64::from(m.seq))
-                .bind(m.byte_start as i64)
-                .bind(m.byte_end as i64)
-                .bind(m.uuid.as_deref().map(uuid_bytes))
-                .bind(m.parent_uuid.as_deref().map(uuid_bytes))
-                .bind(m.kind.as_str())
-                .bind(m.subtype.as_deref())
-                .bind(m.ts.as_deref())
-                .bind(m.is_sidechain)
-                .bind(m.agent_id.as_deref())
-                .bind(m.model.as_deref())
-                .bind(m.tool_names.as_deref())
-                .bind(m.is_error)
-                .bind(m.text.as_deref())
-                .bind(m.is_meta);
-            if pg {
-                let text = m.text.as_deref().filter(|_| lexemes::searchable(m));
-                row.bind(search_vec(&m.search_vec, text));
-            }
+    // Each statement is built while the previous one runs: the database works on its own thread
+    // (SQLite's worker, PostgreSQL's server), so building the next one on this task overlaps it
+    // instead of following it (the writer is ingest's critical path).
+    let chunks: Vec<_> = ladder_chunks(&messages).collect();
+    let mut next = chunks.first().map(|ch| messages_insert(backend, ch));
+    let mut rest = chunks.iter().skip(1);
+    while let Some(q) = next.take() {
+        let (done, built) = tokio::join!(c.execute(&q), async {
+            rest.next().map(|ch| messages_insert(backend, ch))
         });
-        q.push(&backend.on_conflict_ignore("file_id, generation, line_no, seq"));
-        message_rows += c.execute(&q).await?;
+        message_rows += done?;
+        next = built;
     }
     if message_rows != messages.len() as u64 {
         tracing::error!(
@@ -283,6 +260,47 @@ async fn write_messages(
         }
     }
     Ok(inserted)
+}
+
+/// One multi-row `INSERT` of message rows (see [`write_messages`]).
+fn messages_insert<'a>(
+    backend: Backend,
+    chunk: &'a [(&'a PreparedBatch, &'a MessageRow)],
+) -> Sql<'a> {
+    let pg = backend == Backend::Postgres;
+    let mut q = Sql::new(format!(
+        "{}messages (file_id, generation, line_no, seq, byte_start, byte_end, \
+     uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
+     model, tool_names, is_error, text, is_meta{}) ",
+        backend.insert_ignore(),
+        if pg { ", search_vec" } else { "" }
+    ));
+    q.push_values(chunk, |row, (b, m)| {
+        row.bind(b.file_id)
+            .bind(b.checkpoint.generation)
+            .bind(m.line_no as i64)
+            .bind(i64::from(m.seq))
+            .bind(m.byte_start as i64)
+            .bind(m.byte_end as i64)
+            .bind(m.uuid.as_deref().map(uuid_bytes))
+            .bind(m.parent_uuid.as_deref().map(uuid_bytes))
+            .bind(m.kind.as_str())
+            .bind(m.subtype.as_deref())
+            .bind(m.ts.as_deref())
+            .bind(m.is_sidechain)
+            .bind(m.agent_id.as_deref())
+            .bind(m.model.as_deref())
+            .bind(m.tool_names.as_deref())
+            .bind(m.is_error)
+            .bind(m.text.as_deref())
+            .bind(m.is_meta);
+        if pg {
+            let text = m.text.as_deref().filter(|_| lexemes::searchable(m));
+            row.bind(search_vec(&m.search_vec, text));
+        }
+    });
+    q.push(&backend.on_conflict_ignore("file_id, generation, line_no, seq"));
+    q
 }
 
 /// A row's `search_vec` for PostgreSQL: the one the reading threads computed, else computed
