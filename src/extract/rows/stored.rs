@@ -3,35 +3,26 @@
 //! neither is ever searched or compared as text inside SQL.
 
 use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::io::{Read, Write};
+
+use crate::tail::discovery::is_uuid;
 
 /// A line uuid as stored in `messages.uuid` / `parent_uuid`: the 16 bytes of a canonical
 /// lowercase UUID (`8-4-4-4-12` hex digits), else the text's own bytes (unknown id formats are
 /// data, kept as they came). 16 bytes instead of 36 characters per id: two ids a row were a
 /// sixth of the messages table (issue 13). [`uuid_from_bytes`] is the way back.
 pub fn uuid_bytes(uuid: &str) -> Cow<'_, [u8]> {
-    let b = uuid.as_bytes();
-    let canonical = b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
-        });
-    if !canonical {
-        return Cow::Borrowed(b);
+    // Upper case would not read back as it was written.
+    if !is_uuid(uuid) || uuid.bytes().any(|c| c.is_ascii_uppercase()) {
+        return Cow::Borrowed(uuid.as_bytes());
     }
-    let nibble = |c: u8| {
-        if c.is_ascii_digit() {
-            c - b'0'
-        } else {
-            c - b'a' + 10
-        }
-    };
-    let hex: Vec<u8> = b.iter().copied().filter(|c| *c != b'-').collect();
-    Cow::Owned(
-        hex.chunks(2)
-            .map(|p| (nibble(p[0]) << 4) | nibble(p[1]))
-            .collect(),
-    )
+    let mut digits = uuid.chars().filter_map(|c| c.to_digit(16));
+    let mut out = Vec::with_capacity(16);
+    while let (Some(hi), Some(lo)) = (digits.next(), digits.next()) {
+        out.push((hi << 4 | lo) as u8);
+    }
+    Cow::Owned(out)
 }
 
 /// The text of a stored uuid (see [`uuid_bytes`]): 16 bytes are a canonical UUID. (An id in
@@ -45,15 +36,16 @@ pub fn uuid_from_bytes(b: &[u8]) -> String {
         if matches!(i, 4 | 6 | 8 | 10) {
             s.push('-');
         }
-        s.push_str(&format!("{byte:02x}"));
+        // Writing into a String cannot fail.
+        let _ = write!(s, "{byte:02x}");
     }
     s
 }
 
 /// The episode builder's state (JSON) as stored in `files.episode_state`: zlib-compressed.
 /// Why: it is rewritten with every checkpoint of a main file and holds the open episode's text,
-/// 2.4 KB a file on average and 35 KB for a long session; JSON text compresses about fourfold,
-/// at a fast level that costs a few milliseconds per megabyte on the reading threads.
+/// 2.4 KB a file on average and 35 KB for a long session. The fast level halves it (12.5 ->
+/// 6.2 MB on the bench tree: the vocabulary's hashes hardly compress), on the reading threads.
 pub fn pack_state(json: &str) -> Vec<u8> {
     let mut z = flate2::write::ZlibEncoder::new(
         Vec::with_capacity(json.len() / 3),

@@ -7,6 +7,8 @@
 //! In [`Mode::Once`] it stops when every file has been pumped to its end; in [`Mode::Follow`] it
 //! runs until cancelled.
 
+mod outage;
+
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,8 +16,6 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
-
-mod outage;
 use tokio_util::sync::CancellationToken;
 
 use super::finish::{finish_session, sweep_idle_sessions};
