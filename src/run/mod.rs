@@ -13,6 +13,7 @@ pub mod health;
 pub mod lock;
 pub mod memory;
 pub mod once;
+mod priority;
 pub mod pump;
 pub mod refine;
 mod requests;

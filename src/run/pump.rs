@@ -441,6 +441,7 @@ impl Pipeline {
                 // The budget permit travels with the batch until it is committed (or dropped).
                 Some(
                     tokio::task::spawn_blocking(move || {
+                        super::priority::reading_thread();
                         let r = step().map(|st| (st, permit));
                         drop(slot);
                         r

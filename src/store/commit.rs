@@ -101,7 +101,12 @@ impl Store {
         let t = std::time::Instant::now();
         let mut pooled = self.acquire().await?;
         let mut index = std::time::Duration::ZERO;
-        let r = commit_group_on(&mut pooled, batches, leaves, &mut index).await;
+        let r = match &mut pooled {
+            Pooled::Sqlite(lite) => {
+                super::sqlite_rows::commit_group(lite, batches, leaves, &mut index).await
+            }
+            Pooled::Postgres(_) => commit_group_on(&mut pooled, batches, leaves, &mut index).await,
+        };
         // The writer's wall time, less the search index written inside the transaction.
         crate::telemetry::add_stage(crate::telemetry::Stage::Index, index);
         crate::telemetry::add_stage(
@@ -115,50 +120,61 @@ impl Store {
     }
 }
 
+/// PostgreSQL: the group in one transaction opened through sqlx.
 async fn commit_group_on(
     pooled: &mut Pooled,
     batches: &[PreparedBatch],
     leaves: &mut HashSet<i64>,
     index_time: &mut std::time::Duration,
 ) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
-    {
-        let now = now_iso();
-        let mut tx = pooled.begin().await?;
-        let mut c = tx.conn();
-        let moved = advance_checkpoints(&mut c, batches, &now).await?;
-        let mut results: Vec<Result<CommitStats, StoreError>> = Vec::with_capacity(batches.len());
-        let mut accepted: Vec<&PreparedBatch> = Vec::with_capacity(batches.len());
-        for b in batches {
-            if moved.contains(&b.file_id) {
-                accepted.push(b);
-                results.push(Ok(CommitStats::default()));
-            } else {
-                results.push(Err(StoreError::CheckpointMoved {
-                    file_id: b.file_id,
-                    generation: b.expected.0,
-                    offset: b.expected.1,
-                }));
-            }
+    let mut tx = pooled.begin().await?;
+    let results = group_body(&mut tx.conn(), batches, leaves, index_time).await?;
+    tx.commit().await?;
+    Ok(results)
+}
+
+/// Everything a group writes, inside the transaction the caller opened and commits: on
+/// PostgreSQL through sqlx, on SQLite through its own handle ([`Conn::Direct`]).
+pub(super) async fn group_body(
+    c: &mut Conn<'_>,
+    batches: &[PreparedBatch],
+    leaves: &mut HashSet<i64>,
+    index_time: &mut std::time::Duration,
+) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
+    let now = now_iso();
+    let moved = advance_checkpoints(c, batches, &now).await?;
+    let mut results: Vec<Result<CommitStats, StoreError>> = Vec::with_capacity(batches.len());
+    let mut accepted: Vec<&PreparedBatch> = Vec::with_capacity(batches.len());
+    for b in batches {
+        if moved.contains(&b.file_id) {
+            accepted.push(b);
+            results.push(Ok(CommitStats::default()));
+        } else {
+            results.push(Err(StoreError::CheckpointMoved {
+                file_id: b.file_id,
+                generation: b.expected.0,
+                offset: b.expected.1,
+            }));
         }
-        let inserted = write_messages(&mut c, &accepted).await?;
-        if c.backend() == Backend::Sqlite {
-            let t = std::time::Instant::now();
-            index_messages(&mut c, &accepted, &inserted).await?;
-            *index_time += t.elapsed();
-        }
-        write_diagnostics(&mut c, &accepted, &now).await?;
-        write_kinds(&mut c, &accepted).await?;
-        knowledge::write(&mut c, &accepted, leaves).await?;
-        episodes::write_batches(&mut c, &accepted, &now).await?;
-        upsert_sessions(&mut c, &accepted, &inserted, &now).await?;
-        tx.commit().await?;
-        for (b, r) in batches.iter().zip(results.iter_mut()) {
-            if let Ok(st) = r {
-                *st = inserted.get(&b.file_id).copied().unwrap_or_default();
-            }
-        }
-        Ok(results)
     }
+    let inserted = if let Conn::Direct(db) = c {
+        let (inserted, index) = super::sqlite_rows::write_rows(db, &accepted)?;
+        *index_time += index;
+        inserted
+    } else {
+        write_messages(c, &accepted).await?
+    };
+    write_diagnostics(c, &accepted, &now).await?;
+    write_kinds(c, &accepted).await?;
+    knowledge::write(c, &accepted, leaves).await?;
+    episodes::write_batches(c, &accepted, &now).await?;
+    upsert_sessions(c, &accepted, &inserted, &now).await?;
+    for (b, r) in batches.iter().zip(results.iter_mut()) {
+        if let Ok(st) = r {
+            *st = inserted.get(&b.file_id).copied().unwrap_or_default();
+        }
+    }
+    Ok(results)
 }
 
 /// The optimistic guards, which double as the checkpoint writes: the ids of the files whose
@@ -194,13 +210,14 @@ async fn advance_checkpoints(
                 .bind(now);
         });
         q.push(GUARDED_CHECKPOINTS_SET);
-        let ids: Vec<(i64,)> = c.fetch_all(&q).await?;
+        let ids: Vec<(i64,)> = c.fetch_rows(&q).await?;
         moved.extend(ids.into_iter().map(|(id,)| id));
     }
     Ok(moved)
 }
 
-/// Message rows of the accepted batches; what each file actually gained.
+/// PostgreSQL: message rows of the accepted batches; what each file actually gained (SQLite
+/// writes them through its own handle: `sqlite_rows`).
 ///
 /// The guard means these lines were never committed in this generation, so every row is new
 /// and per-file counts are the batch sizes. The unique keys are the belt and braces: if a
@@ -225,10 +242,9 @@ async fn write_messages(
         .flat_map(|b| b.messages.iter().map(move |m| (*b, m)))
         .collect();
     let mut message_rows = 0;
-    // PostgreSQL indexes message text through a `search_vec` column (SQLite: index_messages).
-    // Each statement is built while the previous one runs: the database works on its own thread
-    // (SQLite's worker, PostgreSQL's server), so building the next one on this task overlaps it
-    // instead of following it (the writer is ingest's critical path).
+    // PostgreSQL indexes message text through a `search_vec` column.
+    // Each statement is built while the previous one runs: the server works on its own core, so
+    // building the next one on this task overlaps it instead of following it (the writer is ingest's critical path).
     let chunks: Vec<_> = ladder_chunks(&messages).collect();
     let mut next = chunks.first().map(|ch| messages_insert(backend, ch));
     let mut rest = chunks.iter().skip(1);
@@ -310,71 +326,6 @@ pub(super) fn search_vec<'a>(pre: &'a Option<Vec<u8>>, text: Option<&str>) -> Ar
         Some(v) => Some(Cow::Borrowed(v.as_slice())),
         None => text.map(|t| Cow::Owned(lexemes::tsvector_binary(t))),
     })
-}
-
-/// SQLite: the searchable message text of the accepted batches into the full-text index
-/// (`search_docs` + `search_fts`), ids assigned here. The transaction holds the write lock
-/// already (its first statement was a checkpoint `UPDATE`), so no other writer can take an id
-/// in between. A batch whose message count disagrees with what was inserted (duplicates
-/// skipped, which the checkpoint guard rules out) is not indexed: which rows were skipped is
-/// unknown, and indexing one twice would show it twice.
-async fn index_messages(
-    c: &mut Conn<'_>,
-    accepted: &[&PreparedBatch],
-    inserted: &HashMap<i64, CommitStats>,
-) -> Result<(), StoreError> {
-    let docs: Vec<(&PreparedBatch, &MessageRow, &str)> = accepted
-        .iter()
-        .filter(|b| {
-            let exact = inserted
-                .get(&b.file_id)
-                .is_some_and(|s| s.messages == b.messages.len() as u64);
-            if !exact {
-                tracing::error!(file_id = b.file_id, "batch not indexed for search");
-            }
-            exact
-        })
-        .flat_map(|b| b.messages.iter().map(move |m| (*b, m)))
-        .filter(|(_, m)| lexemes::searchable(m))
-        .filter_map(|(b, m)| Some((b, m, m.text.as_deref()?)))
-        .collect();
-    if docs.is_empty() {
-        return Ok(());
-    }
-    let base = c
-        .fetch_i64(&Sql::new("SELECT COALESCE(MAX(id), 0) FROM search_docs"))
-        .await?;
-    let ids: Vec<i64> = (1..=docs.len() as i64).map(|k| base + k).collect();
-    let rows: Vec<(i64, &PreparedBatch, &MessageRow, &str)> = ids
-        .iter()
-        .zip(&docs)
-        .map(|(id, (b, m, t))| (*id, *b, *m, *t))
-        .collect();
-    for chunk in ladder_chunks(&rows) {
-        let mut q = Sql::new(
-            "INSERT INTO search_docs (id, kind, session_id, ts, file_id, generation, line_no, \
-             seq) ",
-        );
-        q.push_values(chunk, |row, (id, b, m, _)| {
-            // No session: a message's is its file's (search::sql::SQLITE_DOC_SESSION).
-            row.bind(*id)
-                .bind("message")
-                .bind("")
-                .bind(m.ts.as_deref())
-                .bind(b.file_id)
-                .bind(b.checkpoint.generation)
-                .bind(m.line_no as i64)
-                .bind(i64::from(m.seq));
-        });
-        // Both statements in one round trip to SQLite's thread (its arguments are taken in
-        // order, statement after statement).
-        q.push("; INSERT INTO search_fts (rowid, body) ");
-        q.push_values(chunk, |row, (id, _, _, text)| {
-            row.bind(*id).bind(*text);
-        });
-        c.execute(&q).await?;
-    }
-    Ok(())
 }
 
 /// Diagnostic rows, and each file's diagnostics counter recomputed (exact even if a

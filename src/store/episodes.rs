@@ -164,7 +164,7 @@ pub(super) async fn write(
                 .bind(now);
         });
         q.push(EPISODE_UPSERT);
-        let rows: Vec<(i64, i64, i64, i64)> = c.fetch_all(&q).await?;
+        let rows: Vec<(i64, i64, i64, i64)> = c.fetch_rows(&q).await?;
         ids.extend(rows.into_iter().map(|(id, f, g, l)| ((f, g, l), id)));
     }
     let closed: Vec<(i64, &EpisodeWrite<'_>)> = items
@@ -265,7 +265,7 @@ async fn insert_snippets(
             }
         });
         q.push(SNIPPET_IGNORE);
-        let inserted: Vec<(i64, String, String)> = c.fetch_all(&q).await?;
+        let inserted: Vec<(i64, String, String)> = c.fetch_rows(&q).await?;
         new_ids.extend(inserted.into_iter().map(|(id, s, h)| ((s, h), id)));
     }
     // The first input of each new (session, content) gets the id.

@@ -82,14 +82,18 @@ async fn write_summaries(
     }
     for (project, uuids) in &new_leaves {
         for chunk in uuids.chunks(500) {
+            // The project's files first, then their messages by the key's file id: joined
+            // the other way, SQLite scanned every message of the database per new leaf (53 ms
+            // at 233,662 rows, growing with the store).
             let mut q = Sql::new(
                 "SELECT DISTINCT m.uuid, f.session_id FROM messages m \
-                 JOIN files f ON f.id = m.file_id WHERE f.project = ",
+                 JOIN files f ON f.id = m.file_id \
+                 WHERE m.file_id IN (SELECT id FROM files WHERE project = ",
             );
             q.push_bind(*project)
-                .push(" AND f.session_id IS NOT NULL AND ");
+                .push(") AND f.session_id IS NOT NULL AND ");
             q.push_in("m.uuid", chunk.iter().map(|u| uuid_bytes(u)));
-            let found: Vec<(Vec<u8>, String)> = c.fetch_all(&q.not_persistent()).await?;
+            let found: Vec<(Vec<u8>, String)> = c.fetch_rows(&q.not_persistent()).await?;
             let hits: Vec<(&str, String)> = found
                 .into_iter()
                 .filter_map(|(bytes, sid)| {

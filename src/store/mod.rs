@@ -18,12 +18,14 @@ mod commit;
 mod episodes;
 mod files;
 mod knowledge;
+mod lite;
 mod plan;
 mod query;
 mod refine;
 pub mod search;
 mod sessions;
 mod snippet_query;
+mod sqlite_rows;
 mod timeline;
 pub(crate) mod sql;
 pub mod writer;
@@ -92,6 +94,9 @@ pub enum StoreError {
     /// Any other database error.
     #[error("database error: {0}")]
     Sqlx(#[from] sqlx::Error),
+    /// An error of the rows SQLite writes through its own handle (`sqlite_rows`).
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
 }
 
 /// Which database and how to reach it (`[database]` in the configuration).

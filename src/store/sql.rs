@@ -274,6 +274,16 @@ impl<'a> Sql<'a> {
         self
     }
 
+    /// The text as SQLite runs it.
+    pub(crate) fn lite_text(&self) -> &str {
+        &self.lite
+    }
+
+    /// The bound values, in placeholder order.
+    pub(crate) fn arg_list(&self) -> &[Arg<'a>] {
+        &self.args
+    }
+
     /// The text as it will be sent to PostgreSQL.
     #[cfg(test)]
     pub(crate) fn text(&self) -> &str {
@@ -350,13 +360,17 @@ pub(crate) enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
     /// PostgreSQL.
     Postgres(&'c mut PgConnection),
+    /// SQLite through the connection's own handle, on the calling thread: the writer's group
+    /// transaction (`store::lite`). Its futures never wait; it reads rows back with
+    /// [`Conn::fetch_rows`] only.
+    Direct(&'c mut rusqlite::Connection),
 }
 
 impl Conn<'_> {
     /// Which backend this is.
     pub(crate) fn backend(&self) -> Backend {
         match self {
-            Conn::Sqlite(_) => Backend::Sqlite,
+            Conn::Sqlite(_) | Conn::Direct(_) => Backend::Sqlite,
             Conn::Postgres(_) => Backend::Postgres,
         }
     }
@@ -374,7 +388,20 @@ impl Conn<'_> {
                 .execute(&mut **c)
                 .await?
                 .rows_affected(),
+            Conn::Direct(db) => super::lite::execute(db, q)?,
         })
+    }
+
+    /// Every row of a query whose rows are plain tuples: the reads of the write path, which
+    /// also runs on [`Conn::Direct`].
+    pub(crate) async fn fetch_rows<T: Record + super::lite::LiteRow>(
+        &mut self,
+        q: &Sql<'_>,
+    ) -> Result<Vec<T>, sqlx::Error> {
+        match self {
+            Conn::Direct(db) => super::lite::fetch_all(db, q),
+            _ => self.fetch_all(q).await,
+        }
     }
 
     /// Every row of a query.
@@ -395,6 +422,9 @@ impl Conn<'_> {
                     .fetch_all(&mut **c)
                     .await
             }
+            Conn::Direct(_) => Err(sqlx::Error::Protocol(
+                "the direct SQLite path reads tuples only (Conn::fetch_rows)".into(),
+            )),
         }
     }
 
@@ -408,7 +438,7 @@ impl Conn<'_> {
 
     /// The single value of a one-row, one-column query (a count).
     pub(crate) async fn fetch_i64(&mut self, q: &Sql<'_>) -> Result<i64, sqlx::Error> {
-        let row: Option<(i64,)> = self.fetch_optional(q).await?;
+        let row = self.fetch_rows::<(i64,)>(q).await?.into_iter().next();
         row.map(|(n,)| n).ok_or(sqlx::Error::RowNotFound)
     }
 }

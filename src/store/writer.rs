@@ -19,8 +19,13 @@ use crate::store::{CommitStats, Store, StoreError};
 pub const GROUP_ROWS: usize = 20_000;
 /// Most batches (files) in one group transaction.
 pub const GROUP_BATCHES: usize = 128;
-/// How long a group in a burst waits for more batches.
+/// How long a group in a burst waits for more batches, at most...
 const GROUP_LINGER: std::time::Duration = std::time::Duration::from_millis(5);
+/// ...and at most this long after the last one came: when none comes for that long, the
+/// readers are busy with their next batches and would keep the writer (ingest's critical path)
+/// idle. Waiting the whole linger every group cost a tenth of a backfill's wall time (124
+/// groups of 5 ms in 6.3 s on the 1 GB bench tree).
+const GROUP_GAP: std::time::Duration = std::time::Duration::from_millis(1);
 
 struct Job {
     batch: PreparedBatch,
@@ -116,7 +121,9 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>, committed: &tokio::sync:
             std::collections::HashSet::new()
         }
     };
+    let mut idle_since = std::time::Instant::now();
     while let Some(first) = rx.recv().await {
+        let waited = idle_since.elapsed();
         let mut rows = first.batch.messages.len();
         let mut jobs = vec![first];
         while rows < GROUP_ROWS && jobs.len() < GROUP_BATCHES {
@@ -134,7 +141,8 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>, committed: &tokio::sync:
         if jobs.len() > 1 {
             let deadline = tokio::time::Instant::now() + GROUP_LINGER;
             while rows < GROUP_ROWS && jobs.len() < GROUP_BATCHES {
-                match tokio::time::timeout_at(deadline, rx.recv()).await {
+                let until = deadline.min(tokio::time::Instant::now() + GROUP_GAP);
+                match tokio::time::timeout_at(until, rx.recv()).await {
                     Ok(Some(j)) => {
                         rows += j.batch.messages.len();
                         jobs.push(j);
@@ -145,7 +153,17 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>, committed: &tokio::sync:
         }
         let (batches, acks): (Vec<PreparedBatch>, Vec<_>) =
             jobs.into_iter().map(|j| (j.batch, j.ack)).unzip();
-        match store.commit_group(&batches, &mut leaves).await {
+        let t0 = std::time::Instant::now();
+        let r = store.commit_group(&batches, &mut leaves).await;
+        tracing::debug!(
+            batches = batches.len(),
+            rows,
+            waited_us = waited.as_micros() as u64,
+            commit_us = t0.elapsed().as_micros() as u64,
+            "group"
+        );
+        idle_since = std::time::Instant::now();
+        match r {
             Ok(results) => {
                 committed.notify_one();
                 for (ack, r) in acks.into_iter().zip(results) {

@@ -1,0 +1,192 @@
+//! SQLite: the message rows of a group and their search documents, written through the
+//! connection's own `sqlite3` handle with prepared single-row statements.
+//!
+//! Why not sqlx here: these rows are most of what a backfill writes (233,662 of them for the
+//! 1 GB bench tree), and through sqlx every multi-row statement was built as SQL text, its
+//! arguments boxed and sent to the connection's worker thread, and bound and stepped there,
+//! one statement after another: the writer chain ran on two threads taking turns, and was
+//! ingest's critical path. Here the writer's own thread binds each row straight from the
+//! batch into a statement prepared once per group and steps it: no SQL text, no argument
+//! copies, no thread hand-off.
+//!
+//! The statements run inside the group's transaction (opened by sqlx on the same connection:
+//! a transaction belongs to the connection, not to the API that drives it), so rows and
+//! checkpoints still commit together. The rows and the duplicate rule are the same as the
+//! PostgreSQL path's (`ON CONFLICT DO NOTHING` on the natural key).
+#![allow(unsafe_code)]
+
+use std::collections::HashMap;
+
+use sqlx::SqliteConnection;
+
+use std::collections::HashSet;
+
+use super::commit::{group_body, CommitStats};
+use super::sql::Conn;
+use super::StoreError;
+use crate::extract::lexemes;
+use crate::extract::rows::{uuid_bytes, MessageRow, PreparedBatch};
+
+const INSERT_MESSAGE: &str = "INSERT INTO messages (file_id, generation, line_no, seq, \
+     byte_start, byte_end, uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
+     model, tool_names, is_error, text, is_meta) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) \
+     ON CONFLICT (file_id, generation, line_no, seq) DO NOTHING";
+
+/// No session: a message's is its file's (`search::sql::SQLITE_DOC_SESSION`).
+const INSERT_DOC: &str = "INSERT INTO search_docs (id, kind, session_id, ts, file_id, \
+     generation, line_no, seq) VALUES (?1, 'message', '', ?2, ?3, ?4, ?5, ?6)";
+
+const INSERT_FTS: &str = "INSERT INTO search_fts (rowid, body) VALUES (?1, ?2)";
+
+/// SQLite: the group in one transaction, run on the writer's own thread through the
+/// connection's handle (see the module doc and `store::lite`). The caller closes the
+/// connection when this fails.
+pub(super) async fn commit_group(
+    conn: &mut SqliteConnection,
+    batches: &[PreparedBatch],
+    leaves: &mut HashSet<i64>,
+    index_time: &mut std::time::Duration,
+) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
+    let mut locked = conn.lock_handle().await?;
+    let raw = locked.as_raw_handle();
+    // SAFETY: `locked` holds the connection's worker lock until the end of this function, so
+    // nothing else uses the handle meanwhile, and it outlives `db`; a connection made with
+    // `from_handle` does not own the handle and never closes it (dropping it only finalizes
+    // the statements it prepared).
+    let mut db = unsafe { rusqlite::Connection::from_handle(raw.as_ptr()) }?;
+    // Immediate: the write lock is taken now, so ids read in the transaction (search
+    // documents) cannot be taken by another writer before it commits.
+    db.execute_batch("BEGIN IMMEDIATE")?;
+    let r = now_or_never(group_body(
+        &mut Conn::Direct(&mut db),
+        batches,
+        leaves,
+        index_time,
+    ));
+    let r = match r {
+        Ok(results) => db
+            .execute_batch("COMMIT")
+            .map(|()| results)
+            .map_err(StoreError::from),
+        Err(e) => Err(e),
+    };
+    if r.is_err() {
+        // Best effort: the caller closes the connection, which rolls back what is left.
+        let _ = db.execute_batch("ROLLBACK");
+    }
+    drop(db);
+    drop(locked);
+    r
+}
+
+/// Run a future that never waits (every statement of [`Conn::Direct`] runs on the spot) to
+/// its end, here.
+fn now_or_never<T>(
+    f: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let mut f = std::pin::pin!(f);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    match f.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(r) => r,
+        std::task::Poll::Pending => Err(StoreError::Sqlx(sqlx::Error::Protocol(
+            "a statement of the direct SQLite path waited".into(),
+        ))),
+    }
+}
+
+/// The message rows of the accepted batches and their searchable text in the full-text
+/// index; what each file actually gained, and the time spent indexing.
+///
+/// A batch is indexed only when all of its rows were inserted: the checkpoint guard rules
+/// duplicates out, but if one was ever skipped, which row it was is unknown here and indexing
+/// a row twice would show it twice in results (the count is then recomputed from the table).
+pub(super) fn write_rows(
+    db: &rusqlite::Connection,
+    accepted: &[&PreparedBatch],
+) -> Result<(HashMap<i64, CommitStats>, std::time::Duration), StoreError> {
+    let mut insert = db.prepare(INSERT_MESSAGE)?;
+    let mut doc = db.prepare(INSERT_DOC)?;
+    let mut fts = db.prepare(INSERT_FTS)?;
+    let mut next_id: i64 =
+        db.query_row("SELECT COALESCE(MAX(id), 0) FROM search_docs", [], |r| {
+            r.get(0)
+        })?;
+    let mut index = std::time::Duration::ZERO;
+    let mut inserted = HashMap::with_capacity(accepted.len());
+    for b in accepted {
+        let generation = b.checkpoint.generation;
+        let mut rows = 0u64;
+        for m in &b.messages {
+            rows += insert_message(&mut insert, b.file_id, generation, m)? as u64;
+        }
+        if rows == b.messages.len() as u64 {
+            let t = std::time::Instant::now();
+            for m in b.messages.iter().filter(|m| lexemes::searchable(m)) {
+                let Some(text) = m.text.as_deref() else {
+                    continue;
+                };
+                next_id += 1;
+                doc.execute(rusqlite::params![
+                    next_id,
+                    m.ts.as_deref(),
+                    b.file_id,
+                    generation,
+                    m.line_no as i64,
+                    i64::from(m.seq),
+                ])?;
+                fts.execute(rusqlite::params![next_id, text])?;
+            }
+            index += t.elapsed();
+        } else {
+            tracing::error!(
+                file_id = b.file_id,
+                expected = b.messages.len(),
+                inserted = rows,
+                "duplicate message rows skipped despite the checkpoint guard; batch not indexed"
+            );
+            rows = db.query_row(
+                "SELECT COUNT(*) FROM messages WHERE file_id = ?1 AND generation = ?2 \
+                 AND byte_start >= ?3",
+                rusqlite::params![b.file_id, generation, b.expected.1 as i64],
+                |r| r.get::<_, i64>(0),
+            )? as u64;
+        }
+        let st = CommitStats {
+            messages: rows,
+            diagnostics: b.diagnostics.len() as u64,
+        };
+        inserted.insert(b.file_id, st);
+    }
+    Ok((inserted, index))
+}
+
+fn insert_message(
+    stmt: &mut rusqlite::Statement<'_>,
+    file_id: i64,
+    generation: i64,
+    m: &MessageRow,
+) -> Result<usize, rusqlite::Error> {
+    let uuid = m.uuid.as_deref().map(uuid_bytes);
+    let parent = m.parent_uuid.as_deref().map(uuid_bytes);
+    stmt.execute(rusqlite::params![
+        file_id,
+        generation,
+        m.line_no as i64,
+        i64::from(m.seq),
+        m.byte_start as i64,
+        m.byte_end as i64,
+        uuid.as_deref(),
+        parent.as_deref(),
+        m.kind.as_str(),
+        m.subtype.as_deref(),
+        m.ts.as_deref(),
+        m.is_sidechain,
+        m.agent_id.as_deref(),
+        m.model.as_deref(),
+        m.tool_names.as_deref(),
+        m.is_error,
+        m.text.as_deref(),
+        m.is_meta,
+    ])
+}
