@@ -48,7 +48,9 @@ pub(super) async fn commit_group(
     leaves: &mut HashSet<i64>,
     index_time: &mut std::time::Duration,
 ) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
+    let t = std::time::Instant::now();
     let mut locked = conn.lock_handle().await?;
+    let lock_us = t.elapsed().as_micros() as u64;
     let raw = locked.as_raw_handle();
     // SAFETY: `locked` holds the connection's worker lock until the end of this function, so
     // nothing else uses the handle meanwhile, and it outlives `db`; a connection made with
@@ -64,6 +66,7 @@ pub(super) async fn commit_group(
         leaves,
         index_time,
     ));
+    let body_us = t.elapsed().as_micros() as u64 - lock_us;
     let r = match r {
         Ok(results) => db
             .execute_batch("COMMIT")
@@ -77,6 +80,12 @@ pub(super) async fn commit_group(
     }
     drop(db);
     drop(locked);
+    tracing::debug!(
+        lock_us,
+        body_us,
+        total_us = t.elapsed().as_micros() as u64,
+        "sqlite group"
+    );
     r
 }
 
