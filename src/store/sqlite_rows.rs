@@ -1,25 +1,25 @@
-//! SQLite: the message rows of a group and their search documents, written through the
-//! connection's own `sqlite3` handle with prepared single-row statements.
+//! SQLite: the writer's group transaction, run on the writer's own thread through the
+//! connection's `sqlite3` handle (`lock_handle` + `rusqlite::Connection::from_handle`), with the
+//! message rows and their search documents bound straight from the batch into single-row
+//! statements prepared once per group.
 //!
 //! Why not sqlx here: these rows are most of what a backfill writes (233,662 of them for the
-//! 1 GB bench tree), and through sqlx every multi-row statement was built as SQL text, its
-//! arguments boxed and sent to the connection's worker thread, and bound and stepped there,
-//! one statement after another: the writer chain ran on two threads taking turns, and was
-//! ingest's critical path. Here the writer's own thread binds each row straight from the
-//! batch into a statement prepared once per group and steps it: no SQL text, no argument
-//! copies, no thread hand-off.
+//! 1 GB bench tree), and through sqlx every statement of a group (about fifteen besides the
+//! rows) was built as SQL text, its arguments copied and sent to the connection's worker
+//! thread, and bound and stepped there: the writer chain ran on two threads taking turns, and
+//! it is ingest's critical path. The other statements of the group are the same `Sql` texts
+//! the PostgreSQL path runs (`commit::group_body` over `Conn::Direct`, see `store::lite`).
 //!
-//! The statements run inside the group's transaction (opened by sqlx on the same connection:
-//! a transaction belongs to the connection, not to the API that drives it), so rows and
-//! checkpoints still commit together. The rows and the duplicate rule are the same as the
-//! PostgreSQL path's (`ON CONFLICT DO NOTHING` on the natural key).
+//! The transaction is opened and committed here (`BEGIN IMMEDIATE` ... `COMMIT`) on the handle
+//! sqlx lends while its worker is locked out; sqlx's own transaction count never changes, and
+//! a failed group leaves a connection the caller closes. Rows and checkpoints still commit
+//! together, and the duplicate rule is the PostgreSQL path's (`ON CONFLICT DO NOTHING` on the
+//! natural key).
 #![allow(unsafe_code)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use sqlx::SqliteConnection;
-
-use std::collections::HashSet;
 
 use super::commit::{group_body, CommitStats};
 use super::sql::Conn;
