@@ -58,9 +58,13 @@ fn prepared<'c>(
 ) -> rusqlite::Result<rusqlite::CachedStatement<'c>> {
     let mut stmt = db.prepare_cached(q.lite_text())?;
     let args = q.arg_list();
+    // Only a hand-numbered text needs its names read: a built one (multi-row inserts, up to
+    // thousands of placeholders on the writer's path) binds in order.
+    let by_name = q.hand_numbered();
     for k in 1..=stmt.parameter_count() {
-        let at = stmt
-            .parameter_name(k)
+        let at = by_name
+            .then(|| stmt.parameter_name(k))
+            .flatten()
             .and_then(|n| n.strip_prefix('$').or_else(|| n.strip_prefix('?')))
             .and_then(|n| n.parse::<usize>().ok())
             .unwrap_or(k);

@@ -284,6 +284,11 @@ impl<'a> Sql<'a> {
         &self.args
     }
 
+    /// Whether the placeholders are numbered by hand (`$1`) rather than plain `?`.
+    pub(crate) fn hand_numbered(&self) -> bool {
+        self.numbered_by_hand
+    }
+
     /// The text as it will be sent to PostgreSQL.
     #[cfg(test)]
     pub(crate) fn text(&self) -> &str {
