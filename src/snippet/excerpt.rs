@@ -445,13 +445,7 @@ impl<R: Read> Lines<R> {
                     None => return Ok(Next::Eof),
                 }
             }
-            let inner = &mut self.inner;
-            let n = self.split.fill(READ_CHUNK, |b| loop {
-                match inner.read(b) {
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    r => break r,
-                }
-            })?;
+            let n = self.split.fill(READ_CHUNK, &mut self.inner)?;
             self.eof = n == 0;
         };
         self.number = line.line_no;

@@ -87,10 +87,11 @@ impl Store {
     /// `Err` means the whole transaction failed and nothing was written. Grouping amortises the
     /// per-statement and per-commit cost over many small files, which dominates a backfill.
     ///
-    /// `leaves` is the writer's set of known summary-leaf keys; it gains the leaves of the
-    /// summaries written here.
+    /// `conn` is what the writer keeps between groups ([`WriterConn`]); `leaves` is its set of
+    /// known summary-leaf keys, which gains the leaves of the summaries written here.
     pub async fn commit_group(
         &self,
+        conn: &mut WriterConn,
         batches: &[PreparedBatch],
         leaves: &mut HashSet<i64>,
     ) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
@@ -99,13 +100,27 @@ impl Store {
         // it as open, and the next transaction on that connection would then nest in a
         // savepoint that never takes the write lock properly ("database is locked" for good).
         let t = std::time::Instant::now();
-        let mut pooled = self.acquire().await?;
         let mut index = std::time::Duration::ZERO;
-        let r = match &mut pooled {
-            Pooled::Sqlite(lite) => {
-                super::sqlite_rows::commit_group(lite, batches, leaves, &mut index).await
+        let r = match self {
+            Store::Sqlite(pool) => {
+                let direct = match &mut conn.sqlite {
+                    Some(d) => d,
+                    slot => slot.insert(super::sqlite_rows::Direct::open(pool).await?),
+                };
+                let r = super::sqlite_rows::commit_group(direct, batches, leaves, &mut index).await;
+                if r.is_err() {
+                    conn.release().await;
+                }
+                r
             }
-            Pooled::Postgres(_) => commit_group_on(&mut pooled, batches, leaves, &mut index).await,
+            Store::Postgres(_) => {
+                let mut pooled = self.acquire().await?;
+                let r = commit_group_on(&mut pooled, batches, leaves, &mut index).await;
+                if r.is_err() {
+                    pooled.close().await;
+                }
+                r
+            }
         };
         // The writer's wall time, less the search index written inside the transaction.
         crate::telemetry::add_stage(crate::telemetry::Stage::Index, index);
@@ -113,10 +128,25 @@ impl Store {
             crate::telemetry::Stage::Write,
             t.elapsed().saturating_sub(index),
         );
-        if r.is_err() {
-            pooled.close().await;
-        }
         r
+    }
+}
+
+/// What the writer keeps from one group to the next: on SQLite its own connection with the
+/// statements prepared on it (`sqlite_rows::Direct`), opened by the first group; on PostgreSQL
+/// nothing (each group checks a connection out of the pool, whose statements sqlx caches).
+#[derive(Debug, Default)]
+pub struct WriterConn {
+    sqlite: Option<super::sqlite_rows::Direct>,
+}
+
+impl WriterConn {
+    /// Close the connection kept, if any: an idle writer gives back its page cache and
+    /// statements (the next group opens one again, about a millisecond).
+    pub async fn release(&mut self) {
+        if let Some(d) = self.sqlite.take() {
+            d.close().await;
+        }
     }
 }
 

@@ -38,7 +38,7 @@ use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions, Connection, PgPool, SqlitePool};
 
-pub use commit::CommitStats;
+pub use commit::{CommitStats, WriterConn};
 pub use episodes::SnippetSource;
 pub use files::FileRecord;
 pub use query::{

@@ -1,7 +1,7 @@
-//! SQLite: the writer's group transaction, run on the writer's own thread through the
-//! connection's `sqlite3` handle (`lock_handle` + `rusqlite::Connection::from_handle`), with the
-//! message rows and their search documents bound straight from the batch into single-row
-//! statements prepared once per group.
+//! SQLite: the writer's group transaction, run on the writer's own thread through its own
+//! connection's `sqlite3` handle (`lock_handle` + `rusqlite::Connection::from_handle`, kept
+//! from group to group: [`Direct`]), with the message rows and their search documents bound
+//! straight from the batch into single-row prepared statements.
 //!
 //! Why not sqlx here: these rows are most of what a backfill writes (233,662 of them for the
 //! 1 GB bench tree), and through sqlx every statement of a group (about fifteen besides the
@@ -12,7 +12,7 @@
 //!
 //! The transaction is opened and committed here (`BEGIN IMMEDIATE` ... `COMMIT`) on the handle
 //! sqlx lends while its worker is locked out; sqlx's own transaction count never changes, and
-//! a failed group leaves a connection the caller closes. Rows and checkpoints still commit
+//! a failed group leaves a connection the caller drops (the next group opens another). Rows and checkpoints still commit
 //! together, and the duplicate rule is the PostgreSQL path's (`ON CONFLICT DO NOTHING` on the
 //! natural key).
 #![allow(unsafe_code)]
@@ -39,29 +39,76 @@ const INSERT_DOC: &str = "INSERT INTO search_docs (id, kind, session_id, ts, fil
 
 const INSERT_FTS: &str = "INSERT INTO search_fts (rowid, body) VALUES (?1, ?2)";
 
-/// SQLite: the group in one transaction, run on the writer's own thread through the
-/// connection's handle (see the module doc and `store::lite`). The caller closes the
-/// connection when this fails.
+/// Statements kept prepared on the writer's connection: the message, search and checkpoint
+/// texts and every table's ladder of multi-row inserts (five sizes each), with room to spare.
+const STATEMENTS: usize = 160;
+
+/// The writer's own SQLite connection, kept from one group to the next with the statements
+/// prepared on it.
+///
+/// Why kept: a group's multi-row texts (up to 500 rows of 19 columns, thousands of
+/// placeholders) were parsed again in every group, about a tenth of the writer's time, because
+/// the statements died with the `rusqlite::Connection` made for that group; and a pooled
+/// connection also brought whichever page cache it had. Why its own (not pooled): sqlx closes a
+/// handle with `sqlite3_close` and panics if a statement is still open on it, so the statements
+/// must be finalized before the connection closes, which only an owner of both can promise.
+pub(crate) struct Direct {
+    /// Declared before `conn`, so dropped first: finalizes its statements (it never closes the
+    /// handle, which is `conn`'s).
+    db: rusqlite::Connection,
+    conn: SqliteConnection,
+}
+
+impl std::fmt::Debug for Direct {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Direct")
+    }
+}
+
+impl Direct {
+    /// A new connection with the pool's options (pragmas included).
+    pub(super) async fn open(pool: &sqlx::SqlitePool) -> Result<Direct, StoreError> {
+        use sqlx::Connection;
+        let opts = pool.connect_options();
+        let mut conn = SqliteConnection::connect_with(&opts).await?;
+        let raw = conn.lock_handle().await?.as_raw_handle();
+        // SAFETY: the handle lives as long as `conn`, which `db` never outlives (field order);
+        // `db` is only used while `conn`'s worker is locked out (`commit_group` holds
+        // `lock_handle`), and nothing else ever runs on `conn`; a connection made with
+        // `from_handle` does not own the handle and never closes it (dropping it finalizes the
+        // statements it prepared).
+        let db = unsafe { rusqlite::Connection::from_handle(raw.as_ptr()) }?;
+        db.set_prepared_statement_cache_capacity(STATEMENTS);
+        Ok(Direct { db, conn })
+    }
+
+    /// Finalize the statements, then close the connection.
+    pub(super) async fn close(self) {
+        use sqlx::Connection;
+        let Direct { db, conn } = self;
+        drop(db);
+        let _ = conn.close().await;
+    }
+}
+
+/// SQLite: the group in one transaction, run on the writer's own thread through its own
+/// connection's handle (see the module doc and `store::lite`). The caller drops the connection
+/// when this fails.
 pub(super) async fn commit_group(
-    conn: &mut SqliteConnection,
+    direct: &mut Direct,
     batches: &[PreparedBatch],
     leaves: &mut HashSet<i64>,
     index_time: &mut std::time::Duration,
 ) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
     let t = std::time::Instant::now();
-    let mut locked = conn.lock_handle().await?;
+    let locked = direct.conn.lock_handle().await?;
     let lock_us = t.elapsed().as_micros() as u64;
-    let raw = locked.as_raw_handle();
-    // SAFETY: `locked` holds the connection's worker lock until the end of this function, so
-    // nothing else uses the handle meanwhile, and it outlives `db`; a connection made with
-    // `from_handle` does not own the handle and never closes it (dropping it only finalizes
-    // the statements it prepared).
-    let mut db = unsafe { rusqlite::Connection::from_handle(raw.as_ptr()) }?;
+    let db = &mut direct.db;
     // Immediate: the write lock is taken now, so ids read in the transaction (search
     // documents) cannot be taken by another writer before it commits.
     db.execute_batch("BEGIN IMMEDIATE")?;
     let r = now_or_never(group_body(
-        &mut Conn::Direct(&mut db),
+        &mut Conn::Direct(db),
         batches,
         leaves,
         index_time,
@@ -75,10 +122,9 @@ pub(super) async fn commit_group(
         Err(e) => Err(e),
     };
     if r.is_err() {
-        // Best effort: the caller closes the connection, which rolls back what is left.
+        // Best effort: the caller drops the connection, which rolls back what is left.
         let _ = db.execute_batch("ROLLBACK");
     }
-    drop(db);
     drop(locked);
     tracing::debug!(
         lock_us,
@@ -114,13 +160,12 @@ pub(super) fn write_rows(
     db: &rusqlite::Connection,
     accepted: &[&PreparedBatch],
 ) -> Result<(HashMap<i64, CommitStats>, std::time::Duration), StoreError> {
-    let mut insert = db.prepare(INSERT_MESSAGE)?;
-    let mut doc = db.prepare(INSERT_DOC)?;
-    let mut fts = db.prepare(INSERT_FTS)?;
-    let mut next_id: i64 =
-        db.query_row("SELECT COALESCE(MAX(id), 0) FROM search_docs", [], |r| {
-            r.get(0)
-        })?;
+    let mut insert = db.prepare_cached(INSERT_MESSAGE)?;
+    let mut doc = db.prepare_cached(INSERT_DOC)?;
+    let mut fts = db.prepare_cached(INSERT_FTS)?;
+    let mut next_id: i64 = db
+        .prepare_cached("SELECT COALESCE(MAX(id), 0) FROM search_docs")?
+        .query_row([], |r| r.get(0))?;
     let mut index = std::time::Duration::ZERO;
     let mut inserted = HashMap::with_capacity(accepted.len());
     for b in accepted {

@@ -13,7 +13,7 @@
 use tokio::sync::{mpsc, oneshot};
 
 use crate::extract::rows::PreparedBatch;
-use crate::store::{CommitStats, Store, StoreError};
+use crate::store::{CommitStats, Store, StoreError, WriterConn};
 
 /// Most message rows in one group transaction.
 pub const GROUP_ROWS: usize = 20_000;
@@ -26,6 +26,9 @@ const GROUP_LINGER: std::time::Duration = std::time::Duration::from_millis(5);
 /// idle. Waiting the whole linger every group cost a tenth of a backfill's wall time (124
 /// groups of 5 ms in 6.3 s on the 1 GB bench tree).
 const GROUP_GAP: std::time::Duration = std::time::Duration::from_millis(1);
+/// An idle writer keeps its connection this long (the daemon gives memory back after a second
+/// idle too: `run::memory`).
+const RELEASE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
 struct Job {
     batch: PreparedBatch,
@@ -121,8 +124,19 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>, committed: &tokio::sync:
             std::collections::HashSet::new()
         }
     };
+    let mut conn = WriterConn::default();
     let mut idle_since = std::time::Instant::now();
-    while let Some(first) = rx.recv().await {
+    loop {
+        // An idle writer closes its connection after a moment (its page cache and statements
+        // are memory an idle daemon should not hold); a burst keeps it.
+        let next = match tokio::time::timeout(RELEASE_AFTER, rx.recv()).await {
+            Ok(next) => next,
+            Err(_) => {
+                conn.release().await;
+                rx.recv().await
+            }
+        };
+        let Some(first) = next else { break };
         let waited = idle_since.elapsed();
         let mut rows = first.batch.messages.len();
         let mut jobs = vec![first];
@@ -154,7 +168,7 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>, committed: &tokio::sync:
         let (batches, acks): (Vec<PreparedBatch>, Vec<_>) =
             jobs.into_iter().map(|j| (j.batch, j.ack)).unzip();
         let t0 = std::time::Instant::now();
-        let r = store.commit_group(&batches, &mut leaves).await;
+        let r = store.commit_group(&mut conn, &batches, &mut leaves).await;
         tracing::debug!(
             batches = batches.len(),
             rows,
@@ -180,4 +194,5 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>, committed: &tokio::sync:
             }
         }
     }
+    conn.release().await;
 }

@@ -11,6 +11,7 @@
 //! keeps the last `window` bytes before the buffer (the tailer fingerprints the bytes just
 //! before its checkpoint with them), which costs nothing when the window is 0.
 
+use std::io::Read;
 use std::ops::Range;
 
 /// One complete line found by [`LineSplitter::next`].
@@ -137,26 +138,28 @@ impl LineSplitter {
             && e_buf == &self.buf[self.buf.len() - from_buf..]
     }
 
-    /// Append up to `want` stream bytes through `read`, which fills the slice it is given and
-    /// returns how many bytes it wrote (fewer at the end of the stream).
-    pub fn fill<E>(
-        &mut self,
-        want: usize,
-        read: impl FnOnce(&mut [u8]) -> Result<usize, E>,
-    ) -> Result<usize, E> {
+    /// Append up to `want` stream bytes read from `from` (until its end or `want` bytes); how
+    /// many came. On an error nothing is appended.
+    ///
+    /// Why `read_to_end` into reserved space: the bytes land in the buffer's spare capacity
+    /// without being zeroed first (a 1 GB backfill zeroed 1 GB for nothing), and a short read
+    /// is continued until `want` bytes or the end.
+    pub fn fill(&mut self, want: usize, from: impl Read) -> std::io::Result<usize> {
         self.compact();
         let old = self.buf.len();
-        self.buf.resize(old + want, 0);
-        match read(&mut self.buf[old..]) {
-            Ok(n) => {
-                self.buf.truncate(old + n.min(want));
-                Ok(n.min(want))
-            }
+        self.buf.reserve_exact(want);
+        match from.take(want as u64).read_to_end(&mut self.buf) {
+            Ok(n) => Ok(n),
             Err(e) => {
                 self.buf.truncate(old);
                 Err(e)
             }
         }
+    }
+
+    /// The last `n` buffered bytes (those a [`LineSplitter::fill`] just appended).
+    pub fn last(&self, n: usize) -> &[u8] {
+        &self.buf[self.buf.len() - n.min(self.buf.len())..]
     }
 
     /// The next complete line, if one is buffered and its length (`\n` included) fits
@@ -328,12 +331,7 @@ mod tests {
                 return out;
             }
             let piece = &bytes[at..(at + step).min(bytes.len())];
-            let n = s
-                .fill::<()>(piece.len(), |b| {
-                    b.copy_from_slice(piece);
-                    Ok(piece.len())
-                })
-                .unwrap();
+            let n = s.fill(piece.len(), piece).unwrap();
             at += n;
         }
     }
@@ -380,11 +378,7 @@ mod tests {
     #[test]
     fn finish_yields_the_unterminated_last_line() {
         let mut s = LineSplitter::new(0, 0, 100, 0, Vec::new());
-        s.fill::<()>(5, |b| {
-            b.copy_from_slice(b"a\nbc\r");
-            Ok(5)
-        })
-        .unwrap();
+        s.fill(5, &b"a\nbc\r"[..]).unwrap();
         assert!(matches!(s.next(u64::MAX), Next::Line(_)));
         assert_eq!(s.next(u64::MAX), Next::NeedMore);
         let last = s.finish().unwrap();
@@ -396,11 +390,7 @@ mod tests {
     #[test]
     fn budget_leaves_the_line_for_later() {
         let mut s = LineSplitter::new(0, 0, 100, 0, Vec::new());
-        s.fill::<()>(8, |b| {
-            b.copy_from_slice(b"abc\ndef\n");
-            Ok(8)
-        })
-        .unwrap();
+        s.fill(8, &b"abc\ndef\n"[..]).unwrap();
         assert!(matches!(s.next(4), Next::Line(_)));
         assert_eq!(s.next(3), Next::OverBudget);
         assert!(matches!(s.next(4), Next::Line(l) if l.line_no == 2));
@@ -410,17 +400,9 @@ mod tests {
     #[test]
     fn tail_is_the_bytes_before_the_offset_even_across_a_skip() {
         let mut s = LineSplitter::new(0, 0, 4, 3, Vec::new());
-        s.fill::<()>(5, |b| {
-            b.copy_from_slice(b"abcd\n");
-            Ok(5)
-        })
-        .unwrap();
+        s.fill(5, &b"abcd\n"[..]).unwrap();
         assert!(matches!(s.next(u64::MAX), Next::Line(_)));
-        s.fill::<()>(7, |b| {
-            b.copy_from_slice(b"0123456");
-            Ok(7)
-        })
-        .unwrap();
+        s.fill(7, &b"0123456"[..]).unwrap();
         assert_eq!(s.next(u64::MAX), Next::NeedMore);
         // Mid-skip: the offset is still after "abcd\n".
         assert_eq!(s.tail(), b"cd\n");

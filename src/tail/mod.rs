@@ -328,6 +328,11 @@ impl Tailer {
 
         let start_offset = self.cp.offset;
         let mut out = Out::default();
+        // The batch's bytes are copied once into `out.data`: sized up front, it never regrows
+        // (each doubling copied what it held; a backfill copied its bytes twice more).
+        let unread = size.saturating_sub(self.cp.offset);
+        out.data
+            .reserve(unread.min(max_bytes.max(1) as u64) as usize);
         let chunk = self.cfg.read_chunk.max(1) as u64;
         let mut read_error = None;
         loop {
@@ -340,17 +345,9 @@ impl Tailer {
             }
             let want = chunk.min(size - read_pos) as usize;
             let track_head = read_pos < HEAD_BYTES && u64::from(self.cp.head_len) < HEAD_BYTES;
-            let head = &mut self.head;
-            let res = self.split.fill(want, |b| {
-                let n = file
-                    .seek(SeekFrom::Start(read_pos))
-                    .and_then(|_| read_full(&mut file, b))?;
-                if track_head {
-                    let take = n.min((HEAD_BYTES - read_pos) as usize);
-                    head.extend_from_slice(&b[..take]);
-                }
-                Ok::<usize, io::Error>(n)
-            });
+            let res = file
+                .seek(SeekFrom::Start(read_pos))
+                .and_then(|_| self.split.fill(want, &mut file));
             let n = match res {
                 Ok(n) => n,
                 Err(e) => {
@@ -358,6 +355,10 @@ impl Tailer {
                     break;
                 }
             };
+            if track_head {
+                let take = n.min((HEAD_BYTES - read_pos) as usize);
+                self.head.extend_from_slice(&self.split.last(n)[..take]);
+            }
             self.bytes_read += n as u64;
             self.just_validated = false;
             if n == 0 {
