@@ -181,7 +181,7 @@ fn extract_rows(
         path: ctx.info.path.to_string_lossy().into_owned(),
         ..PreparedBatch::default()
     };
-    let mut kinds: HashMap<(&'static str, String), i64> = HashMap::new();
+    let mut kinds: Vec<KindCount> = Vec::new();
 
     for d in &batch.diagnostics {
         match d {
@@ -267,14 +267,6 @@ fn extract_rows(
     let mut usage: Vec<UsageRow> = usage.into_values().collect();
     usage.sort_by(|a, b| a.message_id.cmp(&b.message_id));
     out.usage = usage;
-    let mut kinds: Vec<KindCount> = kinds
-        .into_iter()
-        .map(|((category, name), count)| KindCount {
-            category,
-            name,
-            count,
-        })
-        .collect();
     kinds.sort_by(|a, b| (a.category, &a.name).cmp(&(b.category, &b.name)));
     out.kinds = kinds;
     out
@@ -310,25 +302,27 @@ fn knowledge(
     ctx: &FileContext,
     at: &LineAt,
 ) {
+    // Made when a row needs them: most records give no knowledge row, and three strings made
+    // for every record were a tenth of the reading threads' allocations.
     let owned = |v: &Option<std::borrow::Cow<'_, str>>| v.as_deref().map(str::to_string);
-    let agent_id = owned(&rec.agent_id).or_else(|| ctx.info.agent_id.clone());
-    let ts = owned(&rec.timestamp);
-    let uuid = owned(&rec.uuid);
+    let agent_id = || owned(&rec.agent_id).or_else(|| ctx.info.agent_id.clone());
+    let ts = || owned(&rec.timestamp);
+    let uuid = || owned(&rec.uuid);
 
     let summary = |kind: &'static str, dedup_key: String, text: Option<String>| SummaryRow {
         kind,
         dedup_key,
         text,
         leaf_uuid: owned(&rec.leaf_uuid),
-        uuid: uuid.clone(),
+        uuid: uuid(),
         trigger: rec
             .compact_metadata
             .as_ref()
             .and_then(|m| m.trigger.clone()),
         pre_tokens: rec.compact_metadata.as_ref().and_then(|m| m.pre_tokens),
         session_id: session_id.to_string(),
-        agent_id: agent_id.clone(),
-        ts: ts.clone(),
+        agent_id: agent_id(),
+        ts: ts(),
         line_no: at.line_no,
         search_vec: None,
     };
@@ -364,15 +358,15 @@ fn knowledge(
                     at.key(rec.uuid.as_deref()),
                     item.feedback_type.as_str()
                 ),
-                ts: ts.clone(),
+                ts: ts(),
                 session_id: session_id.to_string(),
                 feedback_type: item.feedback_type,
                 content: item.content,
                 reason: item.reason,
-                agent_id: agent_id.clone(),
+                agent_id: agent_id(),
                 slug: owned(&rec.slug),
                 tool_use_id: item.tool_use_id,
-                uuid: uuid.clone(),
+                uuid: uuid(),
                 line_no: at.line_no,
                 seq: at.seq,
                 search_vec: None,
@@ -390,7 +384,7 @@ fn knowledge(
                     session_id: session_id.to_string(),
                     name: Some(name.to_string()),
                     target: target.as_deref().map(str::to_string),
-                    ts: ts.clone(),
+                    ts: ts(),
                     line_no: at.line_no,
                 });
             }
@@ -401,7 +395,7 @@ fn knowledge(
             } => out.tool_errors.push(ToolUseRow {
                 tool_use_id: tool_use_id.to_string(),
                 session_id: session_id.to_string(),
-                ts: ts.clone(),
+                ts: ts(),
                 line_no: at.line_no,
                 ..ToolUseRow::default()
             }),
@@ -424,41 +418,79 @@ fn knowledge(
     }
 }
 
-fn tally(kinds: &mut HashMap<(&'static str, String), i64>, rec: &Record<'_>) {
-    let (category, name) = match (&rec.kind, &rec.subtype) {
-        (Kind::Other(t), _) => ("unknown_type", t.to_string()),
-        (Kind::System, Some(sub)) => ("type", format!("system/{sub}")),
-        _ => ("type", rec.type_name.to_string()),
-    };
-    *kinds.entry((category, name)).or_default() += 1;
+fn tally(kinds: &mut Vec<KindCount>, rec: &Record<'_>) {
+    match (&rec.kind, &rec.subtype) {
+        (Kind::Other(t), _) => bump(kinds, "unknown_type", &[t]),
+        (Kind::System, Some(sub)) => bump(kinds, "type", &["system/", sub]),
+        _ => bump(kinds, "type", &[&rec.type_name]),
+    }
     for f in &rec.unknown_fields {
-        *kinds.entry(("unknown_field", f.to_string())).or_default() += 1;
+        bump(kinds, "unknown_field", &[f]);
+    }
+}
+
+/// Count one more of `category` / the concatenation of `name`. A batch holds a few distinct
+/// kinds, so a list searched in place beats a map whose key had to be made (a string per
+/// record) to be looked up.
+fn bump(kinds: &mut Vec<KindCount>, category: &'static str, name: &[&str]) {
+    let is = |k: &KindCount| {
+        let mut rest = k.name.as_str();
+        k.category == category
+            && name.iter().all(|part| match rest.strip_prefix(part) {
+                Some(r) => {
+                    rest = r;
+                    true
+                }
+                None => false,
+            })
+            && rest.is_empty()
+    };
+    match kinds.iter_mut().find(|k| is(k)) {
+        Some(k) => k.count += 1,
+        None => kinds.push(KindCount {
+            category,
+            name: name.concat(),
+            count: 1,
+        }),
     }
 }
 
 fn merge_session(s: &mut SessionUpdate, rec: &Record<'_>, kind: FileKind) {
     if let Some(ts) = rec.timestamp.as_deref() {
         if s.started_at.as_deref().is_none_or(|cur| ts < cur) {
-            s.started_at = Some(ts.to_string());
+            set(&mut s.started_at, ts);
         }
         if s.last_activity_at.as_deref().is_none_or(|cur| ts > cur) {
-            s.last_activity_at = Some(ts.to_string());
+            set(&mut s.last_activity_at, ts);
         }
     }
     if s.cwd.is_none() {
         s.cwd = rec.cwd.as_deref().map(str::to_string);
     }
     if let Some(b) = rec.git_branch.as_deref().filter(|b| !b.is_empty()) {
-        s.git_branch = Some(b.to_string());
+        set(&mut s.git_branch, b);
     }
     if let Some(v) = rec.version.as_deref() {
-        s.version = Some(v.to_string());
+        set(&mut s.version, v);
     }
     if let Some(slug) = rec.slug.as_deref() {
-        s.slug = Some(slug.to_string());
+        set(&mut s.slug, slug);
     }
     if s.title.is_none() && kind == FileKind::Main && !rec.is_sidechain {
         s.title = title_of(rec);
+    }
+}
+
+/// `slot = Some(v)`, reusing the string already there (these facts are set from nearly every
+/// record, mostly to the same or a slightly later value).
+fn set(slot: &mut Option<String>, v: &str) {
+    match slot {
+        Some(cur) if cur == v => {}
+        Some(cur) => {
+            cur.clear();
+            cur.push_str(v);
+        }
+        None => *slot = Some(v.to_string()),
     }
 }
 

@@ -25,7 +25,7 @@ use super::commit::{group_body, CommitStats};
 use super::sql::Conn;
 use super::StoreError;
 use crate::extract::lexemes;
-use crate::extract::rows::{uuid_bytes, MessageRow, PreparedBatch};
+use crate::extract::rows::{uuid_stored, MessageRow, PreparedBatch, StoredUuid};
 
 const INSERT_MESSAGE: &str = "INSERT INTO messages (file_id, generation, line_no, seq, \
      byte_start, byte_end, uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
@@ -221,8 +221,8 @@ fn insert_message(
     generation: i64,
     m: &MessageRow,
 ) -> Result<usize, rusqlite::Error> {
-    let uuid = m.uuid.as_deref().map(uuid_bytes);
-    let parent = m.parent_uuid.as_deref().map(uuid_bytes);
+    let uuid = m.uuid.as_deref().map(uuid_stored);
+    let parent = m.parent_uuid.as_deref().map(uuid_stored);
     stmt.execute(rusqlite::params![
         file_id,
         generation,
@@ -230,8 +230,8 @@ fn insert_message(
         i64::from(m.seq),
         m.byte_start as i64,
         m.byte_end as i64,
-        uuid.as_deref(),
-        parent.as_deref(),
+        uuid.as_ref().map(StoredUuid::as_slice),
+        parent.as_ref().map(StoredUuid::as_slice),
         m.kind.as_str(),
         m.subtype.as_deref(),
         m.ts.as_deref(),

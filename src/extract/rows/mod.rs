@@ -7,7 +7,7 @@
 use crate::tail::Checkpoint;
 
 mod stored;
-pub use stored::{pack_state, unpack_state, uuid_bytes, uuid_from_bytes};
+pub use stored::{pack_state, unpack_state, uuid_bytes, uuid_from_bytes, uuid_stored, StoredUuid};
 
 /// Everything one transaction writes for one file.
 #[derive(Debug, Clone, Default)]

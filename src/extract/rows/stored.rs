@@ -11,9 +11,36 @@ use std::io::{Read, Write};
 /// data, kept as they came). 16 bytes instead of 36 characters per id: two ids a row were a
 /// sixth of the messages table (issue 13). [`uuid_from_bytes`] is the way back.
 pub fn uuid_bytes(uuid: &str) -> Cow<'_, [u8]> {
+    match uuid_stored(uuid) {
+        StoredUuid::Canonical(b) => Cow::Owned(b.to_vec()),
+        StoredUuid::Other(b) => Cow::Borrowed(b),
+    }
+}
+
+/// [`uuid_bytes`] without an allocation (the SQLite writer binds it at once, two per row).
+pub fn uuid_stored(uuid: &str) -> StoredUuid<'_> {
     match canonical_uuid(uuid.as_bytes()) {
-        Some(b) => Cow::Owned(b.to_vec()),
-        None => Cow::Borrowed(uuid.as_bytes()),
+        Some(b) => StoredUuid::Canonical(b),
+        None => StoredUuid::Other(uuid.as_bytes()),
+    }
+}
+
+/// The stored bytes of a line uuid (see [`uuid_bytes`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoredUuid<'a> {
+    /// A canonical UUID's 16 bytes.
+    Canonical([u8; 16]),
+    /// Any other id, as it came.
+    Other(&'a [u8]),
+}
+
+impl StoredUuid<'_> {
+    /// The bytes to store.
+    pub fn as_slice(&self) -> &[u8] {
+        match self {
+            StoredUuid::Canonical(b) => b,
+            StoredUuid::Other(b) => b,
+        }
     }
 }
 
