@@ -447,7 +447,9 @@ fn content_text(content: &Content<'_>) -> Option<String> {
 /// Parse one physical line (without its '\n'; '\r' and BOM already stripped by the tailer).
 /// Never fails and never panics: problems are reported in [`Parsed::error`].
 pub fn parse_line(line: &[u8]) -> Parsed<'_> {
-    let text = match std::str::from_utf8(line) {
+    // simdutf8: the same check and error position as `std::str::from_utf8`, several times
+    // faster on long lines (std's check was 2% of a backfill's CPU).
+    let text = match simdutf8::compat::from_utf8(line) {
         Ok(t) => t,
         Err(e) => {
             return Parsed {
