@@ -211,3 +211,32 @@ fn knowledge_rows() {
     assert_eq!(b.feedback[1].dedup_key, "u1:message:0");
     assert_eq!(b.feedback[1].content, "please also update the README");
 }
+
+#[test]
+fn kind_tallies_count_each_name_exactly() {
+    let mut kinds = Vec::new();
+    let names: [&[&str]; 6] = [
+        &["system/", "turn"],
+        &["system/turn"],
+        &["system/", "turn_duration"],
+        &["user"],
+        &["system/", "turn"],
+        &["system/", "tur"],
+    ];
+    for parts in names {
+        super::bump(&mut kinds, "type", parts);
+    }
+    super::bump(&mut kinds, "unknown_field", &["user"]);
+    let count = |category: &str, name: &str| {
+        kinds
+            .iter()
+            .find(|k| k.category == category && k.name == name)
+            .map(|k| k.count)
+    };
+    assert_eq!(count("type", "system/turn"), Some(3));
+    assert_eq!(count("type", "system/turn_duration"), Some(1));
+    assert_eq!(count("type", "system/tur"), Some(1));
+    assert_eq!(count("type", "user"), Some(1));
+    assert_eq!(count("unknown_field", "user"), Some(1));
+    assert_eq!(kinds.len(), 5);
+}
