@@ -12,7 +12,8 @@
 //! runs.
 //!
 //! Only the threads of tokio's blocking pool run read steps; the writer runs on a runtime worker
-//! and SQLite's own thread, which keep their priority. A raised nice value cannot be lowered again
+//! (on SQLite its statements too, through the connection's handle: `store::sqlite_rows`), which
+//! keeps its priority. A raised nice value cannot be lowered again
 //! without privileges, so it is only ever set on threads that do nothing but blocking work.
 
 use std::cell::Cell;

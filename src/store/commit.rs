@@ -141,6 +141,11 @@ pub struct WriterConn {
 }
 
 impl WriterConn {
+    /// Whether a connection is kept.
+    pub fn is_open(&self) -> bool {
+        self.sqlite.is_some()
+    }
+
     /// Close the connection kept, if any: an idle writer gives back its page cache and
     /// statements (the next group opens one again, about a millisecond).
     pub async fn release(&mut self) {

@@ -12,9 +12,9 @@
 //!
 //! The transaction is opened and committed here (`BEGIN IMMEDIATE` ... `COMMIT`) on the handle
 //! sqlx lends while its worker is locked out; sqlx's own transaction count never changes, and
-//! a failed group leaves a connection the caller drops (the next group opens another). Rows and checkpoints still commit
-//! together, and the duplicate rule is the PostgreSQL path's (`ON CONFLICT DO NOTHING` on the
-//! natural key).
+//! a failed group leaves a connection the caller drops (the next group opens another). Rows
+//! and checkpoints still commit together, and the duplicate rule is the PostgreSQL path's
+//! (`ON CONFLICT DO NOTHING` on the natural key).
 #![allow(unsafe_code)]
 
 use std::collections::{HashMap, HashSet};

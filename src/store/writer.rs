@@ -128,13 +128,18 @@ async fn run(store: Store, mut rx: mpsc::Receiver<Job>, committed: &tokio::sync:
     let mut idle_since = std::time::Instant::now();
     loop {
         // An idle writer closes its connection after a moment (its page cache and statements
-        // are memory an idle daemon should not hold); a burst keeps it.
-        let next = match tokio::time::timeout(RELEASE_AFTER, rx.recv()).await {
-            Ok(next) => next,
-            Err(_) => {
-                conn.release().await;
-                rx.recv().await
+        // are memory an idle daemon should not hold); a burst keeps it. With none held (on
+        // PostgreSQL always) there is nothing to wait for.
+        let next = if conn.is_open() {
+            match tokio::time::timeout(RELEASE_AFTER, rx.recv()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    conn.release().await;
+                    rx.recv().await
+                }
             }
+        } else {
+            rx.recv().await
         };
         let Some(first) = next else { break };
         let waited = idle_since.elapsed();
