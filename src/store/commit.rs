@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::sql::{ladder_chunks, Arg, Backend, Conn, Pooled, Sql};
+use super::sql::{row_chunks, Arg, Backend, Conn, Pooled, Sql};
 use super::{episodes, knowledge, Store, StoreError};
 use crate::extract::lexemes;
 use crate::extract::rows::{
@@ -219,10 +219,11 @@ async fn advance_checkpoints(
     batches: &[PreparedBatch],
     now: &str,
 ) -> Result<HashSet<i64>, StoreError> {
+    let backend = c.backend();
     let mut moved = HashSet::with_capacity(batches.len());
-    for chunk in ladder_chunks(batches) {
+    for chunk in row_chunks(backend, batches) {
         let mut q = Sql::new(GUARDED_CHECKPOINTS);
-        q.push_values(chunk, |row, b| {
+        q.push_rows(backend, chunk, |row, b| {
             let cp = &b.checkpoint;
             row.bind(b.file_id)
                 .bind(b.expected.0)
@@ -280,7 +281,7 @@ async fn write_messages(
     // PostgreSQL indexes message text through a `search_vec` column.
     // Each statement is built while the previous one runs: the server works on its own core, so
     // building the next one on this task overlaps it instead of following it (the writer is ingest's critical path).
-    let chunks: Vec<_> = ladder_chunks(&messages).collect();
+    let chunks: Vec<_> = row_chunks(backend, &messages).collect();
     let mut next = chunks.first().map(|ch| messages_insert(backend, ch));
     let mut rest = chunks.iter().skip(1);
     while let Some(q) = next.take() {
@@ -326,7 +327,7 @@ fn messages_insert<'a>(
         backend.insert_ignore(),
         if pg { ", search_vec" } else { "" }
     ));
-    q.push_values(chunk, |row, (b, m)| {
+    q.push_rows(backend, chunk, |row, (b, m)| {
         row.bind(b.file_id)
             .bind(b.checkpoint.generation)
             .bind(m.line_no as i64)
@@ -375,13 +376,13 @@ async fn write_diagnostics(
         .iter()
         .flat_map(|b| b.diagnostics.iter().map(move |d| (*b, d)))
         .collect();
-    for chunk in ladder_chunks(&diags) {
+    for chunk in row_chunks(backend, &diags) {
         let mut q = Sql::new(format!(
             "{}diagnostics (file_id, generation, line_no, byte_start, byte_len, \
              kind, detail, created_at) ",
             backend.insert_ignore()
         ));
-        q.push_values(chunk, |row, (b, d)| {
+        q.push_rows(backend, chunk, |row, (b, d)| {
             row.bind(b.file_id)
                 .bind(b.checkpoint.generation)
                 .bind(d.line_no as i64)
@@ -412,10 +413,11 @@ async fn write_kinds(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<()
         .iter()
         .flat_map(|b| b.kinds.iter().map(move |k| (*b, k)))
         .collect();
-    for chunk in ladder_chunks(&kinds) {
+    let backend = c.backend();
+    for chunk in row_chunks(backend, &kinds) {
         let mut q =
             Sql::new("INSERT INTO record_kinds (file_id, generation, category, name, count) ");
-        q.push_values(chunk, |row, (b, k)| {
+        q.push_rows(backend, chunk, |row, (b, k)| {
             row.bind(b.file_id)
                 .bind(b.checkpoint.generation)
                 .bind(k.category)
@@ -457,9 +459,10 @@ async fn upsert_sessions(
             }
         }
     }
-    for chunk in ladder_chunks(&merged) {
+    let backend = c.backend();
+    for chunk in row_chunks(backend, &merged) {
         let mut q = Sql::new(UPSERT_SESSIONS);
-        q.push_values(chunk, |row, (s, added)| {
+        q.push_rows(backend, chunk, |row, (s, added)| {
             row.bind(s.session_id.as_str())
                 .bind(s.machine.as_str())
                 .bind(s.project.as_str())

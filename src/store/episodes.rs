@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
-use super::sql::{ladder_chunks, Arg, Backend, Conn, Sql};
+use super::sql::{row_chunks, Arg, Backend, Conn, Sql};
 use super::{Store, StoreError};
 use crate::extract::lexemes;
 use crate::extract::rows::{EpisodeRow, PreparedBatch, SnippetRow};
@@ -135,9 +135,10 @@ pub(super) async fn write(
     }
     let items = last_writes(items);
     let mut ids: HashMap<(i64, i64, i64), i64> = HashMap::with_capacity(items.len());
-    for chunk in ladder_chunks(&items) {
+    let backend = c.backend();
+    for chunk in row_chunks(backend, &items) {
         let mut q = Sql::new(EPISODE_INSERT);
-        q.push_values(chunk, |row, w| {
+        q.push_rows(backend, chunk, |row, w| {
             let ep = w.ep;
             row.bind(ep.session_id.as_str())
                 .bind(w.file_id)
@@ -230,8 +231,9 @@ async fn insert_snippets(
 ) -> Result<Vec<Option<i64>>, StoreError> {
     let mut new_ids: HashMap<(String, String), i64> = HashMap::new();
     // PostgreSQL indexes snippets through a `search_vec` column (SQLite: a trigger).
-    let pg = c.backend() == Backend::Postgres;
-    for chunk in ladder_chunks(pairs) {
+    let backend = c.backend();
+    let pg = backend == Backend::Postgres;
+    for chunk in row_chunks(backend, pairs) {
         let tags: Vec<String> = chunk
             .iter()
             .map(|(_, row)| serde_json::to_string(&row.tags).unwrap_or_else(|_| "[]".into()))
@@ -243,7 +245,7 @@ async fn insert_snippets(
         } else {
             SNIPPET_INSERT.to_string()
         });
-        q.push_values(&rows, |b, ((src, row), tags)| {
+        q.push_rows(backend, &rows, |b, ((src, row), tags)| {
             b.bind(src.session_id)
                 .bind(src.episode_id)
                 .bind(row.origin)
@@ -281,9 +283,9 @@ async fn insert_snippets(
         .collect();
     tag_rows.sort_unstable();
     tag_rows.dedup();
-    for chunk in ladder_chunks(&tag_rows) {
+    for chunk in row_chunks(backend, &tag_rows) {
         let mut q = Sql::new("INSERT INTO snippet_tags (tag, snippet_id) ");
-        q.push_values(chunk, |b, (tag, id)| {
+        q.push_rows(backend, chunk, |b, (tag, id)| {
             b.bind(*tag).bind(*id);
         });
         q.push(" ON CONFLICT (tag, snippet_id) DO NOTHING");

@@ -1,6 +1,6 @@
 //! File rows: the registry of tracked transcripts and their checkpoints.
 
-use super::sql::{ladder_chunks, Sql};
+use super::sql::{row_chunks, Sql};
 use super::{Store, StoreError};
 use crate::extract::rows::{now_iso, unpack_state};
 use crate::tail::discovery::FileInfo;
@@ -94,13 +94,14 @@ impl Store {
             .collect();
         let rows: Vec<(&FileInfo, &String)> = infos.iter().zip(paths.iter()).collect();
         let mut tx = self.begin().await?;
+        let backend = self.backend();
         let mut out = Vec::with_capacity(infos.len());
-        for chunk in ladder_chunks(&rows) {
+        for chunk in row_chunks(backend, &rows) {
             let mut q = Sql::new(
                 "INSERT INTO files (machine, path, project, kind, session_id, agent_id, \
                  first_seen_at, updated_at) ",
             );
-            q.push_values(chunk, |row, (info, path)| {
+            q.push_rows(backend, chunk, |row, (info, path)| {
                 row.bind(machine)
                     .bind(path.as_str())
                     .bind(info.project.as_str())

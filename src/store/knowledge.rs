@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::commit::search_vec;
-use super::sql::{dedup_by, ladder_chunks, Backend, Conn, Sql};
+use super::sql::{dedup_by, row_chunks, Backend, Conn, Sql};
 use super::StoreError;
 use crate::extract::lexemes;
 use crate::extract::rows::{
@@ -40,14 +40,14 @@ async fn write_summaries(
         .collect();
     let summaries = dedup_by(summaries, |(_, r)| (r.kind, r.dedup_key.clone()));
     let pg = backend == Backend::Postgres;
-    for chunk in ladder_chunks(&summaries) {
+    for chunk in row_chunks(backend, &summaries) {
         let mut q = Sql::new(format!(
             "{}summaries (kind, dedup_key, text, leaf_uuid, uuid, compact_trigger, \
              pre_tokens, session_id, agent_id, ts, file_id, line_no, leaf_key{}) ",
             backend.insert_ignore(),
             if pg { ", search_vec" } else { "" }
         ));
-        q.push_values(chunk, |row, (b, r)| {
+        q.push_rows(backend, chunk, |row, (b, r)| {
             row.bind(r.kind)
                 .bind(r.dedup_key.as_str())
                 .bind(r.text.as_deref())
@@ -101,12 +101,12 @@ async fn write_summaries(
                     Some((*leaf, sid))
                 })
                 .collect();
-            for rows in ladder_chunks(&hits) {
+            for rows in row_chunks(backend, &hits) {
                 let mut q = Sql::new(format!(
                     "{}summary_leaves (leaf_uuid, session_id) ",
                     backend.insert_ignore()
                 ));
-                q.push_values(rows, |row, (u, sid)| {
+                q.push_rows(backend, rows, |row, (u, sid)| {
                     row.bind(*u).bind(sid.as_str());
                 });
                 q.push(&backend.on_conflict_ignore("leaf_uuid, session_id"));
@@ -128,12 +128,12 @@ async fn write_summaries(
             .collect(),
         |h| *h,
     );
-    for chunk in ladder_chunks(&hits) {
+    for chunk in row_chunks(backend, &hits) {
         let mut q = Sql::new(format!(
             "{}summary_leaves (leaf_uuid, session_id) ",
             backend.insert_ignore()
         ));
-        q.push_values(chunk, |row, (u, sid)| {
+        q.push_rows(backend, chunk, |row, (u, sid)| {
             row.bind(*u).bind(*sid);
         });
         q.push(&backend.on_conflict_ignore("leaf_uuid, session_id"));
@@ -150,14 +150,14 @@ async fn write_feedback(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result
         .collect();
     let feedback = dedup_by(feedback, |(_, r)| r.dedup_key.clone());
     let pg = backend == Backend::Postgres;
-    for chunk in ladder_chunks(&feedback) {
+    for chunk in row_chunks(backend, &feedback) {
         let mut q = Sql::new(format!(
             "{}feedback (dedup_key, ts, session_id, feedback_type, content, reason, \
              agent_id, slug, tool_use_id, uuid, file_id, line_no{}) ",
             backend.insert_ignore(),
             if pg { ", search_vec" } else { "" }
         ));
-        q.push_values(chunk, |row, (b, r)| {
+        q.push_rows(backend, chunk, |row, (b, r)| {
             row.bind(r.dedup_key.as_str())
                 .bind(r.ts.as_deref())
                 .bind(r.session_id.as_str())
@@ -196,12 +196,13 @@ async fn write_tool_uses(
         })
         .collect();
     let list = dedup_by(list, |(_, r)| r.tool_use_id.clone());
-    for chunk in ladder_chunks(&list) {
+    let backend = c.backend();
+    for chunk in row_chunks(backend, &list) {
         let mut q = Sql::new(
             "INSERT INTO tool_uses (tool_use_id, session_id, name, target, ts, is_error, \
              file_id, line_no) ",
         );
-        q.push_values(chunk, |row, (b, r)| {
+        q.push_rows(backend, chunk, |row, (b, r)| {
             row.bind(r.tool_use_id.as_str())
                 .bind(r.session_id.as_str())
                 .bind(r.name.as_deref())
@@ -237,12 +238,13 @@ async fn write_usage(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<()
     }
     let mut usage: Vec<UsageRow> = usage.into_values().collect();
     usage.sort_by(|a, b| a.message_id.cmp(&b.message_id));
-    for chunk in ladder_chunks(&usage) {
+    let backend = c.backend();
+    for chunk in row_chunks(backend, &usage) {
         let mut q = Sql::new(
             "INSERT INTO assistant_usage (message_id, session_id, input_tokens, output_tokens, \
              cache_creation_input_tokens, cache_read_input_tokens) ",
         );
-        q.push_values(chunk, |row, u| {
+        q.push_rows(backend, chunk, |row, u| {
             row.bind(u.message_id.as_str())
                 .bind(u.session_id.as_str())
                 .bind(u.input_tokens)

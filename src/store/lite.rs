@@ -75,7 +75,7 @@ fn prepared<'c>(
             Arg::Bool(v) => stmt.raw_bind_parameter(k, v)?,
             Arg::Text(v) => stmt.raw_bind_parameter(k, v.as_deref())?,
             Arg::Bytes(v) => stmt.raw_bind_parameter(k, v.as_deref())?,
-            Arg::TextArray(_) | Arg::TsVector(_) => {
+            Arg::TextArray(_) | Arg::TsVector(_) | Arg::Column(_) => {
                 return Err(rusqlite::Error::ToSqlConversionFailure(
                     "SQLite has no array or tsvector type".into(),
                 ))

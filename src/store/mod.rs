@@ -19,6 +19,7 @@ mod episodes;
 mod files;
 mod knowledge;
 mod lite;
+mod unnest;
 mod plan;
 mod query;
 mod refine;

@@ -24,6 +24,9 @@ use sqlx::postgres::{PgArguments, PgConnection, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteConnection, SqliteRow};
 use sqlx::{Arguments, FromRow, PgPool, Postgres, Sqlite, SqlitePool};
 
+pub(crate) use super::unnest::Column;
+use super::unnest::PG_ROWS;
+
 /// Which database a URL or a store is: the one name the store has for its dialect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Backend {
@@ -81,10 +84,19 @@ pub(crate) enum Arg<'a> {
     TsVector(Option<Cow<'a, [u8]>>),
     /// Bytes (or NULL): a SQLite BLOB, a PostgreSQL `bytea`.
     Bytes(Option<Cow<'a, [u8]>>),
+    /// Every row's value of one column of a PostgreSQL multi-row statement, sent as one array
+    /// ([`Sql::push_rows`]). PostgreSQL only.
+    Column(Column<'a>),
 }
 
 /// A binary `tsvector` (see `extract::lexemes::tsvector_binary`), sent as it is.
-struct PgTsVector<'a>(&'a [u8]);
+pub(crate) struct PgTsVector<'a>(pub(crate) &'a [u8]);
+
+impl sqlx::postgres::PgHasArrayType for PgTsVector<'_> {
+    fn array_type_info() -> sqlx::postgres::PgTypeInfo {
+        sqlx::postgres::PgTypeInfo::with_name("_tsvector")
+    }
+}
 
 impl sqlx::Type<Postgres> for PgTsVector<'_> {
     fn type_info() -> sqlx::postgres::PgTypeInfo {
@@ -184,6 +196,9 @@ pub(crate) struct Sql<'a> {
     persistent: bool,
     /// Placeholders written by hand (`arg`) rather than generated (`push_bind`).
     numbered_by_hand: bool,
+    /// A row of [`Sql::push_rows`] bound a value of another type than its column's first row
+    /// (a bug): reported when the statement is encoded.
+    bad_column: bool,
 }
 
 impl<'a> Sql<'a> {
@@ -196,6 +211,7 @@ impl<'a> Sql<'a> {
             args: Vec::new(),
             persistent: true,
             numbered_by_hand: false,
+            bad_column: false,
         }
     }
 
@@ -240,10 +256,49 @@ impl<'a> Sql<'a> {
             let mut r = Row {
                 sql: self,
                 first: true,
+                columns: None,
             };
             row(&mut r, item);
             self.push(")");
         }
+    }
+
+    /// Append the rows of a multi-row `INSERT` (or a `WITH v (..) AS (` list) as `backend`
+    /// takes them best: SQLite a `VALUES` list ([`Sql::push_values`]), PostgreSQL
+    /// `SELECT * FROM UNNEST(...)` of one array per column (see `store::unnest`). `row` binds
+    /// one item's values in column order, the same on both.
+    pub(crate) fn push_rows<T>(
+        &mut self,
+        backend: Backend,
+        items: &'a [T],
+        mut row: impl FnMut(&mut Row<'_, 'a>, &'a T),
+    ) {
+        if backend == Backend::Sqlite {
+            return self.push_values(items, row);
+        }
+        let first = self.args.len();
+        for (i, item) in items.iter().enumerate() {
+            let mut r = Row {
+                sql: self,
+                first: i == 0,
+                columns: Some((first, 0, items.len())),
+            };
+            row(&mut r, item);
+        }
+        self.push("SELECT * FROM UNNEST(");
+        for k in first..self.args.len() {
+            let ty = match &self.args[k] {
+                Arg::Column(c) => c.sql_type(),
+                _ => "unknown",
+            };
+            let _ = write!(
+                self.pg,
+                "{}${}::{ty}",
+                if k == first { "" } else { ", " },
+                k + 1
+            );
+        }
+        self.push(")");
     }
 
     /// Append `column IN ($a, $b, ...)`, or `1 = 0` for an empty list (PostgreSQL rejects
@@ -306,6 +361,7 @@ impl<'a> Sql<'a> {
                 Arg::TextArray(_) => Err("SQLite has no array type".into()),
                 Arg::TsVector(_) => Err("SQLite has no tsvector type".into()),
                 Arg::Bytes(v) => out.add(v.as_deref()),
+                Arg::Column(_) => Err("SQLite has no array type".into()),
             };
             r.map_err(sqlx::Error::Encode)?;
         }
@@ -323,22 +379,50 @@ impl<'a> Sql<'a> {
                 Arg::TextArray(v) => out.add(v),
                 Arg::TsVector(v) => out.add(v.as_deref().map(PgTsVector)),
                 Arg::Bytes(v) => out.add(v.as_deref()),
+                Arg::Column(c) => c.add_to(&mut out),
             };
             r.map_err(sqlx::Error::Encode)?;
+        }
+        if self.bad_column {
+            return Err(sqlx::Error::Encode(
+                format!(
+                    "a row's value does not match its column's type: {}",
+                    self.pg
+                )
+                .into(),
+            ));
         }
         Ok(out)
     }
 }
 
-/// The values of one `VALUES` group, separated by commas as they are bound.
+/// The values of one row: a `VALUES` group, separated by commas as they are bound, or (for
+/// [`Sql::push_rows`] on PostgreSQL) the next element of each column's array.
 pub(crate) struct Row<'s, 'a> {
     sql: &'s mut Sql<'a>,
+    /// `VALUES`: no value bound yet. Columns: this is the statement's first row.
     first: bool,
+    /// Columns: (argument index of the first column, the next column, rows in all).
+    columns: Option<(usize, usize, usize)>,
 }
 
 impl<'a> Row<'_, 'a> {
-    /// Bind the next value of the group.
+    /// Bind the next value of the row.
     pub(crate) fn bind(&mut self, value: impl Into<Arg<'a>>) -> &mut Self {
+        if let Some((at, col, rows)) = &mut self.columns {
+            let value = value.into();
+            let ok = if self.first {
+                Column::start(value, *rows).map(|c| self.sql.args.push(Arg::Column(c)))
+            } else {
+                match self.sql.args.get_mut(*at + *col) {
+                    Some(Arg::Column(c)) => c.push(value),
+                    _ => Err(super::unnest::NotAColumn),
+                }
+            };
+            self.sql.bad_column |= ok.is_err();
+            *col += 1;
+            return self;
+        }
         if !self.first {
             self.sql.push(", ");
         }
@@ -519,17 +603,25 @@ impl Pooled {
     }
 }
 
-/// Split `rows` into chunks whose sizes come from a fixed ladder (500, 100, 20, 5, 1).
+/// Split `rows` into the chunks of the multi-row statements [`Sql::push_rows`] builds for
+/// `backend`.
 ///
-/// Every distinct row count is a distinct SQL text that SQLite must parse (a 500-row insert has
-/// 9,000 parameters); with a fixed ladder only five texts per table exist and all of them stay in
-/// sqlx's prepared-statement cache. 500 rows of at most 21 columns stay under both backends'
-/// bind-parameter limits.
-pub(crate) fn ladder_chunks<T>(rows: &[T]) -> impl Iterator<Item = &[T]> {
+/// SQLite: chunk sizes from a fixed ladder (500, 100, 20, 5, 1). Every distinct row count is a
+/// distinct SQL text that SQLite must parse (a 500-row insert has 9,000 parameters); with a
+/// fixed ladder only five texts per table exist and all of them stay prepared. 500 rows of at
+/// most 21 columns stay under SQLite's bind-parameter limit.
+///
+/// PostgreSQL: up to `unnest::PG_ROWS` rows a chunk, one text whatever the count (one array
+/// per column).
+pub(crate) fn row_chunks<T>(backend: Backend, rows: &[T]) -> impl Iterator<Item = &[T]> {
     const LADDER: [usize; 5] = [500, 100, 20, 5, 1];
     let mut rest = rows;
     std::iter::from_fn(move || {
-        let n = LADDER.iter().copied().find(|&n| n <= rest.len())?;
+        let n = match backend {
+            Backend::Sqlite => LADDER.iter().copied().find(|&n| n <= rest.len())?,
+            Backend::Postgres if rest.is_empty() => return None,
+            Backend::Postgres => rest.len().min(PG_ROWS),
+        };
         let (chunk, tail) = rest.split_at(n);
         rest = tail;
         Some(chunk)
@@ -562,7 +654,7 @@ mod tests {
     fn ladder_covers_every_row_once_with_few_sizes() {
         for n in [0usize, 1, 4, 5, 19, 45, 499, 500, 501, 1234] {
             let rows: Vec<usize> = (0..n).collect();
-            let chunks: Vec<&[usize]> = ladder_chunks(&rows).collect();
+            let chunks: Vec<&[usize]> = row_chunks(Backend::Sqlite, &rows).collect();
             let flat: Vec<usize> = chunks.iter().flat_map(|c| c.iter().copied()).collect();
             assert_eq!(flat, rows);
             assert!(chunks
