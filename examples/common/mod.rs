@@ -55,6 +55,7 @@ pub fn binary() -> Result<std::path::PathBuf> {
 }
 
 /// The `q` quantile (nearest rank) of `v`, which need not be sorted; NaN when empty.
+#[allow(dead_code)] // not every example reports percentiles
 pub fn percentile(v: &[f64], q: f64) -> f64 {
     let mut s = v.to_vec();
     s.sort_by(f64::total_cmp);

@@ -19,3 +19,19 @@ ALTER TABLE tool_uses DROP CONSTRAINT IF EXISTS tool_uses_file_id_fkey;
 ALTER TABLE episodes DROP CONSTRAINT IF EXISTS episodes_file_id_fkey;
 
 ALTER TABLE files ALTER COLUMN episode_state SET STORAGE EXTERNAL;
+
+-- * Long values (message text over ~2 KB, their search vectors, episode evidence, snippets)
+--   are compressed with lz4 instead of pglz: pglz was the server's top symbol in a backfill
+--   profile (7% of its CPU), lz4 does the same work several times faster for a few percent more
+--   disk. Servers built without lz4 (or older than 14) keep pglz: the block only notes it.
+DO $$
+BEGIN
+    ALTER TABLE messages ALTER COLUMN text SET COMPRESSION lz4,
+        ALTER COLUMN search_vec SET COMPRESSION lz4;
+    ALTER TABLE episodes ALTER COLUMN evidence SET COMPRESSION lz4,
+        ALTER COLUMN turn_labels SET COMPRESSION lz4;
+    ALTER TABLE snippets ALTER COLUMN content SET COMPRESSION lz4;
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'lz4 compression not available (%); keeping pglz', SQLERRM;
+END
+$$;

@@ -177,8 +177,28 @@ pub struct Pipeline {
     wait_for_sessions: bool,
 }
 
-/// Transcript bytes allowed in flight, as a multiple of `batch.max_bytes`.
-const BUDGET_BATCHES: usize = 4;
+/// A thread that frees the batches the writer has committed (see `Writer::new`), at the
+/// reading threads' priority; it ends when the writer drops its sender. `None` (the writer
+/// frees them itself) if the thread cannot be started.
+fn spent_batches() -> Option<crate::store::writer::Spent> {
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<PreparedBatch>>();
+    let started = std::thread::Builder::new()
+        .name("gleaner-free".into())
+        .spawn(move || {
+            super::priority::reading_thread();
+            for batches in rx {
+                drop(batches);
+            }
+        });
+    started.ok().map(|_| tx)
+}
+
+/// Transcript bytes allowed in flight, as a multiple of `batch.max_bytes`: 128 MB by default.
+/// What a batch holds once extracted is its rows, about a third of its bytes at most (mostly
+/// far less: tool outputs are not stored), so this bounds memory well under the RSS target
+/// while letting the readers fill the writer's next group during its commit (4 made them wait
+/// on each commit, the writer on them after it).
+const BUDGET_BATCHES: usize = 16;
 
 /// What one blocking read step produced.
 struct ReadStep {
@@ -209,7 +229,7 @@ impl Pipeline {
         Pipeline,
         impl std::future::Future<Output = ()> + Send + 'static,
     ) {
-        let (writer, writer_loop) = Writer::new(store.clone());
+        let (writer, writer_loop) = Writer::new(store.clone(), spent_batches());
         let cfg_workers = cfg.daemon.workers;
         let budget_kib = u32::try_from(cfg.batch.max_bytes * BUDGET_BATCHES / 1024)
             .unwrap_or(u32::MAX)
