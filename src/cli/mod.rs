@@ -343,6 +343,7 @@ impl Cli {
         crate::run::memory::limit_arenas(MALLOC_ARENAS);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .max_blocking_threads(cfg.daemon.workers + 2)
+            .on_thread_park(crate::run::memory::on_park)
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;

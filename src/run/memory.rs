@@ -27,18 +27,48 @@ pub fn limit_arenas(n: usize) {
     let _ = n;
 }
 
+/// Times [`release`] was called: each runtime worker gives its cache back the next time it
+/// parks after one (see [`on_park`]).
+static RELEASES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// Return freed heap pages of every arena to the system (the daemon calls it once it has gone
 /// quiet after work, so an idle daemon holds its live memory only): jemalloc's (which would
-/// otherwise keep them until it is next used: it purges as it allocates) and glibc's.
+/// otherwise keep them until it is next used: it purges as it allocates) and glibc's. The
+/// runtime's workers give back their caches as they park ([`on_park`]).
 #[allow(unsafe_code)]
 pub fn release() {
-    // "arena.<MALLCTL_ARENAS_ALL>.purge": every arena's unused dirty pages.
+    RELEASES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    flush_thread_cache();
+    purge_arenas();
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim takes no pointers; it is safe to call from any thread at any time.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+/// For the runtime's `on_thread_park`: a worker going idle after a [`release`] gives its
+/// jemalloc cache back (what it holds is otherwise kept by an idle daemon: 1.5-2.5 MB
+/// measured). One atomic load per park otherwise.
+pub fn on_park() {
+    thread_local!(static SEEN: std::cell::Cell<u64> = const { std::cell::Cell::new(0) });
+    let now = RELEASES.load(std::sync::atomic::Ordering::Relaxed);
+    if SEEN.with(|s| s.replace(now)) != now {
+        flush_thread_cache();
+        purge_arenas();
+    }
+}
+
+/// Every jemalloc arena's unused dirty pages back to the system.
+#[allow(unsafe_code)]
+fn purge_arenas() {
+    // "arena.<MALLCTL_ARENAS_ALL>.purge".
     const PURGE_ALL: &std::ffi::CStr = c"arena.4096.purge";
-    // SAFETY: the name is a C string; purge reads and writes no value, so the
-    // old/new pointers are null with zero lengths, as jemalloc's manual specifies.
+    // SAFETY: the name is a C string; purge reads and writes no value, so the old/new
+    // pointers are null with zero lengths, as jemalloc's manual specifies.
     let r = unsafe {
         tikv_jemalloc_sys::mallctl(
-            PURGE_ALL.as_ptr().cast(),
+            PURGE_ALL.as_ptr(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
@@ -48,10 +78,25 @@ pub fn release() {
     if r != 0 {
         tracing::debug!(code = r, "jemalloc purge failed");
     }
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim takes no pointers; it is safe to call from any thread at any time.
-    unsafe {
-        libc::malloc_trim(0);
+}
+
+/// Give the calling thread's jemalloc cache back to the arena. A thread that only frees (the
+/// one freeing spent batches) would otherwise hold what it freed in its cache until it next
+/// frees, an idle daemon's memory for nothing.
+#[allow(unsafe_code)]
+pub fn flush_thread_cache() {
+    // SAFETY: the name is a C string; `thread.tcache.flush` reads and writes no value.
+    let r = unsafe {
+        tikv_jemalloc_sys::mallctl(
+            c"thread.tcache.flush".as_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+        )
+    };
+    if r != 0 {
+        tracing::debug!(code = r, "jemalloc thread cache flush failed");
     }
 }
 

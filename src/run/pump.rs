@@ -186,8 +186,21 @@ fn spent_batches() -> Option<crate::store::writer::Spent> {
         .name("gleaner-free".into())
         .spawn(move || {
             super::priority::reading_thread();
-            for batches in rx {
-                drop(batches);
+            use std::sync::mpsc::TryRecvError;
+            loop {
+                match rx.try_recv() {
+                    Ok(batches) => drop(batches),
+                    Err(TryRecvError::Empty) => {
+                        // Caught up: what this thread's cache holds goes back (it never
+                        // allocates, so it would keep it).
+                        super::memory::flush_thread_cache();
+                        match rx.recv() {
+                            Ok(batches) => drop(batches),
+                            Err(_) => break,
+                        }
+                    }
+                    Err(TryRecvError::Disconnected) => break,
+                }
             }
         });
     started.ok().map(|_| tx)
