@@ -95,8 +95,11 @@ impl Writer {
     }
 }
 
-/// How often the SQLite write-ahead log is checkpointed while the writer runs.
-const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
+/// How often the SQLite write-ahead log is checkpointed while the writer runs. Two seconds, not
+/// a quarter: each passive checkpoint re-reads the WAL index and copies pages the next commit
+/// dirties again, and on the 1 GB bench tree the longer interval was 6 % faster back to back
+/// (330 vs 312 MB/s) while the WAL still stays at a few tens of MB.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// SQLite only: copy the write-ahead log into the database file from another connection
 /// (`PRAGMA wal_checkpoint(PASSIVE)`, which never waits for the writer), so the writer's own

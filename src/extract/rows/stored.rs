@@ -120,6 +120,37 @@ pub fn pack_state(json: &str) -> Vec<u8> {
     packed.unwrap_or_else(|| json.as_bytes().to_vec())
 }
 
+/// A zstd state decoded with this thread's context (a new one per state was most of the cost of
+/// reading thousands of them back when a backfill's sessions are finished). [`pack_state`]
+/// records the size in the frame; a frame without one is decoded as a stream.
+fn unzstd(stored: &[u8]) -> Option<String> {
+    thread_local! {
+        static UNZSTD: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+            const { std::cell::RefCell::new(None) };
+    }
+    let size = zstd::zstd_safe::get_frame_content_size(stored)
+        .ok()
+        .flatten();
+    let bytes = match size {
+        Some(n) => UNZSTD.with(|d| {
+            let mut d = d.borrow_mut();
+            if d.is_none() {
+                *d = zstd::bulk::Decompressor::new().ok();
+            }
+            d.as_mut()?.decompress(stored, n as usize).ok()
+        })?,
+        None => {
+            let mut out = Vec::with_capacity(stored.len() * 4);
+            zstd::stream::read::Decoder::new(stored)
+                .ok()?
+                .read_to_end(&mut out)
+                .ok()?;
+            out
+        }
+    };
+    String::from_utf8(bytes).ok()
+}
+
 /// zstd level of [`pack_state`].
 const STATE_LEVEL: i32 = 3;
 
@@ -130,13 +161,11 @@ pub fn unpack_state(stored: &[u8]) -> Option<String> {
     if stored.first() == Some(&b'{') {
         return String::from_utf8(stored.to_vec()).ok();
     }
-    let mut out = String::with_capacity(stored.len() * 4);
     if stored.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        zstd::stream::read::Decoder::new(stored)
-            .ok()?
-            .read_to_string(&mut out)
-            .ok()?;
-    } else {
+        return unzstd(stored);
+    }
+    let mut out = String::with_capacity(stored.len() * 4);
+    {
         flate2::read::ZlibDecoder::new(stored)
             .read_to_string(&mut out)
             .ok()?;
