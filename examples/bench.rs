@@ -3,8 +3,10 @@
 //!
 //! ```text
 //! cargo run --release --example bench -- [--size-mb 1024] [--work DIR] [--corpus DIR]
-//!     [--skip-postgres] [--latency-samples 200]
+//!     [--skip-postgres] [--latency-samples 200] [--one-file-mb 0]
+//!     [--baseline OLD_GLEANER [--rounds 3] [--compare-only]]
 //! ```
+//! `--baseline` runs the same cold ingest with an earlier build, alternating (see `compare`).
 //! PostgreSQL admin URL: `GLEANER_BENCH_PG_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
 //! Sizes are in MB of 10^6 bytes, like gleaner's own `mb_per_s`.
 #![allow(unsafe_code)]
@@ -23,6 +25,8 @@ use sqlx::{ConnectOptions, Connection};
 
 #[path = "common/mod.rs"]
 mod common;
+#[path = "bench/compare.rs"]
+mod compare;
 use common::tree::{is_uuid, map_uuid, Corpus};
 use common::{percentile, pg_connect, pg_exec, pg_url};
 
@@ -51,7 +55,27 @@ struct Opts {
     /// Lines appended one by one to measure the daemon's latency.
     #[arg(long, default_value_t = 200)]
     latency_samples: usize,
+    /// An earlier gleaner binary to run back to back with this build (cold ingest, each backend).
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// Rounds per build and backend with --baseline (medians are reported).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// With --baseline: only the back-to-back comparison.
+    #[arg(long, requires = "baseline")]
+    compare_only: bool,
 }
+
+/// The stages `gleaner ingest --json` times, in pipeline order.
+const STAGES: [&str; 7] = [
+    "read",
+    "parse",
+    "extract",
+    "redact",
+    "episodes",
+    "search_index",
+    "database_write",
+];
 
 /// The JSON printed by `gleaner ingest --json`.
 #[derive(serde::Deserialize)]
@@ -74,8 +98,9 @@ struct Summary {
 /// One `gleaner ingest` run: its summary and what `wait4` says (wall s, CPU s, peak RSS bytes).
 struct Ingest(Summary, f64, f64, u64);
 
-/// Daemon figures: latencies (ms), idle CPU seconds over 10 s, RSS bytes.
-struct Live(Vec<f64>, f64, u64);
+/// Daemon figures: latencies (ms), CPU seconds over the 10 s after the last append and over
+/// the 30 s after those (steady idle, one periodic rescan included), RSS bytes.
+struct Live(Vec<f64>, f64, f64, u64);
 
 /// Shared state: the binary, the work folder, a runtime for sqlx, and failed checks.
 struct Bench {
@@ -166,6 +191,15 @@ fn run() -> Result<usize> {
         println!("generated {mb:.1} MB in {files} files in {secs:.1} s from {n} corpus files");
         fs::write(&marker, format!("{target}\n"))?;
     }
+    let admin = (!opts.skip_postgres)
+        .then(|| std::env::var("GLEANER_BENCH_PG_URL").unwrap_or_else(|_| DEFAULT_PG.into()));
+    if opts.compare_only {
+        if let Some(old) = &opts.baseline {
+            let pg = admin.as_deref().filter(|a| reachable(&b, a));
+            compare::compare(&mut b, old, opts.rounds, &projects, pg)?;
+        }
+        return Ok(b.problems.len());
+    }
     let lines = corpus.live_lines(20 + opts.latency_samples)?;
     let (mut table, mut lives) = (Vec::new(), Vec::new());
 
@@ -206,48 +240,42 @@ fn run() -> Result<usize> {
     }
 
     // 3. PostgreSQL, in fresh databases dropped at the end.
-    if !opts.skip_postgres {
-        let admin = std::env::var("GLEANER_BENCH_PG_URL").unwrap_or_else(|_| DEFAULT_PG.into());
-        match b.rt.block_on(pg_connect(&admin)) {
-            Err(e) => println!("postgres: unreachable at {admin} ({e:#}); skipped"),
-            Ok(conn) => {
-                b.rt.block_on(conn.close()).ok();
-                let secs = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
-                let db = format!("gleaner_bench_{}_{secs}", std::process::id());
-                let live_db = format!("{db}_live");
-                let noep_db = format!("{db}_noep");
-                let mut result = (|| -> Result<()> {
-                    b.rt.block_on(pg_exec(&admin, &format!("CREATE DATABASE \"{db}\"")))?;
-                    table.push((
-                        "postgres",
-                        b.bulk("postgres", &projects, &pg_url(&admin, &db))?,
-                    ));
-                    b.rt.block_on(pg_exec(&admin, &format!("CREATE DATABASE \"{noep_db}\"")))?;
-                    b.env = vec![("GLEANER_EPISODES__ENABLED".into(), "false".into())];
-                    println!("postgres without episodes: ingest into {noep_db}");
-                    let wo = b.ingest(
-                        &projects,
-                        &pg_url(&admin, &noep_db),
-                        &work.join("ingest-pg-noep.log"),
-                    );
-                    b.env.clear();
-                    without.push(("postgres", wo?));
-                    b.rt.block_on(pg_exec(&admin, &format!("CREATE DATABASE \"{live_db}\"")))?;
-                    lives.push((
-                        "postgres",
-                        b.latency("postgres", &pg_url(&admin, &live_db), &lines)?,
-                    ));
-                    Ok(())
-                })();
-                for d in [&db, &live_db, &noep_db] {
-                    let sql = format!("DROP DATABASE IF EXISTS \"{d}\" WITH (FORCE)");
-                    if let Err(e) = b.rt.block_on(pg_exec(&admin, &sql)) {
-                        result = result.and(Err(e.context(format!("cannot drop database {d}"))));
-                    }
-                }
-                result?;
+    let pg = admin.as_deref().filter(|a| reachable(&b, a));
+    if let Some(admin) = pg {
+        let secs = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
+        let db = format!("gleaner_bench_{}_{secs}", std::process::id());
+        let live_db = format!("{db}_live");
+        let noep_db = format!("{db}_noep");
+        let mut result = (|| -> Result<()> {
+            b.rt.block_on(pg_exec(admin, &format!("CREATE DATABASE \"{db}\"")))?;
+            table.push((
+                "postgres",
+                b.bulk("postgres", &projects, &pg_url(admin, &db))?,
+            ));
+            b.rt.block_on(pg_exec(admin, &format!("CREATE DATABASE \"{noep_db}\"")))?;
+            b.env = vec![("GLEANER_EPISODES__ENABLED".into(), "false".into())];
+            println!("postgres without episodes: ingest into {noep_db}");
+            let wo = b.ingest(
+                &projects,
+                &pg_url(admin, &noep_db),
+                &work.join("ingest-pg-noep.log"),
+            );
+            b.env.clear();
+            without.push(("postgres", wo?));
+            b.rt.block_on(pg_exec(admin, &format!("CREATE DATABASE \"{live_db}\"")))?;
+            lives.push((
+                "postgres",
+                b.latency("postgres", &pg_url(admin, &live_db), &lines)?,
+            ));
+            Ok(())
+        })();
+        for d in [&db, &live_db, &noep_db] {
+            let sql = format!("DROP DATABASE IF EXISTS \"{d}\" WITH (FORCE)");
+            if let Err(e) = b.rt.block_on(pg_exec(admin, &sql)) {
+                result = result.and(Err(e.context(format!("cannot drop database {d}"))));
             }
         }
+        result?;
     }
 
     // 4. Summary.
@@ -262,14 +290,14 @@ fn run() -> Result<usize> {
             s.seconds, s.mb_per_s, s.rows, s.files
         );
     }
-    for (name, Live(lat, _, _)) in &lives {
+    for (name, Live(lat, ..)) in &lives {
         let p = |q| percentile(lat, q);
         let (p50, p90, p99, max, n) = (p(0.5), p(0.9), p(0.99), p(1.0), lat.len());
         println!("latency {name:<8} p50 {p50:.1} ms  p90 {p90:.1} ms  p99 {p99:.1} ms  max {max:.1} ms  ({n} samples)");
     }
-    for (name, Live(_, cpu, rss)) in &lives {
+    for (name, Live(_, cpu, steady, rss)) in &lives {
         let (pct, rss) = (cpu * 10.0, *rss as f64 / 1e6);
-        println!("idle CPU {name:<8} {cpu:.2} s over 10 s ({pct:.1}% of a core)  RSS {rss:.1} MB");
+        println!("idle CPU {name:<8} {cpu:.2} s over 10 s ({pct:.1}% of a core), then {steady:.2} s over 30 s  RSS {rss:.1} MB");
     }
     for (name, Ingest(wo, wo_wall, cpu_wo, _)) in &without {
         let Some((_, Ingest(with, wall, cpu_with, _))) = table.iter().find(|t| t.0 == *name) else {
@@ -295,10 +323,27 @@ fn run() -> Result<usize> {
         session.text_ms,
         session.text_bytes as f64 / 1e6
     );
+    if let Some(old) = &opts.baseline {
+        compare::compare(&mut b, old, opts.rounds, &projects, pg)?;
+    }
     for p in &b.problems {
         println!("CHECK FAILED: {p}");
     }
     Ok(b.problems.len())
+}
+
+/// Whether the PostgreSQL server at `admin` answers (said when it does not).
+fn reachable(b: &Bench, admin: &str) -> bool {
+    match b.rt.block_on(pg_connect(admin)) {
+        Ok(conn) => {
+            b.rt.block_on(conn.close()).ok();
+            true
+        }
+        Err(e) => {
+            println!("postgres: unreachable at {admin} ({e:#}); skipped");
+            false
+        }
+    }
 }
 
 /// `target/release/gleaner`, next to this example's folder; built when missing.
@@ -601,16 +646,7 @@ impl Bench {
         println!("  peak RSS {rss:.1} MB (wait4), {self_rss:.1} MB (self-reported)");
         if !s.stage_seconds.is_empty() {
             // Where the time goes: each stage's time summed over the threads that ran it.
-            let order = [
-                "read",
-                "parse",
-                "extract",
-                "redact",
-                "episodes",
-                "search_index",
-                "database_write",
-            ];
-            let parts: Vec<String> = order
+            let parts: Vec<String> = STAGES
                 .iter()
                 .filter_map(|k| s.stage_seconds.get(*k).map(|v| (k, v)))
                 .map(|(k, v)| format!("{k} {v:.2}"))
@@ -752,6 +788,12 @@ impl Bench {
             cpu * 10.0,
             rss as f64 / 1e6
         );
+        // Steady idle: past the memory release that follows the last work (above), and long
+        // enough to include one periodic rescan (daemon.rescan_interval_secs = 30).
+        let before = cpu_secs(pid)?;
+        std::thread::sleep(Duration::from_secs(30));
+        let steady = cpu_secs(pid)? - before;
+        println!("  then idle 30 s: {steady:.2} s CPU");
 
         // SAFETY: signalling our own child.
         unsafe { libc::kill(pid, libc::SIGTERM) };
@@ -782,7 +824,7 @@ impl Bench {
         if fs::metadata(&log).map(|m| m.len()).unwrap_or(0) > 0 {
             println!("  daemon warnings: {}", log_tail(&log));
         }
-        Ok(Live(lat, cpu, rss))
+        Ok(Live(lat, cpu, steady, rss))
     }
 }
 
