@@ -189,6 +189,7 @@ pub struct Open {
     ended_at: Option<String>,
     cut_reason: String,
     title: Option<String>,
+    #[serde(deserialize_with = "terms::stored_vocab")]
     vocab: BTreeSet<terms::Term>,
     files: Vec<String>,
     tools: BTreeMap<String, i64>,

@@ -642,3 +642,23 @@ fn stored_state_carries_its_format_version() {
     assert_eq!(Builder::from_json(&future), None);
     assert_eq!(Builder::from_json("not json"), None);
 }
+
+#[test]
+fn vocabulary_of_64_bit_terms_reads_as_their_low_32_bits() {
+    // Builds before terms were 32 bits stored the whole xxh3 hash; the low half is the term now.
+    let lines = vec![prompt(
+        1,
+        "Add a retry loop to the postgres connection pool",
+    )];
+    let (b, _) = run(&lines);
+    let mut v: serde_json::Value = serde_json::from_str(&b.to_json()).unwrap();
+    let vocab = v["open"]["vocab"].as_array_mut().unwrap();
+    assert!(!vocab.is_empty());
+    for t in vocab.iter_mut() {
+        let low = t.as_u64().unwrap();
+        assert!(low <= u64::from(u32::MAX));
+        *t = serde_json::json!(low | (0xdead_beef_u64 << 32));
+    }
+    let wide = v.to_string();
+    assert_eq!(Builder::from_json(&wide), Some(b));
+}

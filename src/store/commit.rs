@@ -192,12 +192,13 @@ pub(super) async fn group_body(
             }));
         }
     }
+    let models = super::model_names::ids(c, &accepted).await?;
     let inserted = if let Conn::Direct(db) = c {
-        let (inserted, index) = super::sqlite_rows::write_rows(db, &accepted)?;
+        let (inserted, index) = super::sqlite_rows::write_rows(db, &accepted, &models)?;
         *index_time += index;
         inserted
     } else {
-        write_messages(c, &accepted).await?
+        write_messages(c, &accepted, &models).await?
     };
     write_diagnostics(c, &accepted, &now).await?;
     write_kinds(c, &accepted).await?;
@@ -261,6 +262,7 @@ async fn advance_checkpoints(
 async fn write_messages(
     c: &mut Conn<'_>,
     accepted: &[&PreparedBatch],
+    models: &HashMap<String, i64>,
 ) -> Result<HashMap<i64, CommitStats>, StoreError> {
     let backend = c.backend();
     let mut inserted: HashMap<i64, CommitStats> = accepted
@@ -282,11 +284,13 @@ async fn write_messages(
     // Each statement is built while the previous one runs: the server works on its own core, so
     // building the next one on this task overlaps it instead of following it (the writer is ingest's critical path).
     let chunks: Vec<_> = row_chunks(backend, &messages).collect();
-    let mut next = chunks.first().map(|ch| messages_insert(backend, ch));
+    let mut next = chunks
+        .first()
+        .map(|ch| messages_insert(backend, ch, models));
     let mut rest = chunks.iter().skip(1);
     while let Some(q) = next.take() {
         let (done, built) = tokio::join!(c.execute(&q), async {
-            rest.next().map(|ch| messages_insert(backend, ch))
+            rest.next().map(|ch| messages_insert(backend, ch, models))
         });
         message_rows += done?;
         next = built;
@@ -318,12 +322,13 @@ async fn write_messages(
 fn messages_insert<'a>(
     backend: Backend,
     chunk: &'a [(&'a PreparedBatch, &'a MessageRow)],
+    models: &HashMap<String, i64>,
 ) -> Sql<'a> {
     let pg = backend == Backend::Postgres;
     let mut q = Sql::new(format!(
         "{}messages (file_id, generation, line_no, seq, byte_start, byte_end, \
      uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
-     model, tool_names, is_error, text, is_meta{}) ",
+     model_id, tool_names, is_error, text, is_meta{}) ",
         backend.insert_ignore(),
         if pg { ", search_vec" } else { "" }
     ));
@@ -341,7 +346,7 @@ fn messages_insert<'a>(
             .bind(m.ts.as_deref())
             .bind(m.is_sidechain)
             .bind(m.agent_id.as_deref())
-            .bind(m.model.as_deref())
+            .bind(model_id(models, m))
             .bind(m.tool_names.as_deref())
             .bind(m.is_error)
             .bind(m.text.as_deref())
@@ -353,6 +358,11 @@ fn messages_insert<'a>(
     });
     q.push(&backend.on_conflict_ignore("file_id, generation, line_no, seq"));
     q
+}
+
+/// The `models` id of a row's model name (resolved for its group by `model_names::ids`).
+pub(super) fn model_id(models: &HashMap<String, i64>, m: &MessageRow) -> Option<i64> {
+    m.model.as_deref().and_then(|n| models.get(n).copied())
 }
 
 /// A row's `search_vec` for PostgreSQL: the one the reading threads computed, else computed

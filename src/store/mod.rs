@@ -19,6 +19,7 @@ mod episodes;
 mod files;
 mod knowledge;
 mod lite;
+mod model_names;
 mod unnest;
 mod plan;
 mod query;

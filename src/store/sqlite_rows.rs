@@ -21,7 +21,7 @@ use std::collections::{HashMap, HashSet};
 
 use sqlx::SqliteConnection;
 
-use super::commit::{group_body, CommitStats};
+use super::commit::{group_body, model_id, CommitStats};
 use super::sql::Conn;
 use super::StoreError;
 use crate::extract::lexemes;
@@ -29,13 +29,14 @@ use crate::extract::rows::{uuid_stored, MessageRow, PreparedBatch, StoredUuid};
 
 const INSERT_MESSAGE: &str = "INSERT INTO messages (file_id, generation, line_no, seq, \
      byte_start, byte_end, uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
-     model, tool_names, is_error, text, is_meta) \
+     model_id, tool_names, is_error, text, is_meta) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18) \
      ON CONFLICT (file_id, generation, line_no, seq) DO NOTHING";
 
-/// No session: a message's is its file's (`search::sql::SQLITE_DOC_SESSION`).
+/// No session and no time: a message's are its file's and its row's
+/// (`search::sql::sqlite_doc_session`, `sqlite_doc_ts`).
 const INSERT_DOC: &str = "INSERT INTO search_docs (id, kind, session_id, ts, file_id, \
-     generation, line_no, seq) VALUES (?1, 'message', '', ?2, ?3, ?4, ?5, ?6)";
+     generation, line_no, seq) VALUES (?1, 'message', '', NULL, ?2, ?3, ?4, ?5)";
 
 const INSERT_FTS: &str = "INSERT INTO search_fts (rowid, body) VALUES (?1, ?2)";
 
@@ -159,6 +160,7 @@ fn now_or_never<T>(
 pub(super) fn write_rows(
     db: &rusqlite::Connection,
     accepted: &[&PreparedBatch],
+    models: &HashMap<String, i64>,
 ) -> Result<(HashMap<i64, CommitStats>, std::time::Duration), StoreError> {
     let mut insert = db.prepare_cached(INSERT_MESSAGE)?;
     let mut doc = db.prepare_cached(INSERT_DOC)?;
@@ -172,7 +174,8 @@ pub(super) fn write_rows(
         let generation = b.checkpoint.generation;
         let mut rows = 0u64;
         for m in &b.messages {
-            rows += insert_message(&mut insert, b.file_id, generation, m)? as u64;
+            let model = model_id(models, m);
+            rows += insert_message(&mut insert, b.file_id, generation, m, model)? as u64;
         }
         if rows == b.messages.len() as u64 {
             let t = std::time::Instant::now();
@@ -183,7 +186,6 @@ pub(super) fn write_rows(
                 next_id += 1;
                 doc.execute(rusqlite::params![
                     next_id,
-                    m.ts.as_deref(),
                     b.file_id,
                     generation,
                     m.line_no as i64,
@@ -220,6 +222,7 @@ fn insert_message(
     file_id: i64,
     generation: i64,
     m: &MessageRow,
+    model_id: Option<i64>,
 ) -> Result<usize, rusqlite::Error> {
     let uuid = m.uuid.as_deref().map(uuid_stored);
     let parent = m.parent_uuid.as_deref().map(uuid_stored);
@@ -237,7 +240,7 @@ fn insert_message(
         m.ts.as_deref(),
         m.is_sidechain,
         m.agent_id.as_deref(),
-        m.model.as_deref(),
+        model_id,
         m.tool_names.as_deref(),
         m.is_error,
         m.text.as_deref(),

@@ -1,6 +1,6 @@
 //! The whole real corpus, on both backends.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 use crate::both_backends;
 use crate::common::*;
@@ -26,6 +26,67 @@ fn expected_messages(bytes: &[u8]) -> u64 {
         }
     }
     n
+}
+
+/// Model names are stored once (`models`) and named by id: the names the assistant lines of
+/// the corpus carry, each line's through an id that exists.
+async fn check_models(store: &gleaner::store::Store, on_disk: &[std::path::PathBuf]) {
+    let (mut names, mut lines) = (BTreeSet::new(), 0i64);
+    for p in on_disk {
+        let bytes = std::fs::read(p).expect("read corpus file");
+        let (end, _) = expected_checkpoint(&bytes);
+        for v in bytes[..end as usize]
+            .split(|&b| b == b'\n')
+            .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+        {
+            if v["type"] == "assistant" {
+                if let Some(m) = v["message"]["model"].as_str() {
+                    names.insert(m.to_string());
+                    lines += 1;
+                }
+            }
+        }
+    }
+    let stored_names =
+        "SELECT DISTINCT mo.name FROM messages m JOIN models mo ON mo.id = m.model_id";
+    let stored_lines = "SELECT COUNT(*) FROM (SELECT DISTINCT m.file_id, m.line_no \
+                        FROM messages m JOIN models mo ON mo.id = m.model_id) t";
+    let dangling = "SELECT COUNT(*) FROM messages m WHERE m.model_id IS NOT NULL \
+                    AND NOT EXISTS (SELECT 1 FROM models mo WHERE mo.id = m.model_id)";
+    let (got, n, bad): (Vec<String>, i64, i64) = match store {
+        gleaner::store::Store::Sqlite(p) => (
+            sqlx::query_scalar(stored_names)
+                .fetch_all(p)
+                .await
+                .expect("names"),
+            sqlx::query_scalar(stored_lines)
+                .fetch_one(p)
+                .await
+                .expect("lines"),
+            sqlx::query_scalar(dangling)
+                .fetch_one(p)
+                .await
+                .expect("dangling"),
+        ),
+        gleaner::store::Store::Postgres(p) => (
+            sqlx::query_scalar(stored_names)
+                .fetch_all(p)
+                .await
+                .expect("names"),
+            sqlx::query_scalar(stored_lines)
+                .fetch_one(p)
+                .await
+                .expect("lines"),
+            sqlx::query_scalar(dangling)
+                .fetch_one(p)
+                .await
+                .expect("dangling"),
+        ),
+    };
+    assert!(names.len() > 3, "{names:?}");
+    assert_eq!(got.into_iter().collect::<BTreeSet<_>>(), names);
+    assert_eq!(n, lines, "assistant lines naming a model");
+    assert_eq!(bad, 0, "model ids without a models row");
 }
 
 async fn whole_corpus(backend: Backend) {
@@ -78,6 +139,7 @@ async fn whole_corpus(backend: Backend) {
         after_first.diagnostics, 0,
         "the corpus has no malformed lines"
     );
+    check_models(&store, &on_disk).await;
 
     // Flat 2.0.x agent files take the parent's sessionId from their lines.
     let flat = on_disk

@@ -223,11 +223,7 @@ impl Store {
             });
         }
         let ranked: Vec<Ranked> = {
-            let mut q = sql::ranked(backend, f);
-            q.push(" LIMIT ")
-                .push_bind(i64::from(limit))
-                .push(" OFFSET ")
-                .push_bind(i64::from(f.offset));
+            let q = sql::ranked(backend, f, i64::from(limit), i64::from(f.offset));
             self.fetch_all(&q.not_persistent()).await?
         };
         let returned = ranked.len() as i64;
