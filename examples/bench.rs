@@ -176,7 +176,7 @@ fn run() -> Result<usize> {
     let projects = work.join("projects");
     let target = opts.size_mb * 1_000_000;
     let marker = work.join("tree.done");
-    if fs::read_to_string(&marker).ok() == Some(format!("{target}\n")) {
+    if fs::read_to_string(&marker).ok() == Some(Corpus::marker(target)) {
         println!(
             "reusing {} (delete {} to regenerate)",
             projects.display(),
@@ -189,7 +189,7 @@ fn run() -> Result<usize> {
         let (mb, secs) = (bytes as f64 / 1e6, t0.elapsed().as_secs_f64());
         let n = corpus.files.len();
         println!("generated {mb:.1} MB in {files} files in {secs:.1} s from {n} corpus files");
-        fs::write(&marker, format!("{target}\n"))?;
+        fs::write(&marker, Corpus::marker(target))?;
     }
     let admin = (!opts.skip_postgres)
         .then(|| std::env::var("GLEANER_BENCH_PG_URL").unwrap_or_else(|_| DEFAULT_PG.into()));

@@ -116,11 +116,11 @@ fn run() -> Result<()> {
     let projects = work.join("projects");
     let target = opts.size_mb * 1_000_000;
     let marker = work.join("tree.done");
-    if fs::read_to_string(&marker).ok() != Some(format!("{target}\n")) {
+    if fs::read_to_string(&marker).ok() != Some(Corpus::marker(target)) {
         let _ = fs::remove_dir_all(&projects);
         let (bytes, files) = Corpus::scan(&opts.corpus)?.generate(&projects, target)?;
         println!("generated {:.1} MB in {files} files", bytes as f64 / 1e6);
-        fs::write(&marker, format!("{target}\n"))?;
+        fs::write(&marker, Corpus::marker(target))?;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -5,6 +5,7 @@ use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::path::{Component, Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use anyhow::{bail, Context, Result};
 use regex::bytes::{Captures, Regex};
@@ -91,8 +92,14 @@ impl Corpus {
         Ok(Corpus { root, files, ids })
     }
 
+    /// What a finished tree's `tree.done` holds: its target size and how it was made (a tree
+    /// made another way is made again).
+    pub fn marker(target: u64) -> String {
+        format!("{target} day-old\n")
+    }
+
     /// Copy the corpus as `copy-<k>/...` with fresh session ids, line by line, until `target`
-    /// bytes are written. Returns (bytes, files).
+    /// bytes are written, each file last modified a day ago. Returns (bytes, files).
     pub fn generate(&self, dest: &Path, target: u64) -> Result<(u64, u64)> {
         let re = Regex::new(UUID_RE)?;
         let (mut bytes, mut files, mut buf) = (0u64, 0u64, Vec::new());
@@ -127,7 +134,14 @@ impl Corpus {
                     w.write_all(&line).with_context(ctx)?;
                     bytes += line.len() as u64;
                 }
-                w.flush().with_context(ctx)?;
+                // A day old, like the transcripts a first ingest finds: every session is
+                // finished by the ingest's closing sweep (episodes closed, snippets written),
+                // whenever the tree was made.
+                let day_ago = SystemTime::now() - Duration::from_secs(86_400);
+                w.into_inner()
+                    .map_err(|e| e.into_error())
+                    .and_then(|f| f.set_modified(day_ago))
+                    .with_context(ctx)?;
                 files += 1;
                 if bytes >= target {
                     return Ok((bytes, files));
