@@ -15,6 +15,7 @@
 //! are closed by `run` and handed to [`sessions`]).
 
 mod commit;
+mod conn;
 mod episodes;
 mod files;
 mod knowledge;

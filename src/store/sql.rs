@@ -20,10 +20,11 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
-use sqlx::postgres::{PgArguments, PgConnection, PgRow};
-use sqlx::sqlite::{SqliteArguments, SqliteConnection, SqliteRow};
-use sqlx::{Arguments, FromRow, PgPool, Postgres, Sqlite, SqlitePool};
+use sqlx::postgres::PgArguments;
+use sqlx::sqlite::SqliteArguments;
+use sqlx::{Arguments, Postgres};
 
+pub(crate) use super::conn::{Conn, Pooled, Record, Tx};
 pub(crate) use super::unnest::Column;
 use super::unnest::PG_ROWS;
 
@@ -189,11 +190,11 @@ impl From<Vec<String>> for Arg<'_> {
 #[derive(Debug, Clone)]
 pub(crate) struct Sql<'a> {
     /// With `$k` placeholders.
-    pg: String,
+    pub(super) pg: String,
     /// With `?` placeholders where `pg` has generated ones.
-    lite: String,
+    pub(super) lite: String,
     args: Vec<Arg<'a>>,
-    persistent: bool,
+    pub(super) persistent: bool,
     /// Placeholders written by hand (`arg`) rather than generated (`push_bind`).
     numbered_by_hand: bool,
     /// A row of [`Sql::push_rows`] bound a value of another type than its column's first row
@@ -350,7 +351,7 @@ impl<'a> Sql<'a> {
         &self.pg
     }
 
-    fn sqlite_args(&self) -> Result<SqliteArguments<'_>, sqlx::Error> {
+    pub(super) fn sqlite_args(&self) -> Result<SqliteArguments<'_>, sqlx::Error> {
         let mut out = SqliteArguments::default();
         for a in &self.args {
             let r = match a {
@@ -368,7 +369,7 @@ impl<'a> Sql<'a> {
         Ok(out)
     }
 
-    fn pg_args(&self) -> Result<PgArguments, sqlx::Error> {
+    pub(super) fn pg_args(&self) -> Result<PgArguments, sqlx::Error> {
         let mut out = PgArguments::default();
         for a in &self.args {
             let r = match a {
@@ -429,177 +430,6 @@ impl<'a> Row<'_, 'a> {
         self.first = false;
         self.sql.push_bind(value);
         self
-    }
-}
-
-/// A row type both backends can decode (every `#[derive(sqlx::FromRow)]` struct and tuple of
-/// plain columns is one).
-pub(crate) trait Record:
-    for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
-{
-}
-impl<T> Record for T where
-    T: for<'r> FromRow<'r, SqliteRow> + for<'r> FromRow<'r, PgRow> + Send + Unpin
-{
-}
-
-/// A connection of either backend: a pooled one or the one inside a transaction.
-pub(crate) enum Conn<'c> {
-    /// SQLite.
-    Sqlite(&'c mut SqliteConnection),
-    /// PostgreSQL.
-    Postgres(&'c mut PgConnection),
-    /// SQLite through the connection's own handle, on the calling thread: the writer's group
-    /// transaction (`store::lite`). Its futures never wait; it reads rows back with
-    /// [`Conn::fetch_rows`] only.
-    Direct(&'c mut rusqlite::Connection),
-}
-
-impl Conn<'_> {
-    /// Which backend this is.
-    pub(crate) fn backend(&self) -> Backend {
-        match self {
-            Conn::Sqlite(_) | Conn::Direct(_) => Backend::Sqlite,
-            Conn::Postgres(_) => Backend::Postgres,
-        }
-    }
-
-    /// Run a statement; the number of rows it changed.
-    pub(crate) async fn execute(&mut self, q: &Sql<'_>) -> Result<u64, sqlx::Error> {
-        Ok(match self {
-            Conn::Sqlite(c) => sqlx::query_with(&q.lite, q.sqlite_args()?)
-                .persistent(q.persistent)
-                .execute(&mut **c)
-                .await?
-                .rows_affected(),
-            Conn::Postgres(c) => sqlx::query_with(&q.pg, q.pg_args()?)
-                .persistent(q.persistent)
-                .execute(&mut **c)
-                .await?
-                .rows_affected(),
-            Conn::Direct(db) => super::lite::execute(db, q)?,
-        })
-    }
-
-    /// Every row of a query whose rows are plain tuples: the reads of the write path, which
-    /// also runs on [`Conn::Direct`].
-    pub(crate) async fn fetch_rows<T: Record + super::lite::LiteRow>(
-        &mut self,
-        q: &Sql<'_>,
-    ) -> Result<Vec<T>, sqlx::Error> {
-        match self {
-            Conn::Direct(db) => super::lite::fetch_all(db, q),
-            _ => self.fetch_all(q).await,
-        }
-    }
-
-    /// Every row of a query.
-    pub(crate) async fn fetch_all<T: Record>(
-        &mut self,
-        q: &Sql<'_>,
-    ) -> Result<Vec<T>, sqlx::Error> {
-        match self {
-            Conn::Sqlite(c) => {
-                sqlx::query_as_with::<Sqlite, T, _>(&q.lite, q.sqlite_args()?)
-                    .persistent(q.persistent)
-                    .fetch_all(&mut **c)
-                    .await
-            }
-            Conn::Postgres(c) => {
-                sqlx::query_as_with::<Postgres, T, _>(&q.pg, q.pg_args()?)
-                    .persistent(q.persistent)
-                    .fetch_all(&mut **c)
-                    .await
-            }
-            Conn::Direct(_) => Err(sqlx::Error::Protocol(
-                "the direct SQLite path reads tuples only (Conn::fetch_rows)".into(),
-            )),
-        }
-    }
-
-    /// The row of a query that returns at most one (a lookup by key, an aggregate).
-    pub(crate) async fn fetch_optional<T: Record>(
-        &mut self,
-        q: &Sql<'_>,
-    ) -> Result<Option<T>, sqlx::Error> {
-        Ok(self.fetch_all(q).await?.into_iter().next())
-    }
-
-    /// The single value of a one-row, one-column query (a count).
-    pub(crate) async fn fetch_i64(&mut self, q: &Sql<'_>) -> Result<i64, sqlx::Error> {
-        let row = self.fetch_rows::<(i64,)>(q).await?.into_iter().next();
-        row.map(|(n,)| n).ok_or(sqlx::Error::RowNotFound)
-    }
-}
-
-/// An open transaction of either backend.
-pub(crate) enum Tx<'c> {
-    /// SQLite.
-    Sqlite(sqlx::Transaction<'c, Sqlite>),
-    /// PostgreSQL.
-    Postgres(sqlx::Transaction<'c, Postgres>),
-}
-
-impl Tx<'_> {
-    /// The transaction's connection, to run statements in it.
-    pub(crate) fn conn(&mut self) -> Conn<'_> {
-        match self {
-            Tx::Sqlite(t) => Conn::Sqlite(t),
-            Tx::Postgres(t) => Conn::Postgres(t),
-        }
-    }
-
-    /// Commit.
-    pub(crate) async fn commit(self) -> Result<(), sqlx::Error> {
-        match self {
-            Tx::Sqlite(t) => t.commit().await,
-            Tx::Postgres(t) => t.commit().await,
-        }
-    }
-}
-
-/// A connection checked out of either pool.
-pub(crate) enum Pooled {
-    /// SQLite.
-    Sqlite(sqlx::pool::PoolConnection<Sqlite>),
-    /// PostgreSQL.
-    Postgres(sqlx::pool::PoolConnection<Postgres>),
-}
-
-impl Pooled {
-    /// Check a connection out.
-    pub(crate) async fn acquire_sqlite(p: &SqlitePool) -> Result<Pooled, sqlx::Error> {
-        Ok(Pooled::Sqlite(p.acquire().await?))
-    }
-
-    /// Check a connection out.
-    pub(crate) async fn acquire_pg(p: &PgPool) -> Result<Pooled, sqlx::Error> {
-        Ok(Pooled::Postgres(p.acquire().await?))
-    }
-
-    /// The connection, to run statements on.
-    pub(crate) fn conn(&mut self) -> Conn<'_> {
-        match self {
-            Pooled::Sqlite(c) => Conn::Sqlite(c),
-            Pooled::Postgres(c) => Conn::Postgres(c),
-        }
-    }
-
-    /// Begin a transaction on this connection.
-    pub(crate) async fn begin(&mut self) -> Result<Tx<'_>, sqlx::Error> {
-        use sqlx::Connection;
-        Ok(match self {
-            Pooled::Sqlite(c) => Tx::Sqlite(c.begin().await?),
-            Pooled::Postgres(c) => Tx::Postgres(c.begin().await?),
-        })
-    }
-
-    /// Close the connection instead of returning it to the pool.
-    pub(crate) async fn close(self) {
-        let _ = match self {
-            Pooled::Sqlite(c) => c.close().await,
-            Pooled::Postgres(c) => c.close().await,
-        };
     }
 }
 
