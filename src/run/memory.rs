@@ -59,36 +59,28 @@ pub fn on_park() {
     }
 }
 
-/// Every jemalloc arena's unused dirty pages back to the system.
-#[allow(unsafe_code)]
+/// Every jemalloc arena's unused dirty pages back to the system
+/// (`arena.<MALLCTL_ARENAS_ALL>.purge`).
 fn purge_arenas() {
-    // "arena.<MALLCTL_ARENAS_ALL>.purge".
-    const PURGE_ALL: &std::ffi::CStr = c"arena.4096.purge";
-    // SAFETY: the name is a C string; purge reads and writes no value, so the old/new
-    // pointers are null with zero lengths, as jemalloc's manual specifies.
-    let r = unsafe {
-        tikv_jemalloc_sys::mallctl(
-            PURGE_ALL.as_ptr(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            0,
-        )
-    };
-    if r != 0 {
-        tracing::debug!(code = r, "jemalloc purge failed");
-    }
+    mallctl_action(c"arena.4096.purge");
 }
 
 /// Give the calling thread's jemalloc cache back to the arena. A thread that only frees (the
 /// one freeing spent batches) would otherwise hold what it freed in its cache until it next
 /// frees, an idle daemon's memory for nothing.
-#[allow(unsafe_code)]
 pub fn flush_thread_cache() {
-    // SAFETY: the name is a C string; `thread.tcache.flush` reads and writes no value.
+    mallctl_action(c"thread.tcache.flush");
+}
+
+/// Run a jemalloc control that reads and writes no value (an action such as a purge); a
+/// failure is only logged: memory is given back later or not at all, nothing breaks.
+#[allow(unsafe_code)]
+fn mallctl_action(name: &std::ffi::CStr) {
+    // SAFETY: `name` is a C string; the action reads and writes no value, so the old/new
+    // pointers are null with zero lengths, as jemalloc's manual specifies.
     let r = unsafe {
         tikv_jemalloc_sys::mallctl(
-            c"thread.tcache.flush".as_ptr(),
+            name.as_ptr(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
             std::ptr::null_mut(),
@@ -96,7 +88,7 @@ pub fn flush_thread_cache() {
         )
     };
     if r != 0 {
-        tracing::debug!(code = r, "jemalloc thread cache flush failed");
+        tracing::debug!(code = r, name = ?name, "jemalloc control failed");
     }
 }
 

@@ -49,38 +49,25 @@ async fn check_models(store: &gleaner::store::Store, on_disk: &[std::path::PathB
     }
     let stored_names =
         "SELECT DISTINCT mo.name FROM messages m JOIN models mo ON mo.id = m.model_id";
-    let stored_lines = "SELECT COUNT(*) FROM (SELECT DISTINCT m.file_id, m.line_no \
-                        FROM messages m JOIN models mo ON mo.id = m.model_id) t";
-    let dangling = "SELECT COUNT(*) FROM messages m WHERE m.model_id IS NOT NULL \
-                    AND NOT EXISTS (SELECT 1 FROM models mo WHERE mo.id = m.model_id)";
-    let (got, n, bad): (Vec<String>, i64, i64) = match store {
+    // Assistant lines naming a model, and ids naming no `models` row.
+    let counts = "SELECT (SELECT COUNT(*) FROM (SELECT DISTINCT m.file_id, m.line_no \
+                  FROM messages m JOIN models mo ON mo.id = m.model_id) t), \
+                  (SELECT COUNT(*) FROM messages m WHERE m.model_id IS NOT NULL \
+                  AND NOT EXISTS (SELECT 1 FROM models mo WHERE mo.id = m.model_id))";
+    let (got, (n, bad)): (Vec<String>, (i64, i64)) = match store {
         gleaner::store::Store::Sqlite(p) => (
             sqlx::query_scalar(stored_names)
                 .fetch_all(p)
                 .await
                 .expect("names"),
-            sqlx::query_scalar(stored_lines)
-                .fetch_one(p)
-                .await
-                .expect("lines"),
-            sqlx::query_scalar(dangling)
-                .fetch_one(p)
-                .await
-                .expect("dangling"),
+            sqlx::query_as(counts).fetch_one(p).await.expect("counts"),
         ),
         gleaner::store::Store::Postgres(p) => (
             sqlx::query_scalar(stored_names)
                 .fetch_all(p)
                 .await
                 .expect("names"),
-            sqlx::query_scalar(stored_lines)
-                .fetch_one(p)
-                .await
-                .expect("lines"),
-            sqlx::query_scalar(dangling)
-                .fetch_one(p)
-                .await
-                .expect("dangling"),
+            sqlx::query_as(counts).fetch_one(p).await.expect("counts"),
         ),
     };
     assert!(names.len() > 3, "{names:?}");

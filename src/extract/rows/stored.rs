@@ -120,6 +120,11 @@ pub fn pack_state(json: &str) -> Vec<u8> {
     packed.unwrap_or_else(|| json.as_bytes().to_vec())
 }
 
+/// Largest state decoded in one buffer sized from the frame header: a state is at most a few
+/// hundred KB (`episode::tests::state_stays_small`), and a damaged header must not make us
+/// reserve gigabytes. A larger (or unsized) frame is decoded as a stream, which grows as it goes.
+const STATE_MAX_BYTES: u64 = 16 << 20;
+
 /// A zstd state decoded with this thread's context (a new one per state was most of the cost of
 /// reading thousands of them back when a backfill's sessions are finished). [`pack_state`]
 /// records the size in the frame; a frame without one is decoded as a stream.
@@ -130,7 +135,8 @@ fn unzstd(stored: &[u8]) -> Option<String> {
     }
     let size = zstd::zstd_safe::get_frame_content_size(stored)
         .ok()
-        .flatten();
+        .flatten()
+        .filter(|n| *n <= STATE_MAX_BYTES);
     let bytes = match size {
         Some(n) => UNZSTD.with(|d| {
             let mut d = d.borrow_mut();
@@ -165,11 +171,9 @@ pub fn unpack_state(stored: &[u8]) -> Option<String> {
         return unzstd(stored);
     }
     let mut out = String::with_capacity(stored.len() * 4);
-    {
-        flate2::read::ZlibDecoder::new(stored)
-            .read_to_string(&mut out)
-            .ok()?;
-    }
+    flate2::read::ZlibDecoder::new(stored)
+        .read_to_string(&mut out)
+        .ok()?;
     Some(out)
 }
 
@@ -225,5 +229,14 @@ mod tests {
         std::io::Write::write_all(&mut z, json.as_bytes()).unwrap();
         let zlib = z.finish().unwrap();
         assert_eq!(unpack_state(&zlib).as_deref(), Some(json.as_str()));
+        // A damaged zstd state is no state (the builder starts afresh), never a panic: cut
+        // short, or with a frame header claiming 2^40 bytes.
+        let packed = pack_state(&json);
+        assert_eq!(unpack_state(&packed).as_deref(), Some(json.as_str()));
+        assert_eq!(unpack_state(&packed[..packed.len() / 2]), None);
+        let mut huge = vec![0x28, 0xb5, 0x2f, 0xfd, 0xe0];
+        huge.extend_from_slice(&(1u64 << 40).to_le_bytes());
+        huge.extend_from_slice(&packed[packed.len() / 2..]);
+        assert_eq!(unpack_state(&huge), None);
     }
 }
