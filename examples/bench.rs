@@ -480,7 +480,7 @@ impl Bench {
                 let how = gleaner::episode::Feed {
                     rules,
                     redactor: &redactor,
-                    emit_open: true,
+                    last: gleaner::episode::Last::Open,
                 };
                 while let Some(batch) = t.read_batch(8 << 20, 20_000)? {
                     let mut ex = extract(&mut ctx, &batch, &redactor);

@@ -140,6 +140,10 @@ fn run(rt: &tokio::runtime::Runtime, opts: &Opts, url: &str) -> Result<()> {
             let t1 = Instant::now();
             t.read += t1 - t0;
             let meta = std::fs::metadata(&r.path).ok();
+            // As the pump does for a backfill: the batch that catches up a file the bench tree
+            // made a day old writes its open episode closed.
+            let at_eof =
+                batch.drained || meta.as_ref().map(|m| m.len()) == Some(batch.checkpoint.offset);
             let mut ex = extract(&mut ctx, &batch, &redactor);
             let t2 = Instant::now();
             t.extract += t2 - t1;
@@ -147,7 +151,11 @@ fn run(rt: &tokio::runtime::Runtime, opts: &Opts, url: &str) -> Result<()> {
                 let how = Feed {
                     rules: &rules,
                     redactor: &redactor,
-                    emit_open: false,
+                    last: if at_eof {
+                        gleaner::episode::Last::Closed
+                    } else {
+                        gleaner::episode::Last::Keep
+                    },
                 };
                 gleaner::episode::feed(&mut episodes, &mut ex, &how);
             }

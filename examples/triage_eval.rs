@@ -54,7 +54,7 @@ fn predict(
     let how = Feed {
         rules,
         redactor: &redactor,
-        emit_open: false,
+        last: gleaner::episode::Last::Keep,
     };
     let mut slot: Option<Box<Builder>> = None;
     let mut rows = Vec::new();

@@ -400,6 +400,7 @@ impl Command {
                     bar.finish_and_clear();
                 }
                 store.close().await;
+                tracing::debug!("store closed");
                 output::print_ingest(&summary, json)?;
                 Ok(if summary.errors > 0 {
                     EXIT_ERROR

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::{Deserialize, Serialize};
 
 use super::auto::{keep_score, session_cap, snippet_score};
-use super::feed::Feed;
+use super::feed::{Feed, Last};
 use super::open::{add_vocab, end_turn, push_signal};
 use super::text::{
     ends_with_question, first_line, head_bytes, in_prose, laid_out_option, paragraph_around,
@@ -108,7 +108,7 @@ impl Builder {
 
     /// Feed one batch's records (in line order) and note the last line read. `targets` are the
     /// batch's tool targets as extraction redacted them (tool use id -> target). Returns the
-    /// episodes that closed, then, with `emit_open`, the open one (the caller asks for it only
+    /// episodes that closed, then the open one as `how.last` says (the caller asks for it only
     /// when it will write it: building it costs a triage and some JSON).
     pub(super) fn feed<'r, 'a: 'r>(
         &mut self,
@@ -119,7 +119,6 @@ impl Builder {
         targets: &HashMap<&str, &str>,
     ) -> Vec<EpisodeRow> {
         let mut out = Vec::new();
-        let emit_open = how.emit_open;
         let ctx = Ctx {
             rules: how.rules,
             redactor: how.redactor,
@@ -129,8 +128,10 @@ impl Builder {
             self.record(&ctx, session_id, &input, &mut out);
         }
         self.last_line = self.last_line.max(last_line);
-        if emit_open {
-            out.extend(self.open_row(session_id, false));
+        match how.last {
+            Last::Keep => {}
+            Last::Open => out.extend(self.open_row(session_id, false)),
+            Last::Closed => out.extend(self.open_row(session_id, true)),
         }
         out
     }

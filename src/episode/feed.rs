@@ -14,14 +14,28 @@ pub struct Feed<'a> {
     pub rules: &'a Rules,
     /// Redacts the one text no row holds (a failed tool's output) as it enters the state.
     pub redactor: &'a Redactor,
-    /// Also emit the open episode (the pump asks for it when the file is caught up and not
-    /// idle past the session timeout; the idle sweep writes that episode closed instead).
-    pub emit_open: bool,
+    /// What becomes of the open episode after this batch.
+    pub last: Last,
+}
+
+/// The open episode at the end of a batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Last {
+    /// Not written: more of the file follows at once (a full batch), so it would be written
+    /// again in a moment.
+    Keep,
+    /// Written `open`: the file is caught up and its session may go on.
+    Open,
+    /// Written `closed`, with its snippets, as the idle sweep would write it when the session
+    /// ends: the file is caught up and has not grown for the session timeout (a backfill's
+    /// old transcripts). Closing it here, on a reading thread, spares the sweep decoding the
+    /// state again at the end of the ingest (the batch records it: `files.episode_closed_offset`).
+    Closed,
 }
 
 /// Feed the batch to the file's episode builder (created at the batch's generation when there
 /// is none, or replaced when the file was truncated or rewritten: line numbers start again).
-/// The episodes it closes and (with `emit_open`) the open one go into the batch, with the
+/// The episodes it closes and the open one (as [`Feed::last`] says) go into the batch, with the
 /// builder's new state. The builder gets the rows extraction made (message text, feedback,
 /// tool targets), already redacted.
 pub fn feed(slot: &mut Option<Box<Builder>>, ex: &mut Extracted<'_>, how: &Feed<'_>) {
@@ -82,5 +96,6 @@ pub fn feed(slot: &mut Option<Box<Builder>>, ex: &mut Extracted<'_>, how: &Feed<
         .collect();
     let rows = builder.feed(how, session_id, inputs, out.checkpoint.lines, &targets);
     out.episodes = rows;
+    out.episode_closed = how.last == Last::Closed;
     out.episode_state = Some(crate::extract::rows::pack_state(&builder.to_json()));
 }

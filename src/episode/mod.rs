@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 pub use builder::Input;
-pub use feed::{feed, Feed};
+pub use feed::{feed, Feed, Last};
 pub use rules::{EpisodesTable, Mode, Rules, RulesError, Settings, TriageTable};
 pub use triage::Label;
 

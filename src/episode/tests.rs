@@ -101,7 +101,7 @@ pub(super) fn run_split(
     let how = Feed {
         rules,
         redactor: &redactor,
-        emit_open: true,
+        last: crate::episode::Last::Open,
     };
     while let Some(b) = t.read_batch(usize::MAX, split.max(1)).unwrap() {
         let mut ex = extract(&mut ctx, &b, &redactor);

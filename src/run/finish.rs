@@ -53,17 +53,21 @@ pub async fn finish_session(
 /// `sessions.idle_timeout` (file modification times), or whose files are all gone. Returns how
 /// many were finished.
 pub async fn sweep_idle_sessions(store: &Store, cfg: &Config) -> Result<usize, StoreError> {
+    let t0 = std::time::Instant::now();
     let cutoff = crate::extract::rows::unix_ms_now() - cfg.sessions.idle_timeout.as_millis() as i64;
     let idle = store.idle_sessions(&cfg.machine_id, cutoff).await?;
     if idle.is_empty() {
         return Ok(0);
     }
-    let t0 = std::time::Instant::now();
+    let found_ms = t0.elapsed().as_millis() as u64;
     let ids: Vec<&str> = idle.iter().map(|s| s.session_id.as_str()).collect();
     let closed = close_episodes(store, &ids).await?;
+    let closed_ms = t0.elapsed().as_millis() as u64;
     let n = store.finish_idle(&idle, &closed).await?;
     tracing::debug!(
         finished = n,
+        found_ms,
+        closed_ms,
         ms = t0.elapsed().as_millis() as u64,
         "idle sessions finished"
     );

@@ -87,6 +87,7 @@ pub async fn run_once(
     // The engine held the last handle to the writer: the writer drains and ends.
     drop(engine);
     await_writer(writer).await?;
+    tracing::debug!(ms = start.elapsed().as_millis() as u64, "writer drained");
     if stats.batches.load(Ordering::Relaxed) > 0 {
         if let Err(e) = store.analyze_after_bulk().await {
             tracing::warn!(error = %e, "cannot refresh the planner's statistics");

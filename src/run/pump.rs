@@ -336,10 +336,12 @@ impl Pipeline {
                     let file_mtime_ms = meta.as_ref().map_or(0, mtime_ms);
                     let now_ms = unix_ms_now();
                     // The open episode is written when the file is caught up (its state travels
-                    // with every batch anyway), and not at all for a file idle past the session
-                    // timeout: the idle sweep closes that session and writes the episode closed
-                    // (a backfill saves one upsert per file).
-                    let emit_open = at_eof && now_ms - file_mtime_ms <= idle_ms;
+                    // with every batch anyway): open while the session may go on, closed for a
+                    // file idle past the session timeout (the idle sweep will end that session;
+                    // closing the episode here, on a reading thread, spares it decoding the
+                    // state again: a backfill's thousands of old files).
+                    let idle = now_ms - file_mtime_ms > idle_ms;
+                    let emit_open = at_eof && !idle;
                     // Only a batch that ends at the end of a live file waits for its session:
                     // a full batch, or a file idle past the session timeout, decides as a
                     // one-shot ingest of the same bytes would.
@@ -353,7 +355,11 @@ impl Pipeline {
                         let how = episode::Feed {
                             rules: &rules,
                             redactor: &redactor,
-                            emit_open,
+                            last: match (at_eof, idle) {
+                                (false, _) => episode::Last::Keep,
+                                (true, false) => episode::Last::Open,
+                                (true, true) => episode::Last::Closed,
+                            },
                         };
                         timed(Stage::Episodes, || {
                             episode::feed(&mut episodes, &mut ex, &how)

@@ -55,7 +55,8 @@ const UPSERT_SESSIONS_CONFLICT: &str = " ON CONFLICT (session_id) DO UPDATE SET 
 /// series on the writer.)
 const GUARDED_CHECKPOINTS: &str = "WITH v (id, expected_generation, expected_offset, generation, \
      byte_offset, lines, size, dev, inode, head_len, head_hash, tail_len, tail_hash, \
-     session_id, mtime_ms, agent_type, agent_description, episode_state, updated_at) AS (";
+     session_id, mtime_ms, agent_type, agent_description, episode_state, episode_closed_offset, \
+     updated_at) AS (";
 
 const GUARDED_CHECKPOINTS_SET: &str = ") UPDATE files SET generation = v.generation, \
      byte_offset = v.byte_offset, lines = v.lines, size = v.size, dev = v.dev, inode = v.inode, \
@@ -65,7 +66,8 @@ const GUARDED_CHECKPOINTS_SET: &str = ") UPDATE files SET generation = v.generat
      mtime_ms = CASE WHEN v.mtime_ms > files.mtime_ms THEN v.mtime_ms ELSE files.mtime_ms END, \
      agent_type = COALESCE(v.agent_type, files.agent_type), \
      agent_description = COALESCE(v.agent_description, files.agent_description), \
-     episode_state = COALESCE(v.episode_state, files.episode_state) \
+     episode_state = COALESCE(v.episode_state, files.episode_state), \
+     episode_closed_offset = v.episode_closed_offset \
      FROM v WHERE files.id = v.id AND files.generation = v.expected_generation \
      AND files.byte_offset = v.expected_offset RETURNING files.id";
 
@@ -244,6 +246,7 @@ async fn advance_checkpoints(
                 .bind(b.agent_meta.as_ref().and_then(|m| m.0.as_deref()))
                 .bind(b.agent_meta.as_ref().and_then(|m| m.1.as_deref()))
                 .bind(b.episode_state.as_deref().map(Cow::Borrowed))
+                .bind(b.episode_closed.then_some(cp.offset as i64))
                 .bind(now);
         });
         q.push(GUARDED_CHECKPOINTS_SET);

@@ -5,7 +5,8 @@
 //! files ([`Store::episode_states`]), lets the episode stage close the open episode, and hands
 //! the rows back to [`Store::finish_session`] / [`Store::finish_idle`], which write them in the
 //! same transaction as the session's end. A file that committed more lines after its state was
-//! read (the session went on) keeps its open episode: its closed row is skipped.
+//! read (the session went on) keeps its open episode: its closed row is skipped. A file whose
+//! last batch closed the episode already (it was idle when it was caught up) is not read again.
 
 use std::collections::{HashMap, HashSet};
 
@@ -112,7 +113,10 @@ impl Store {
         self.fetch_all(&q).await
     }
 
-    /// The episode builder states of the main files of these sessions, by file id.
+    /// The episode builder states of the main files of these sessions, by file id: those whose
+    /// open episode has not been written closed at the file's present offset already (the
+    /// pump closes it in the batch that catches up a file idle past the session timeout,
+    /// `files.episode_closed_offset`; closing it again would write the same row).
     pub async fn episode_states(
         &self,
         session_ids: &[&str],
@@ -122,7 +126,8 @@ impl Store {
             let mut q = Sql::new(
                 "SELECT id AS file_id, path, project, session_id, episode_state AS state, \
                  byte_offset FROM files \
-                 WHERE kind = 'main' AND episode_state IS NOT NULL AND ",
+                 WHERE kind = 'main' AND episode_state IS NOT NULL \
+                 AND (episode_closed_offset IS NULL OR episode_closed_offset <> byte_offset) AND ",
             );
             q.push_in("session_id", chunk.iter().copied());
             q.push(" ORDER BY id");

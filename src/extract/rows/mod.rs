@@ -56,6 +56,10 @@ pub struct PreparedBatch {
     /// The episode builder's state after this batch, stored with the checkpoint (JSON packed
     /// by [`pack_state`]).
     pub episode_state: Option<Vec<u8>>,
+    /// The open episode was written closed in this batch ([`crate::episode::Last::Closed`]):
+    /// the checkpoint records it (`files.episode_closed_offset`), so the idle sweep need not
+    /// close it again.
+    pub episode_closed: bool,
     /// The file's path as stored in `files.path` (the source of its snippets).
     pub path: String,
 }
