@@ -173,6 +173,9 @@ pub enum Store {
 /// A statement slower than this is logged (at debug level).
 const SLOW_STATEMENT: Duration = Duration::from_secs(1);
 
+/// Page size of a new SQLite database (see `Store::connect`).
+const SQLITE_PAGE_SIZE: u32 = 16 * 1024;
+
 impl Store {
     /// Open (creating the SQLite file and its folder if needed) and migrate the database.
     pub async fn connect(cfg: &Options) -> Result<Store, StoreError> {
@@ -194,6 +197,11 @@ impl Store {
                     // writer creates file rows before any row that points at them.
                     .foreign_keys(false)
                     .pragma("cache_size", "-16000")
+                    // 16 KB pages for a new database (an existing one keeps its own until a
+                    // VACUUM): a backfill writes a quarter as many pages, B-tree levels and WAL
+                    // frames; on the 1 GB bench tree 5% faster back to back, the database
+                    // 1% smaller, and search_bench's queries unchanged within noise.
+                    .page_size(SQLITE_PAGE_SIZE)
                     // Checkpoints run beside the writer (`writer::checkpointer`), never inside
                     // one of its commits.
                     .pragma("wal_autocheckpoint", "0")

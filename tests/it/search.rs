@@ -287,6 +287,25 @@ async fn backfill(backend: Backend) {
         "0b5e7c2a-91d4-4f3e-8a6b-2c1d0e9f8a7b"
     );
     assert_eq!(parent, b"msg-1");
+    if let Store::Sqlite(p) = &store {
+        // An existing database keeps its page size; a new one gets 16 KB pages.
+        let size: i64 = sqlx::query_scalar("PRAGMA page_size")
+            .fetch_one(p)
+            .await
+            .expect("page size");
+        assert_eq!(size, 4096);
+        let fresh = TestEnv::new(backend).await;
+        let new_store = fresh.store().await;
+        if let Store::Sqlite(p) = &new_store {
+            let size: i64 = sqlx::query_scalar("PRAGMA page_size")
+                .fetch_one(p)
+                .await
+                .expect("page size");
+            assert_eq!(size, 16384);
+        }
+        new_store.close().await;
+        fresh.cleanup().await;
+    }
     store.close().await;
     env.cleanup().await;
 }
