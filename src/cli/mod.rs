@@ -388,6 +388,7 @@ impl Command {
                     return Ok(EXIT_ERROR);
                 }
                 let store = Store::connect(&cfg.database).await?;
+                tracing::debug!("store connected");
                 let bar = (!json && std::io::stderr().is_terminal()).then(progress_bar);
                 let cb = bar.clone().map(|bar| {
                     Box::new(move |done: u64, total: u64| {

@@ -100,10 +100,12 @@ pub fn uuid_from_bytes(b: &[u8]) -> String {
 /// The episode builder's state (JSON) as stored in `files.episode_state`: zstd-compressed.
 /// Why: it is rewritten with every checkpoint of a main file and holds the open episode's text,
 /// 2.4 KB a file on average and 35 KB for a long session; compressed it is under half that
-/// (the vocabulary's hashes hardly compress). Why zstd at level 3, with one context per
-/// thread: on the bench tree's 3,598 states it is 1.6x faster than zlib's fastest level and a
-/// little smaller (5.89 vs 5.92 MB), and a fresh zlib compressor per state (300 KB to allocate
-/// and clear) was 5% of the reading threads' instructions.
+/// (the vocabulary's hashes hardly compress). Why zstd, with one context per thread: on the
+/// bench tree's 3,598 states level 3 was 1.6x faster than zlib's fastest level and a little
+/// smaller (5.89 vs 5.92 MB), and a fresh zlib compressor per state (300 KB to allocate and
+/// clear) was 5% of the reading threads' instructions. Why level 1: with 32-bit terms the
+/// states are 4.76 MB at level 1 against 4.66 MB at 3, and compressing was 4% of a reading
+/// thread's time at 3 (every batch of a main file packs its state).
 pub fn pack_state(json: &str) -> Vec<u8> {
     thread_local! {
         static ZSTD: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
@@ -158,7 +160,7 @@ fn unzstd(stored: &[u8]) -> Option<String> {
 }
 
 /// zstd level of [`pack_state`].
-const STATE_LEVEL: i32 = 3;
+const STATE_LEVEL: i32 = 1;
 
 /// The JSON of a stored state (see [`pack_state`]): zstd (frame magic `28 b5 2f fd`); zlib
 /// (states written before zstd; a zlib stream starts with `x`), or the JSON itself (states
