@@ -88,19 +88,24 @@ fn leg(bin: &Path, corpus: &Path, url: &str, label: &str, runs: usize) -> Result
         connect_timeout: Duration::from_secs(5),
     }))?;
     let (largest, most_episodes, biggest) = rt.block_on(async {
-        let q = |sql: &'static str| async {
-            let v: Option<(String, i64)> = match &store {
-                gleaner::store::Store::Sqlite(p) => sqlx::query_as(sql).fetch_optional(p).await.ok().flatten(),
-                gleaner::store::Store::Postgres(p) => sqlx::query_as(sql).fetch_optional(p).await.ok().flatten(),
-            };
-            v.unwrap_or_default()
+        let store = &store;
+        let q = |sql: &'static str| async move {
+            let v: Option<(String, i64)> = match store {
+                gleaner::store::Store::Sqlite(p) => sqlx::query_as(sql).fetch_optional(p).await,
+                gleaner::store::Store::Postgres(p) => sqlx::query_as(sql).fetch_optional(p).await,
+            }
+            .with_context(|| sql.to_string())?;
+            anyhow::Ok(v.unwrap_or_default())
         };
-        (
-            q("SELECT session_id, COUNT(*) AS n FROM messages GROUP BY session_id ORDER BY n DESC LIMIT 1").await,
-            q("SELECT session_id, COUNT(*) AS n FROM episodes GROUP BY session_id ORDER BY n DESC LIMIT 1").await,
-            q("SELECT session_id, size FROM files WHERE kind = 'main' ORDER BY size DESC LIMIT 1").await,
-        )
-    });
+        // A message's session is its file's (messages keep no session id since migration 0008).
+        anyhow::Ok((
+            q("SELECT f.session_id, COUNT(*) AS n FROM messages m JOIN files f ON f.id = m.file_id \
+               WHERE f.session_id IS NOT NULL GROUP BY f.session_id ORDER BY n DESC LIMIT 1")
+            .await?,
+            q("SELECT session_id, COUNT(*) AS n FROM episodes GROUP BY session_id ORDER BY n DESC LIMIT 1").await?,
+            q("SELECT session_id, size FROM files WHERE kind = 'main' ORDER BY size DESC LIMIT 1").await?,
+        ))
+    })?;
     rt.block_on(store.close());
     let pages = [
         ("home", format!("{base}/")),
