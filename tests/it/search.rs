@@ -289,19 +289,11 @@ async fn backfill(backend: Backend) {
     assert_eq!(parent, b"msg-1");
     if let Store::Sqlite(p) = &store {
         // An existing database keeps its page size; a new one gets 16 KB pages.
-        let size: i64 = sqlx::query_scalar("PRAGMA page_size")
-            .fetch_one(p)
-            .await
-            .expect("page size");
-        assert_eq!(size, 4096);
+        assert_eq!(page_size(p).await, 4096);
         let fresh = TestEnv::new(backend).await;
         let new_store = fresh.store().await;
         if let Store::Sqlite(p) = &new_store {
-            let size: i64 = sqlx::query_scalar("PRAGMA page_size")
-                .fetch_one(p)
-                .await
-                .expect("page size");
-            assert_eq!(size, 16384);
+            assert_eq!(page_size(p).await, 16384);
         }
         new_store.close().await;
         fresh.cleanup().await;
@@ -311,3 +303,10 @@ async fn backfill(backend: Backend) {
 }
 
 both_backends!(migration_indexes_existing_rows, backfill);
+
+async fn page_size(p: &sqlx::SqlitePool) -> i64 {
+    sqlx::query_scalar("PRAGMA page_size")
+        .fetch_one(p)
+        .await
+        .expect("page size")
+}
