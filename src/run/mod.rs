@@ -19,6 +19,7 @@ pub mod refine;
 mod requests;
 pub mod snippet_add;
 pub mod socket;
+pub mod tracked;
 pub mod watcher;
 
 use std::path::PathBuf;

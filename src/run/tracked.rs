@@ -1,0 +1,100 @@
+//! What the engine knows of each file it follows between pumps ([`Tracked`]), and the counters
+//! every pump adds to ([`Stats`]).
+//!
+//! Why apart from `pump`: these are the engine's records, which outlive any one pump (a
+//! tracked file holds no handle once idle); `pump` is the reading and committing of one file.
+
+use std::sync::atomic::AtomicU64;
+use std::time::Instant;
+
+use crate::episode;
+use crate::extract::FileContext;
+use crate::store::FileRecord;
+use crate::tail::discovery::{classify, FileInfo};
+use crate::tail::{Checkpoint, Tailer};
+
+/// Counters shared by all file tasks; read by the progress bar, the summary and the status.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Transcript bytes committed.
+    pub bytes: AtomicU64,
+    /// Physical lines committed.
+    pub lines: AtomicU64,
+    /// Message rows inserted.
+    pub messages: AtomicU64,
+    /// Diagnostics inserted.
+    pub diagnostics: AtomicU64,
+    /// Transactions committed.
+    pub batches: AtomicU64,
+    /// Files that reached their end at least once.
+    pub files: AtomicU64,
+    /// Commit or read failures (retried later).
+    pub errors: AtomicU64,
+    /// Files the engine tracks (set by the engine).
+    pub tracked: AtomicU64,
+    /// Episodes the `[refine]` command handled since start.
+    pub refined: AtomicU64,
+    /// Runs of the `[refine]` command that failed since start.
+    pub refine_failed: AtomicU64,
+    /// Turns of the engine's loop: the systemd watchdog is fed only while it moves.
+    pub heartbeat: AtomicU64,
+    /// 1 while file-system events are being received for the projects folder.
+    pub watching: AtomicU64,
+}
+
+/// In-memory state of one tracked file between pumps. Holds no file handle; the tailer (and its
+/// partial-line buffer) is dropped when the file goes idle.
+#[derive(Debug)]
+pub struct Tracked {
+    /// Extraction context (file id, session).
+    pub ctx: FileContext,
+    /// Episode state of a main transcript, as of the last batch read. `None` until loaded from
+    /// the database (loaded before reading, dropped when the file goes idle or a commit fails,
+    /// so it never runs ahead of what is committed for long).
+    pub episodes: Option<Box<episode::Builder>>,
+    /// The checkpoint the database holds.
+    pub stored: Option<Checkpoint>,
+    /// `(generation, offset)` of `stored` (or `(1, 0)` for a new file).
+    pub expected: (i64, u64),
+    /// Open tailer while the file is active.
+    pub tailer: Option<Tailer>,
+    /// When the file last produced data.
+    pub last_growth: Instant,
+    /// `(size, mtime ns, inode)` at the last look, to skip unchanged files on rescan.
+    pub seen: Option<(u64, i128, u64)>,
+    /// The database says the file is gone.
+    pub gone: bool,
+    /// Its lines were left unread until one names the session (see
+    /// `Extracted::waiting_for_session`): every rescan reads it again, unchanged or not, so it
+    /// is decided once the file goes idle.
+    pub waiting_for_session: bool,
+}
+
+impl Tracked {
+    /// Rebuild from a stored file row.
+    pub fn from_record(root: &std::path::Path, machine: &str, r: &FileRecord) -> Tracked {
+        let info = classify(root, std::path::Path::new(&r.path));
+        let info = FileInfo {
+            project: r.project.clone(),
+            agent_id: r.agent_id.clone().or(info.agent_id),
+            ..info
+        };
+        let stored = r.checkpoint();
+        Tracked {
+            ctx: FileContext::new(r.id, machine.to_string(), info, r.session_id.clone()),
+            episodes: None,
+            expected: (r.generation, r.byte_offset as u64),
+            stored,
+            tailer: None,
+            last_growth: Instant::now(),
+            seen: None,
+            gone: r.state == "gone",
+            waiting_for_session: false,
+        }
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &std::path::Path {
+        &self.ctx.info.path
+    }
+}
