@@ -191,7 +191,7 @@ where
 /// not a stopword), in order, until it returns false. One buffer serves every word.
 fn for_each_word(text: &str, mut f: impl FnMut(&str) -> bool) {
     let mut buf = String::new();
-    for raw in text.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '\'')) {
+    for raw in runs(text) {
         let w = raw.trim_matches('\'');
         if w.len() < 3 || w.len() > 120 {
             continue;
@@ -215,6 +215,64 @@ fn for_each_word(text: &str, mut f: impl FnMut(&str) -> bool) {
             return;
         }
     }
+}
+
+/// Whether `c` can be part of a word: letters and digits of any script, `_` and `'`.
+fn is_word_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_' || c == '\''
+}
+
+/// [`is_word_char`] for each ASCII byte.
+const ASCII_WORD: [bool; 128] = {
+    let mut t = [false; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'_' || c == b'\'';
+        b += 1;
+    }
+    t
+};
+
+/// The maximal runs of word characters of `text`, in order (what splitting it at every other
+/// character leaves, less the empty pieces). Why by byte: this runs over every reply, and
+/// decoding each character to ask its Unicode class was most of the cost; ASCII bytes are
+/// looked up in a table, and only a non-ASCII character is decoded.
+fn runs(text: &str) -> impl Iterator<Item = &str> {
+    let bytes = text.as_bytes();
+    // Whether the character at byte `i` (a character boundary) is a word character, and its
+    // length in bytes.
+    let at = move |i: usize| -> (bool, usize) {
+        match bytes[i] {
+            b if b < 128 => (ASCII_WORD[b as usize], 1),
+            _ => text[i..]
+                .chars()
+                .next()
+                .map_or((false, 1), |c| (is_word_char(c), c.len_utf8())),
+        }
+    };
+    let mut i = 0;
+    std::iter::from_fn(move || {
+        while i < bytes.len() {
+            let (word, len) = at(i);
+            if word {
+                break;
+            }
+            i += len;
+        }
+        if i >= bytes.len() {
+            return None;
+        }
+        let start = i;
+        while i < bytes.len() {
+            let (word, len) = at(i);
+            if !word {
+                break;
+            }
+            i += len;
+        }
+        Some(&text[start..i])
+    })
 }
 
 /// Distinct content words of `text`, at most `max`, in order of first appearance.
@@ -368,6 +426,27 @@ mod tests {
             terms(&["überprüfung", "der", "übersetzung"])
         );
         assert_eq!(of("one two three four five", 2).len(), 2);
+    }
+
+    proptest::proptest! {
+        /// The byte scanner finds the same words as splitting at every non-word character.
+        #[test]
+        fn runs_match_split(text in "[a-zA-Z0-9_' .,;:()\\-\n\t/éÜß中文😀’\u{300}\u{200b}٣]{0,80}") {
+            let want: Vec<&str> = text.split(|c: char| !is_word_char(c)).filter(|w| !w.is_empty()).collect();
+            proptest::prop_assert_eq!(runs(&text).collect::<Vec<_>>(), want);
+        }
+    }
+
+    #[test]
+    fn runs_of_any_text() {
+        let text = "l'été: Übersetzung_2 (中文) x\u{300}y ٣٤ -- a’b 😀ok";
+        let want: Vec<&str> = text
+            .split(|c: char| !is_word_char(c))
+            .filter(|w| !w.is_empty())
+            .collect();
+        assert_eq!(runs(text).collect::<Vec<_>>(), want);
+        assert_eq!(runs("").count(), 0);
+        assert_eq!(runs(" ,; ").count(), 0);
     }
 
     #[test]
