@@ -241,7 +241,7 @@ impl Tailer {
             path: path.to_path_buf(),
             cfg,
             cp: Checkpoint::default(),
-            split: LineSplitter::new(0, 0, cfg.max_line_bytes, 0, Vec::new()),
+            split: LineSplitter::new(0, 0, cfg.max_line_bytes, 0, Vec::new()).keeping(),
             head: Vec::new(),
             pending_resume: None,
             just_validated: false,
@@ -262,7 +262,8 @@ impl Tailer {
             self.cfg.max_line_bytes,
             TAIL_BYTES as usize,
             v.win,
-        );
+        )
+        .keeping();
         self.cp = v.cp;
         self.head = if u64::from(self.cp.head_len) < HEAD_BYTES {
             v.head
@@ -328,12 +329,16 @@ impl Tailer {
 
         let start_offset = self.cp.offset;
         let mut out = Out::default();
-        // The batch's bytes are copied once into `out.data`: sized up front, it never regrows
-        // (each doubling copied what it held; a backfill copied its bytes twice more).
-        let unread = size.saturating_sub(self.cp.offset);
-        out.data
-            .reserve(unread.min(max_bytes.max(1) as u64) as usize);
         let chunk = self.cfg.read_chunk.max(1) as u64;
+        // The batch's bytes are read into the splitter's buffer and handed over as they are
+        // (`take_consumed`); sized up front, it never regrows (each doubling would copy what
+        // it holds): the unread bytes, at most a batch and the chunk read past its end.
+        let unread = size.saturating_sub(self.split.end());
+        let room = (self.split.buffered() as u64)
+            .saturating_add(unread)
+            .min((max_bytes.max(1) as u64).saturating_add(chunk));
+        self.split
+            .reserve((room as usize).saturating_sub(self.split.buffered()));
         let mut read_error = None;
         loop {
             if self.process(&mut out, max_bytes.max(1) as u64, max_lines.max(1)) {
@@ -368,7 +373,7 @@ impl Tailer {
         }
         drop(file);
         let drained = read_error.is_none() && self.split.end() >= size && self.split.all_scanned();
-        self.split.compact();
+        out.data = self.split.take_consumed();
         self.refresh_fingerprints();
         // Give memory back between calls: an idle file must not pin a read chunk, and a
         // tree of thousands of files would otherwise keep one each.
@@ -425,19 +430,15 @@ impl Tailer {
                     offset: l.offset,
                     len: l.len,
                 });
-            } else {
-                let c = self.split.content(&l);
-                if !c.is_empty() {
-                    let start = out.data.len();
-                    out.data.extend_from_slice(c);
-                    out.lines.push(Line {
-                        line_no: l.line_no,
-                        offset: l.offset,
-                        len: l.len,
-                        start,
-                        end: out.data.len(),
-                    });
-                }
+            } else if let Some(c) = l.content.as_ref().filter(|c| !c.is_empty()) {
+                // The bytes stay in the splitter's buffer, which becomes the batch's data.
+                out.lines.push(Line {
+                    line_no: l.line_no,
+                    offset: l.offset,
+                    len: l.len,
+                    start: c.start,
+                    end: c.end,
+                });
             }
             out.raw += l.len;
         }
