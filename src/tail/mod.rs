@@ -191,7 +191,6 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> io::Result<usize> {
 /// Accumulates one batch's output.
 #[derive(Default)]
 struct Out {
-    data: Vec<u8>,
     lines: Vec<Line>,
     diags: Vec<TailDiagnostic>,
     /// On-disk bytes of all lines consumed in this batch (blank and too-long too).
@@ -373,7 +372,7 @@ impl Tailer {
         }
         drop(file);
         let drained = read_error.is_none() && self.split.end() >= size && self.split.all_scanned();
-        out.data = self.split.take_consumed();
+        let data = self.split.take_consumed();
         self.refresh_fingerprints();
         // Give memory back between calls: an idle file must not pin a read chunk, and a
         // tree of thousands of files would otherwise keep one each.
@@ -388,7 +387,7 @@ impl Tailer {
         Ok(Some(Batch {
             resume: self.pending_resume.take(),
             generation: self.cp.generation,
-            data: out.data,
+            data,
             lines: out.lines,
             diagnostics: out.diags,
             checkpoint: self.cp.clone(),
