@@ -470,7 +470,7 @@ async fn bench(
         (
             "--type".into(),
             SnippetFilter {
-                snippet_type: Some(TYPES[1].into()),
+                snippet_type: Some(TYPES[1].parse().expect("type")),
                 ..base.clone()
             },
         ),
@@ -544,7 +544,7 @@ async fn bench(
                 words.common.0
             ),
             SnippetFilter {
-                snippet_type: Some(TYPES[0].into()),
+                snippet_type: Some(TYPES[0].parse().expect("type")),
                 tags: vec![tag(2)],
                 since: Some(since.to_string()),
                 keyword: Some(words.common.0.clone()),

@@ -14,9 +14,12 @@
 //! - [`snippet`]: what a snippet is (gates, tags, hash) and excerpts cut for `snippet add`.
 //! - [`conversation`]: a session's conversation as plain text (from stored rows or records).
 //! - [`store`]: stage 5, the database, sink and checkpoint, both backends; its single writer.
+//! - [`query`]: what the front doors read the store through: typed filters parsed once,
+//!   session references, pages in SQL.
 //! - [`run`]: the async shell: engine, pump, daemon, one-shot ingest, status socket.
 //! - [`export`]: what was kept about some sessions as Markdown, JSON or learnings.
 //! - [`mcp`]: the Model Context Protocol server for coding agents (`gleaner mcp`).
+//! - [`web`]: the read-only web view (`gleaner web`).
 //! - [`cli`], [`telemetry`]: the edges.
 //!
 //! The stages `tail`, `parse`, `extract`, `episode`, `snippet` and `conversation` are synchronous and know
@@ -35,6 +38,7 @@ pub mod episode;
 pub mod snippet;
 pub mod conversation;
 pub mod store;
+pub mod query;
 pub mod run;
 pub mod export;
 pub mod mcp;

@@ -1,8 +1,8 @@
 //! `gleaner doctor`: one verdict line per thing a new setup gets wrong, each with a hint.
 //!
-//! Checks: the transcripts folder, the database (opened and migrated, as every command does),
-//! the daemon's socket, the service unit, the Claude Code hooks, and how long Claude Code keeps
-//! transcripts (`cleanupPeriodDays`). Exit 0 when nothing failed (warnings allowed), 1 otherwise.
+//! Checks: the configuration, the transcripts folder, the database (opened, never created or
+//! migrated), the daemon's socket, the service unit, the Claude Code hooks, and how long Claude
+//! Code keeps transcripts (`cleanupPeriodDays`). Exit 0 when nothing failed (warnings allowed), 1 otherwise.
 
 use std::time::Duration;
 
@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::{hooks, service, Outcome, EXIT_NOT_FOUND, EXIT_OK};
 use crate::config::Config;
 use crate::run::socket::{self, Request, Response};
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
 /// Claude Code's default `cleanupPeriodDays`.
 const CLAUDE_DEFAULT_CLEANUP_DAYS: i64 = 30;
@@ -36,9 +36,27 @@ fn check(check: &'static str, verdict: &'static str, detail: String, hint: Optio
     }
 }
 
-/// Run every check and print the verdicts.
-pub async fn run(cfg: &Config, json: bool) -> Outcome {
+/// Run every check and print the verdicts. `config_problem` is why the configuration did not
+/// load (the checks then run on the defaults and the command-line flags): a broken file is a
+/// failed check, not a reason to check nothing else.
+pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Outcome {
     let mut checks = Vec::new();
+    checks.push(match config_problem {
+        None => check(
+            "config",
+            "ok",
+            cfg.file.as_ref().map_or("defaults (no config file)".into(), |p| {
+                std::path::absolute(p).unwrap_or_else(|_| p.clone()).display().to_string()
+            }),
+            None,
+        ),
+        Some(why) => check(
+            "config",
+            "fail",
+            why,
+            Some("fix the file (`gleaner config --default` prints every key); the checks below use the defaults"),
+        ),
+    });
 
     let dir = &cfg.projects_dir;
     checks.push(match std::fs::read_dir(dir) {
@@ -57,16 +75,29 @@ pub async fn run(cfg: &Config, json: bool) -> Outcome {
         ),
     });
 
-    let store = Store::connect(&cfg.database).await;
-    checks.push(match &store {
-        Ok(_) => check(
+    let url = crate::store::redact_url(&cfg.database.url);
+    checks.push(match Store::open_existing(&cfg.database).await {
+        Ok(store) => {
+            let schema = store.applied_schema().await.ok().flatten().unwrap_or(0);
+            store.close().await;
+            check(
+                "database",
+                "ok",
+                format!("{url} opens, schema version {schema}"),
+                None,
+            )
+        }
+        Err(e @ StoreError::Missing { .. }) => check(
             "database",
-            "ok",
-            format!(
-                "{} opens, migrations current",
-                crate::store::redact_url(&cfg.database.url)
-            ),
-            None,
+            "warn",
+            e.to_string(),
+            Some("nothing ingested yet: `gleaner ingest` once, or start the daemon"),
+        ),
+        Err(e @ StoreError::SchemaBehind { .. }) => check(
+            "database",
+            "warn",
+            e.to_string(),
+            Some("`gleaner migrate`, or restart the daemon after an upgrade"),
         ),
         Err(e) => check(
             "database",
@@ -75,9 +106,6 @@ pub async fn run(cfg: &Config, json: bool) -> Outcome {
             Some("check `database.url` (and that PostgreSQL runs, when used)"),
         ),
     });
-    if let Ok(s) = store {
-        s.close().await;
-    }
 
     let sock = socket::socket_path(&cfg.data_dir);
     checks.push(

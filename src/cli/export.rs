@@ -6,10 +6,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 
-use super::{parse_since, resolve_optional_prefix, Outcome, EXIT_OK};
+use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::export::{self, ExportFilter, Format};
-use crate::store::Store;
 
 /// `--format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -49,16 +48,9 @@ pub struct ExportArgs {
 
 /// Run `gleaner export`.
 pub async fn run(cfg: &Config, args: ExportArgs) -> Outcome {
-    let since = args.since.as_deref().map(parse_since).transpose()?;
-    let until = match args.until.as_deref() {
-        Some(u) => Some(parse_since(u).map_err(|_| {
-            anyhow::anyhow!(
-                "invalid --until {u:?}: expected a date like 2026-01-31 or an age like 7d"
-            )
-        })?),
-        None => None,
-    };
-    let store = Store::connect(&cfg.database).await?;
+    let since = crate::query::time_opt("--since", args.since.as_deref())?;
+    let until = crate::query::time_opt("--until", args.until.as_deref())?;
+    let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
         Ok(ids) => ids,
         Err(code) => return Ok(code),
@@ -70,56 +62,102 @@ pub async fn run(cfg: &Config, args: ExportArgs) -> Outcome {
         until,
         limit: None,
     };
-    let sessions = export::collect(&store, &filter).await?;
     let format = match args.format {
         FormatArg::Md => Format::Markdown,
         FormatArg::Json => Format::Json,
         FormatArg::Jsonl => Format::Jsonl,
         FormatArg::Learnings => Format::Learnings,
     };
-    match &args.output {
+    // Each session is written as soon as it is read: memory holds one chunk of them.
+    let mut renderer = export::Renderer::new(format);
+    let written = match &args.output {
         None => {
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-            export::render(format, &sessions, &mut out)?;
+            let n = export::stream(&store, &filter, |s| -> anyhow::Result<()> {
+                Ok(renderer.session(&s, &mut out)?)
+            })
+            .await?;
+            renderer.finish(&mut out)?;
             out.flush()?;
+            n
         }
-        Some(path) => write_atomically(path, |w| export::render(format, &sessions, w))?,
-    }
-    if sessions.is_empty() {
+        Some(path) => {
+            let mut file = AtomicFile::create(path)?;
+            let n = export::stream(&store, &filter, |s| -> anyhow::Result<()> {
+                renderer
+                    .session(&s, file.writer())
+                    .map_err(|e| file.error(e))
+            })
+            .await?;
+            renderer.finish(file.writer()).map_err(|e| file.error(e))?;
+            file.commit()?;
+            n
+        }
+    };
+    if written == 0 {
         eprintln!("no session matched");
     }
     Ok(EXIT_OK)
 }
 
-/// Write through a temporary file in the same folder, then rename it over `path`: the file is
-/// either the old one or the whole new one, never a part.
-fn write_atomically(
-    path: &Path,
-    fill: impl FnOnce(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>,
-) -> anyhow::Result<()> {
-    let name = path
-        .file_name()
-        .ok_or_else(|| anyhow::anyhow!("--output {} is not a file name", path.display()))?;
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let tmp = dir.join(format!(
-        ".{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id()
-    ));
-    let result = (|| -> std::io::Result<()> {
-        let file = std::fs::File::create(&tmp)?;
-        let mut w = std::io::BufWriter::new(file);
-        fill(&mut w)?;
-        let file = w.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        anyhow::bail!("cannot write {}: {e}", path.display());
+/// A file written through a temporary file in the same folder, renamed over its path on
+/// [`AtomicFile::commit`]: a reader sees the old file or the whole new one, never a part. The
+/// temporary file is removed when the export fails.
+struct AtomicFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    w: std::io::BufWriter<std::fs::File>,
+    committed: bool,
+}
+
+impl AtomicFile {
+    fn create(path: &Path) -> anyhow::Result<AtomicFile> {
+        let name = path
+            .file_name()
+            .ok_or_else(|| anyhow::anyhow!("--output {} is not a file name", path.display()))?;
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let tmp = dir.join(format!(
+            ".{}.{}.tmp",
+            name.to_string_lossy(),
+            std::process::id()
+        ));
+        let file = std::fs::File::create(&tmp)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))?;
+        Ok(AtomicFile {
+            path: path.to_path_buf(),
+            tmp,
+            w: std::io::BufWriter::new(file),
+            committed: false,
+        })
     }
-    Ok(())
+
+    fn writer(&mut self) -> &mut std::io::BufWriter<std::fs::File> {
+        &mut self.w
+    }
+
+    /// A write error, naming the file.
+    fn error(&self, e: std::io::Error) -> anyhow::Error {
+        anyhow::anyhow!("cannot write {}: {e}", self.path.display())
+    }
+
+    fn commit(mut self) -> anyhow::Result<()> {
+        let result = (|| -> std::io::Result<()> {
+            self.w.flush()?;
+            self.w.get_ref().sync_all()?;
+            std::fs::rename(&self.tmp, &self.path)
+        })();
+        self.committed = result.is_ok();
+        result.map_err(|e| self.error(e))
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
 }

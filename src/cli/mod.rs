@@ -7,6 +7,7 @@ mod doctor;
 mod export;
 mod hook;
 mod hooks;
+mod list;
 mod output;
 mod refine;
 mod search;
@@ -24,7 +25,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Config, Overrides};
-use crate::store::{FeedbackFilter, SessionFilter, Store};
+use crate::store::Store;
 
 /// Exit code for "ran fine".
 pub const EXIT_OK: u8 = 0;
@@ -87,62 +88,16 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List sessions, most recent first.
-    Sessions {
-        /// Only sessions whose project folder or working directory contains this text.
-        #[arg(long, value_name = "P", allow_hyphen_values = true)]
-        project: Option<String>,
-        /// Only sessions active at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
-        #[arg(long, value_name = "T")]
-        since: Option<String>,
-        /// Only sessions with this status.
-        #[arg(long, value_name = "S")]
-        status: Option<SessionStatus>,
-        /// Print a JSON array.
-        #[arg(long)]
-        json: bool,
-    },
-    /// List summaries: `summary` lines, compaction boundaries and compaction summaries.
-    Summaries {
-        /// Only this session (a unique prefix of its id is enough).
-        session_prefix: Option<String>,
-        /// Only this kind.
-        #[arg(long, value_name = "K")]
-        kind: Option<SummaryKind>,
-        /// Print a JSON array.
-        #[arg(long)]
-        json: bool,
-    },
-    /// List user feedback: messages, tool denials and interruptions, by time.
-    Feedback {
-        /// Only this session and its sub-agents (a unique prefix of its id is enough).
-        session_prefix: Option<String>,
-        /// Only this type.
-        #[arg(long = "type", value_name = "T")]
-        feedback_type: Option<FeedbackKind>,
-        /// Only sessions whose project folder or working directory contains this text.
-        #[arg(long, value_name = "P", allow_hyphen_values = true)]
-        project: Option<String>,
-        /// Only items at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
-        #[arg(long, value_name = "T")]
-        since: Option<String>,
-        /// Print a JSON array.
-        #[arg(long)]
-        json: bool,
-    },
-    /// List episodes (runs of turns about one task) with their triage label, confidence,
-    /// evidence and line range.
-    Episodes {
-        /// Only this session (a unique prefix of its id is enough).
-        session_prefix: Option<String>,
-        /// Only episodes holding a turn with this label (the episode's own label is its
-        /// strongest turn's; `--json` lists every turn's under `turn_labels`).
-        #[arg(long, value_name = "L")]
-        triage: Option<TriageLabel>,
-        /// Print a JSON array.
-        #[arg(long)]
-        json: bool,
-    },
+    /// List sessions, most recent activity first.
+    Sessions(list::SessionsArgs),
+    /// List summaries, newest first: `summary` lines, compaction boundaries and compaction
+    /// summaries.
+    Summaries(list::SummariesArgs),
+    /// List user feedback, newest first: messages, tool denials and interruptions.
+    Feedback(list::FeedbackArgs),
+    /// List episodes (runs of turns about one task), newest first, with their triage label,
+    /// confidence, evidence and line range.
+    Episodes(list::EpisodesArgs),
     /// Query snippets, newest first.
     Snippets(snippets::SnippetsArgs),
     /// Full-text search over messages, summaries, feedback and snippets, best first.
@@ -163,6 +118,10 @@ enum Command {
         /// the token printed at start).
         #[arg(long, value_name = "ADDR")]
         bind: Option<std::net::SocketAddr>,
+        /// Also answer requests naming this host (repeat for several): a name this machine is
+        /// reached by. Others get 421, against DNS rebinding.
+        #[arg(long = "allow-host", value_name = "NAME")]
+        allow_hosts: Vec<String>,
         /// Open the page in the default browser.
         #[arg(long)]
         open: bool,
@@ -201,6 +160,9 @@ enum Command {
         #[command(subcommand)]
         hook: HookCommand,
     },
+    /// Bring the database's schema up to this version (the daemon and `ingest` do it too;
+    /// commands that only read never do).
+    Migrate,
     /// Show the effective configuration, or the commented default file.
     Config {
         /// Print the built-in default config file.
@@ -227,20 +189,6 @@ enum SnippetCommand {
     Add(snippets::AddArgs),
 }
 
-/// `--triage` values.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-#[value(rename_all = "snake_case")]
-pub(crate) enum TriageLabel {
-    Routine,
-    #[value(alias = "error-recovery")]
-    ErrorRecovery,
-    #[value(alias = "user-correction")]
-    UserCorrection,
-    Pivot,
-    #[value(alias = "design-decision")]
-    DesignDecision,
-}
-
 /// `--type` values of snippets.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 #[value(rename_all = "snake_case")]
@@ -253,38 +201,14 @@ pub(crate) enum SnippetKind {
     LearningPattern,
 }
 
-/// `--status` values.
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-enum SessionStatus {
-    Active,
-    Finished,
-}
-
-/// `--kind` values (the stored names; kebab-case accepted too).
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-#[value(rename_all = "snake_case")]
-enum SummaryKind {
-    Summary,
-    #[value(alias = "compact-boundary")]
-    CompactBoundary,
-    #[value(alias = "compact-summary")]
-    CompactSummary,
-}
-
-/// `--type` values (the stored names; kebab-case accepted too).
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-#[value(rename_all = "snake_case")]
-enum FeedbackKind {
-    Message,
-    #[value(alias = "tool-denial")]
-    ToolDenial,
-    Interruption,
-}
-
-fn value_name(v: impl clap::ValueEnum) -> String {
-    v.to_possible_value()
-        .map(|p| p.get_name().to_string())
-        .unwrap_or_default()
+impl From<SnippetKind> for crate::snippet::SnippetType {
+    fn from(k: SnippetKind) -> Self {
+        match k {
+            SnippetKind::ErrorReasoning => crate::snippet::SnippetType::ErrorReasoning,
+            SnippetKind::DecisionRationale => crate::snippet::SnippetType::DecisionRationale,
+            SnippetKind::LearningPattern => crate::snippet::SnippetType::LearningPattern,
+        }
+    }
 }
 
 /// Outcome of a command, mapped to an exit code by `main`.
@@ -304,6 +228,7 @@ impl Cli {
             machine_id: self.global.machine_id.clone(),
             log_level: self.global.log_level.clone(),
             log_format: self.global.log_format.clone(),
+            ignore_file: false,
         }
     }
 
@@ -336,7 +261,34 @@ impl Cli {
             }
             return Ok(EXIT_OK);
         }
-        let cfg = Arc::new(config::load(&self.overrides())?);
+        let overrides = self.overrides();
+        let (cfg, config_problem) = match config::load(&overrides) {
+            Ok(cfg) => (cfg, None),
+            // `doctor` reports a broken configuration as one of its checks and goes on with
+            // the defaults and the flags.
+            Err(e) if matches!(self.command, Command::Doctor { .. }) => {
+                let mut why = e.to_string();
+                if let Some(file) = config::config_file(&overrides) {
+                    let shown = file.display().to_string();
+                    if !why.contains(&shown) {
+                        why = format!("config file {shown}: {why}");
+                    }
+                }
+                let fallback = Overrides {
+                    ignore_file: true,
+                    ..overrides.clone()
+                };
+                let cfg = config::load(&fallback).or_else(|_| {
+                    config::load(&Overrides {
+                        ignore_file: true,
+                        ..Overrides::default()
+                    })
+                })?;
+                (cfg, Some(why))
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let cfg = Arc::new(cfg);
         crate::telemetry::init(&cfg.log);
         // Blocking threads only read and parse files, one per pump; capping them also caps
         // the number of malloc arenas (and so retained memory), which are capped first.
@@ -347,8 +299,7 @@ impl Cli {
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let overrides = self.overrides();
-        runtime.block_on(self.command.run(cfg, overrides))
+        runtime.block_on(self.command.run(cfg, overrides, config_problem))
     }
 }
 
@@ -357,7 +308,12 @@ impl Cli {
 const MALLOC_ARENAS: usize = 2;
 
 impl Command {
-    async fn run(self, cfg: Arc<Config>, self_overrides: Overrides) -> Outcome {
+    async fn run(
+        self,
+        cfg: Arc<Config>,
+        self_overrides: Overrides,
+        config_problem: Option<String>,
+    ) -> Outcome {
         match self {
             Command::Completions { .. } | Command::Service { .. } | Command::Hooks { .. } => {
                 Ok(EXIT_OK)
@@ -410,67 +366,20 @@ impl Command {
                 })
             }
             Command::Files { json } => {
-                let store = Store::connect(&cfg.database).await?;
+                let store = open_store(&cfg).await?;
                 let files = store.list_files(&cfg.machine_id).await?;
                 output::print_files(&files, json)?;
                 Ok(EXIT_OK)
             }
-            Command::Sessions {
-                project,
-                since,
-                status,
-                json,
-            } => {
-                let filter = SessionFilter {
-                    project,
-                    since: since.as_deref().map(parse_since).transpose()?,
-                    status: status.map(value_name),
-                    session_ids: None,
-                    until: None,
-                };
+            Command::Sessions(args) => list::sessions(&cfg, args).await,
+            Command::Summaries(args) => list::summaries(&cfg, args).await,
+            Command::Feedback(args) => list::feedback(&cfg, args).await,
+            Command::Episodes(args) => list::episodes(&cfg, args).await,
+            Command::Migrate => {
                 let store = Store::connect(&cfg.database).await?;
-                let sessions = store.list_sessions(&filter).await?;
-                output::print_sessions(&sessions, json)?;
-                Ok(EXIT_OK)
-            }
-            Command::Summaries {
-                session_prefix,
-                kind,
-                json,
-            } => {
-                let store = Store::connect(&cfg.database).await?;
-                let ids = match resolve_optional_prefix(&store, session_prefix.as_deref()).await? {
-                    Ok(ids) => ids,
-                    Err(code) => return Ok(code),
-                };
-                let kind = kind.map(value_name);
-                let rows = store
-                    .list_summaries(ids.as_deref(), kind.as_deref())
-                    .await?;
-                output::print_summaries(&rows, json)?;
-                Ok(EXIT_OK)
-            }
-            Command::Feedback {
-                session_prefix,
-                feedback_type,
-                project,
-                since,
-                json,
-            } => {
-                let store = Store::connect(&cfg.database).await?;
-                let session_ids =
-                    match resolve_optional_prefix(&store, session_prefix.as_deref()).await? {
-                        Ok(ids) => ids,
-                        Err(code) => return Ok(code),
-                    };
-                let filter = FeedbackFilter {
-                    session_ids,
-                    feedback_type: feedback_type.map(value_name),
-                    project,
-                    since: since.as_deref().map(parse_since).transpose()?,
-                };
-                let rows = store.list_feedback(&filter).await?;
-                output::print_feedback(&rows, json)?;
+                let v = store.applied_schema().await?.unwrap_or(0);
+                store.close().await;
+                println!("database schema at version {v}");
                 Ok(EXIT_OK)
             }
             Command::Status { json } => {
@@ -519,24 +428,23 @@ impl Command {
                     Err(e) => Err(e.into()),
                 }
             }
-            Command::Episodes {
-                session_prefix,
-                triage,
-                json,
-            } => snippets::episodes(&cfg, session_prefix, triage.map(value_name), json).await,
             Command::Snippets(args) => snippets::snippets(&cfg, args).await,
             Command::Search(args) => search::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,
             Command::Export(args) => export::run(&cfg, args).await,
             Command::Refine(args) => refine::run(&cfg, args).await,
-            Command::Doctor { json } => doctor::run(&cfg, json).await,
+            Command::Doctor { json } => doctor::run(&cfg, config_problem, json).await,
             Command::Mcp => {
-                let store = Store::connect(&cfg.database).await?;
+                let store = open_store(&cfg).await?;
                 crate::mcp::serve(cfg, store.clone()).await?;
                 store.close().await;
                 Ok(EXIT_OK)
             }
-            Command::Web { bind, open } => web::run(cfg, bind, open).await,
+            Command::Web {
+                bind,
+                allow_hosts,
+                open,
+            } => web::run(cfg, bind, allow_hosts, open).await,
             Command::Snippet {
                 command: SnippetCommand::Add(args),
             } => snippet_add::run(&cfg, args).await,
@@ -565,45 +473,35 @@ pub(crate) async fn resolve_optional_prefix(
 }
 
 /// Resolve a session id prefix: `Ok(id)` for exactly one match; otherwise say why on stderr and
-/// return the exit code (1).
+/// return the exit code (1: nothing matched).
 pub(crate) async fn resolve_prefix(
     store: &Store,
     prefix: &str,
 ) -> anyhow::Result<Result<String, u8>> {
-    let mut ids = store.sessions_with_prefix(prefix).await?;
-    match ids.len() {
-        0 => {
+    match crate::query::resolve_session(store, "session", prefix).await {
+        Ok(id) => Ok(Ok(id)),
+        Err(crate::query::Error::NoSession { prefix }) => {
             eprintln!("No session found with prefix {prefix}");
             Ok(Err(EXIT_NOT_FOUND))
         }
-        1 => Ok(Ok(ids.remove(0))),
-        _ => {
+        Err(crate::query::Error::Ambiguous { prefix, candidates }) => {
             eprintln!("Multiple sessions match prefix {prefix}");
-            let filter = SessionFilter {
-                session_ids: Some(ids),
-                ..SessionFilter::default()
-            };
-            for s in store.list_sessions(&filter).await? {
+            for c in candidates {
                 eprintln!(
                     "  {}  {}",
-                    s.session_id,
-                    output::ellipsize(s.title.as_deref().unwrap_or("(no title)"), 80)
+                    c.session_id,
+                    output::ellipsize(c.title.as_deref().unwrap_or("(no title)"), 80)
                 );
             }
             Ok(Err(EXIT_NOT_FOUND))
         }
+        Err(e) => Err(e.into()),
     }
 }
 
-/// `--since`: an ISO-8601 date or time (compared as text, as stored), or an age like `7d`,
-/// `12h`, `30m`, `2w` counted back from now.
-pub fn parse_since(s: &str) -> anyhow::Result<String> {
-    crate::extract::rows::time_or_age(s).ok_or_else(|| {
-        anyhow::anyhow!(
-            "invalid --since {:?}: expected a date like 2026-01-31 or an age like 7d",
-            s.trim()
-        )
-    })
+/// The database of a command that only reads: never created, never migrated.
+pub(crate) async fn open_store(cfg: &Config) -> anyhow::Result<Store> {
+    Ok(Store::open_existing(&cfg.database).await?)
 }
 
 fn progress_bar() -> indicatif::ProgressBar {

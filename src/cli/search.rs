@@ -6,10 +6,9 @@
 use clap::Args;
 
 use super::output::print_search;
-use super::{parse_since, resolve_optional_prefix, Outcome, EXIT_OK};
+use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
-use crate::store::Store;
 
 /// `--kind` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -68,16 +67,9 @@ pub struct SearchArgs {
 /// Run `gleaner search`.
 pub async fn run(cfg: &Config, args: SearchArgs) -> Outcome {
     let query = search::parse(&args.query).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let since = args.since.as_deref().map(parse_since).transpose()?;
-    let until = match args.until.as_deref() {
-        Some(u) => Some(parse_since(u).map_err(|_| {
-            anyhow::anyhow!(
-                "invalid --until {u:?}: expected a date like 2026-01-31 or an age like 7d"
-            )
-        })?),
-        None => None,
-    };
-    let store = Store::connect(&cfg.database).await?;
+    let since = crate::query::time_opt("--since", args.since.as_deref())?;
+    let until = crate::query::time_opt("--until", args.until.as_deref())?;
+    let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
         Ok(ids) => ids,
         Err(code) => return Ok(code),

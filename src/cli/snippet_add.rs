@@ -5,14 +5,14 @@
 //! knows which stretch of it is worth keeping. The snippet goes through the same gates as the
 //! automatic ones: secrets redacted before anything else looks at the text, then the size limits
 //! and noise gates of [`crate::snippet::validate`], and the store's per-session dedup on the
-//! normalized content. The work is [`crate::run::snippet_add`], shared with the MCP server.
+//! normalized content. The work is [`crate::query::snippet_add`], shared with the MCP server.
 
 use std::io::Write;
 
 use super::snippets::AddArgs;
 use super::{resolve_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
-use crate::run::snippet_add::{add, AddRequest, Added, Content};
+use crate::query::snippet_add::{add, AddRequest, Added, Content};
 use crate::snippet::excerpt::{self, Selection};
 use crate::snippet::SnippetType;
 use crate::store::Store;

@@ -1,4 +1,4 @@
-//! `gleaner snippets` and `gleaner episodes`, and the flags of `gleaner snippet add` (run by
+//! `gleaner snippets`, and the flags of `gleaner snippet add` (run by
 //! `snippet_add`): resolve the flags into store filters, then print a table for people or JSON
 //! for programs (`{snippets, total_count, has_more}` / an array).
 //!
@@ -7,54 +7,27 @@
 
 use std::path::PathBuf;
 
-use anyhow::anyhow;
 use clap::Args;
 
-use super::output::{print_episodes, print_snippets};
-use super::{parse_since, resolve_optional_prefix, value_name, Outcome, SnippetKind, EXIT_OK};
+use super::output::print_snippets;
+use super::{open_store, resolve_optional_prefix, Outcome, SnippetKind, EXIT_OK};
 use crate::config::Config;
-use crate::store::{EpisodeFilter, SnippetFilter, Store};
-
-/// Run `gleaner episodes`.
-pub async fn episodes(
-    cfg: &Config,
-    session_prefix: Option<String>,
-    triage: Option<String>,
-    json: bool,
-) -> Outcome {
-    let store = Store::connect(&cfg.database).await?;
-    let session_ids = match resolve_optional_prefix(&store, session_prefix.as_deref()).await? {
-        Ok(ids) => ids,
-        Err(code) => return Ok(code),
-    };
-    let rows = store
-        .list_episodes(&EpisodeFilter {
-            session_ids,
-            triage,
-        })
-        .await?;
-    print_episodes(&rows, json)?;
-    Ok(EXIT_OK)
-}
+use crate::query;
+use crate::store::SnippetFilter;
 
 /// Run `gleaner snippets`.
 pub async fn snippets(cfg: &Config, args: SnippetsArgs) -> Outcome {
     // Validate the times before touching the database: a typo is an error (exit 2) either way.
-    let since = args.since.as_deref().map(parse_since).transpose()?;
-    let until = match args.until.as_deref() {
-        Some(u) => Some(parse_since(u).map_err(|_| {
-            anyhow!("invalid --until {u:?}: expected a date like 2026-01-31 or an age like 7d")
-        })?),
-        None => None,
-    };
-    let store = Store::connect(&cfg.database).await?;
+    let since = query::time_opt("--since", args.since.as_deref())?;
+    let until = query::time_opt("--until", args.until.as_deref())?;
+    let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
         Ok(ids) => ids,
         Err(code) => return Ok(code),
     };
     let filter = SnippetFilter {
         session_ids,
-        snippet_type: args.snippet_type.map(value_name),
+        snippet_type: args.snippet_type.map(Into::into),
         project: args.project,
         tags: args.tags,
         keyword: args.keyword.filter(|k| !k.is_empty()),

@@ -8,7 +8,6 @@ use clap::Args;
 use super::{resolve_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::conversation::{self, Conversation};
-use crate::store::Store;
 
 /// `gleaner text` flags.
 #[derive(Debug, Args)]
@@ -30,7 +29,7 @@ pub struct TextArgs {
 
 /// Run `gleaner text`.
 pub async fn run(cfg: &Config, args: TextArgs) -> Outcome {
-    let store = Store::connect(&cfg.database).await?;
+    let store = super::open_store(cfg).await?;
     let session_id = match resolve_prefix(&store, &args.session).await? {
         Ok(id) => id,
         Err(code) => return Ok(code),

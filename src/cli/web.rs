@@ -3,13 +3,17 @@
 use std::sync::Arc;
 
 use crate::config::Config;
-use crate::store::Store;
 
 use super::{Outcome, EXIT_OK};
 
 /// Serve; print the URL (and the token when bound beyond loopback) once listening.
-pub async fn run(cfg: Arc<Config>, bind: Option<std::net::SocketAddr>, open: bool) -> Outcome {
-    let store = Store::connect(&cfg.database).await?;
+pub async fn run(
+    cfg: Arc<Config>,
+    bind: Option<std::net::SocketAddr>,
+    allow_hosts: Vec<String>,
+    open: bool,
+) -> Outcome {
+    let store = super::open_store(&cfg).await?;
     // An address given on the command line is insisted on; the configured default falls back
     // to a free port when taken (another gleaner web, another program).
     let (addr, fallback) = match bind {
@@ -36,6 +40,7 @@ pub async fn run(cfg: Arc<Config>, bind: Option<std::net::SocketAddr>, open: boo
         cfg,
         store.clone(),
         addr,
+        &allow_hosts,
         fallback,
         |l| {
             println!("Gleaner web view: {}", l.url);

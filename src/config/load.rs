@@ -31,6 +31,31 @@ pub struct Overrides {
     pub log_level: Option<String>,
     /// `--log-format text|json`.
     pub log_format: Option<String>,
+    /// Leave the config file out (defaults, environment and flags only): how `doctor` goes on
+    /// checking when the file does not load.
+    pub ignore_file: bool,
+}
+
+/// The config file a load reads: `--config`, else `$XDG_CONFIG_HOME/gleaner/config.toml`
+/// (`~/.config/...`) when it exists; absolute, so that messages name it unambiguously.
+pub fn config_file(overrides: &Overrides) -> Option<PathBuf> {
+    match &overrides.config_file {
+        Some(p) => Some(absolute(p)),
+        None => default_file(&process_env()),
+    }
+}
+
+fn default_file(env: &Env) -> Option<PathBuf> {
+    let base = env
+        .get("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| env.home().join(".config"));
+    let p = base.join("gleaner").join("config.toml");
+    p.is_file().then(|| absolute(&p))
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// The merged, not yet validated configuration (mirrors `config/gleaner.toml`).
@@ -166,24 +191,18 @@ pub fn load(overrides: &Overrides) -> Result<Config, ConfigError> {
 pub fn load_with_env(overrides: &Overrides, env: &Env) -> Result<Config, ConfigError> {
     use config::{Config as Cfg, Environment, File, FileFormat};
 
-    let file = match &overrides.config_file {
-        Some(p) => {
+    let file = match (&overrides.config_file, overrides.ignore_file) {
+        (_, true) => None,
+        (Some(p), false) => {
             if !p.is_file() {
                 return Err(ConfigError::File {
-                    path: p.clone(),
+                    path: absolute(p),
                     message: "no such file".into(),
                 });
             }
-            Some(p.clone())
+            Some(absolute(p))
         }
-        None => {
-            let base = env
-                .get("XDG_CONFIG_HOME")
-                .map(PathBuf::from)
-                .unwrap_or_else(|| env.home().join(".config"));
-            let p = base.join("gleaner").join("config.toml");
-            p.is_file().then_some(p)
-        }
+        (None, false) => default_file(env),
     };
 
     if let Some(path) = &file {
@@ -399,13 +418,7 @@ impl Config {
                 })
             }
         };
-        let level = raw.log.level.trim().to_string();
-        if level.is_empty() {
-            return Err(ConfigError::Invalid {
-                key: "log.level".into(),
-                message: "must not be empty".into(),
-            });
-        }
+        let level = check_log_level(&raw.log.level)?;
         Ok(Config {
             projects_dir,
             data_dir,
@@ -506,4 +519,45 @@ impl Config {
             file,
         })
     }
+}
+
+/// The levels a log filter may name.
+const LOG_LEVELS: [&str; 6] = ["off", "error", "warn", "info", "debug", "trace"];
+
+/// `log.level` (`--log-level`, `GLEANER_LOG`): a level, or a tracing filter whose every
+/// directive ends in a level (`gleaner=debug,sqlx=info`). Why stricter than tracing: its
+/// syntax reads a bare unknown word (`warning`, `nonsense`) as a target name, which silently
+/// turns off every log line, errors included.
+pub fn check_log_level(text: &str) -> Result<String, ConfigError> {
+    let level = text.trim();
+    let bad = |why: String| ConfigError::Invalid {
+        key: "log.level".into(),
+        message: format!(
+            "{why}: expected one of {}, or a filter such as gleaner=debug,sqlx=info",
+            LOG_LEVELS.join(", ")
+        ),
+    };
+    if level.is_empty() {
+        return Err(bad("empty".into()));
+    }
+    for directive in level.split(',').map(str::trim) {
+        let lvl = directive
+            .rsplit_once('=')
+            .map_or(
+                directive,
+                |(target, lvl)| {
+                    if target.trim().is_empty() {
+                        ""
+                    } else {
+                        lvl
+                    }
+                },
+            );
+        if !LOG_LEVELS.contains(&lvl.trim().to_ascii_lowercase().as_str()) {
+            return Err(bad(format!(
+                "{level:?} is not a level or filter ({directive:?})"
+            )));
+        }
+    }
+    Ok(level.to_string())
 }

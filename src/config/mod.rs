@@ -20,7 +20,7 @@ use crate::extract::redact::Redactor;
 use crate::store::Options;
 
 pub use crate::DEFAULT_CONFIG_TOML;
-pub use load::{load, load_with_env, Env, Overrides, RawConfig};
+pub use load::{check_log_level, config_file, load, load_with_env, Env, Overrides, RawConfig};
 
 /// Prefix of the environment variables that override configuration keys.
 pub const ENV_PREFIX: &str = "GLEANER";

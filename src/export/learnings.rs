@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::SessionExport;
 use crate::snippet::clip_chars;
-use crate::store::SnippetListing;
+use crate::store::{EpisodeListing, SnippetListing};
 
 /// One learning: what happened, the lesson, where.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -27,9 +27,18 @@ pub struct Learning {
 pub fn learnings(s: &SessionExport) -> Vec<Learning> {
     s.snippets
         .iter()
-        .filter(|sn| sn.origin != "auto" || triage_of(sn) != Some("routine"))
-        .map(|sn| learning(s, sn))
+        .filter(|sn| is_learning(sn))
+        .map(|sn| {
+            let episode = s.episodes.iter().find(|e| Some(e.id) == sn.episode_id);
+            learning(sn, episode)
+        })
         .collect()
+}
+
+/// Whether a snippet is exported as a learning: every manual one, and the automatic ones of
+/// non-routine work (see the module documentation of `export`).
+pub fn is_learning(sn: &SnippetListing) -> bool {
+    sn.origin != "auto" || triage_of(sn) != Some("routine")
 }
 
 fn triage_of(sn: &SnippetListing) -> Option<&str> {
@@ -53,7 +62,9 @@ fn kind(sn: &SnippetListing) -> &'static str {
     }
 }
 
-fn learning(s: &SessionExport, sn: &SnippetListing) -> Learning {
+/// The learning of one snippet; `episode` is the episode it came from, when known (it gives
+/// the turn).
+pub fn learning(sn: &SnippetListing, episode: Option<&EpisodeListing>) -> Learning {
     let field = |k: &str| {
         sn.metadata
             .get(k)
@@ -78,7 +89,7 @@ fn learning(s: &SessionExport, sn: &SnippetListing) -> Learning {
     if let Some(e) = sn.episode_id {
         tags.push(format!("episode:{e}"));
     }
-    if let Some(t) = turn_of(s, sn) {
+    if let Some(t) = episode.and_then(|ep| turn_of(ep, sn)) {
         tags.push(format!("turn:{t}"));
     }
     tags.extend(sn.tags.iter().cloned());
@@ -92,8 +103,7 @@ fn learning(s: &SessionExport, sn: &SnippetListing) -> Learning {
 }
 
 /// The turn (its number in the file) whose lines hold the snippet's first line.
-fn turn_of(s: &SessionExport, sn: &SnippetListing) -> Option<i64> {
-    let ep = s.episodes.iter().find(|e| Some(e.id) == sn.episode_id)?;
+fn turn_of(ep: &EpisodeListing, sn: &SnippetListing) -> Option<i64> {
     let line = sn.line_start;
     ep.turn_labels
         .as_array()?

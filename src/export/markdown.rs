@@ -8,7 +8,14 @@ use crate::snippet::clip_chars;
 /// Longest feedback item shown, in characters.
 const FEEDBACK_CHARS: usize = 500;
 
-/// Every session as a Markdown section.
+/// One session's Markdown (what [`markdown`] writes for each, between rules).
+pub fn session_text(s: &SessionExport) -> String {
+    let mut out = String::new();
+    session(&mut out, s);
+    out
+}
+
+/// Markdown of every session, separated by rules.
 pub fn markdown(sessions: &[SessionExport]) -> String {
     let mut out = String::new();
     if sessions.is_empty() {

@@ -15,12 +15,13 @@ mod markdown;
 
 use serde::Serialize;
 
-pub use learnings::{learnings, Learning};
+pub use learnings::{is_learning, learning, learnings, Learning};
 pub use markdown::markdown;
 
 use crate::store::{
-    EpisodeFilter, EpisodeListing, FeedbackFilter, FeedbackListing, SessionFilter, SessionListing,
-    SnippetFilter, SnippetListing, Store, StoreError, SummaryListing,
+    EpisodeFilter, EpisodeListing, FeedbackFilter, FeedbackListing, Page, SessionFilter,
+    SessionListing, SnippetFilter, SnippetListing, Store, StoreError, SummaryFilter,
+    SummaryListing,
 };
 
 /// Output formats.
@@ -66,52 +67,83 @@ pub struct SessionExport {
     pub snippets: Vec<SnippetListing>,
 }
 
-/// Sessions fetched per round of listing queries.
-const CHUNK: usize = 200;
+/// Sessions fetched per round of listing queries: what an export holds in memory at once.
+const CHUNK: u32 = 100;
 
-/// Gather the export of every session `f` selects, newest activity first.
-pub async fn collect(store: &Store, f: &ExportFilter) -> Result<Vec<SessionExport>, StoreError> {
-    let mut sessions = store
-        .list_sessions(&SessionFilter {
-            project: f.project.clone(),
-            since: f.since.clone(),
-            until: f.until.clone(),
-            status: None,
-            session_ids: f.session_ids.clone(),
-        })
-        .await?;
-    if let Some(n) = f.limit {
-        sessions.truncate(n);
-    }
-    let mut out = Vec::with_capacity(sessions.len());
-    for chunk in sessions.chunks(CHUNK) {
-        let ids: Vec<String> = chunk.iter().map(|s| s.session_id.clone()).collect();
-        let summaries = store.list_summaries(Some(&ids), None).await?;
+/// Export every session `f` selects, newest activity first, handing each to `sink` as soon as
+/// its rows are read: memory holds one chunk of sessions, whatever the size of the export.
+/// Returns how many sessions were exported.
+pub async fn stream<E>(
+    store: &Store,
+    f: &ExportFilter,
+    mut sink: impl FnMut(SessionExport) -> Result<(), E>,
+) -> Result<u64, E>
+where
+    E: From<StoreError>,
+{
+    let filter = SessionFilter {
+        project: f.project.clone(),
+        since: f.since.clone(),
+        until: f.until.clone(),
+        session_ids: f.session_ids.clone(),
+        ..SessionFilter::default()
+    };
+    let mut page = Page {
+        limit: CHUNK,
+        offset: 0,
+    };
+    let mut done = 0u64;
+    loop {
+        let left = f.limit.map(|n| n.saturating_sub(done as usize));
+        if left == Some(0) {
+            return Ok(done);
+        }
+        if let Some(n) = left {
+            page.limit = CHUNK.min(u32::try_from(n).unwrap_or(CHUNK));
+        }
+        let sessions = store.sessions(&filter, page).await?;
+        let ids: Vec<String> = sessions
+            .items
+            .iter()
+            .map(|s| s.session_id.clone())
+            .collect();
+        if ids.is_empty() {
+            return Ok(done);
+        }
+        let only = Some(ids.clone());
+        let summaries = store
+            .list_summaries(&SummaryFilter {
+                session_ids: only.clone(),
+                oldest_first: true,
+                ..SummaryFilter::default()
+            })
+            .await?;
         let feedback = store
             .list_feedback(&FeedbackFilter {
-                session_ids: Some(ids.clone()),
+                session_ids: only.clone(),
+                oldest_first: true,
                 ..FeedbackFilter::default()
             })
             .await?;
-        let episodes = store
+        let mut episodes = store
             .list_episodes(&EpisodeFilter {
-                session_ids: Some(ids.clone()),
+                session_ids: only.clone(),
                 triage: None,
             })
             .await?;
+        episodes.reverse();
         let mut snippets = store
             .list_snippets(&SnippetFilter {
-                session_ids: Some(ids.clone()),
+                session_ids: only,
                 limit: u32::MAX,
                 ..SnippetFilter::default()
             })
             .await?
             .snippets;
         snippets.reverse();
-        for s in chunk {
+        for s in sessions.items {
             let mine = |id: &str| id == s.session_id;
-            out.push(SessionExport {
-                session: s.clone(),
+            let export = SessionExport {
                 summaries: summaries
                     .iter()
                     .filter(|x| mine(&x.session_id))
@@ -132,10 +164,85 @@ pub async fn collect(store: &Store, f: &ExportFilter) -> Result<Vec<SessionExpor
                     .filter(|x| mine(&x.session_id))
                     .cloned()
                     .collect(),
-            });
+                session: s,
+            };
+            sink(export)?;
+            done += 1;
+        }
+        match sessions.next_offset {
+            Some(next) => page.offset = u32::try_from(next).unwrap_or(u32::MAX),
+            None => return Ok(done),
         }
     }
+}
+
+/// Gather the export of every session `f` selects, newest activity first (tests and small
+/// selections; [`stream`] for the rest).
+pub async fn collect(store: &Store, f: &ExportFilter) -> Result<Vec<SessionExport>, StoreError> {
+    let mut out = Vec::new();
+    stream(store, f, |s| {
+        out.push(s);
+        Ok::<(), StoreError>(())
+    })
+    .await?;
     Ok(out)
+}
+
+/// Writes sessions in one format as they come: what comes before, between and after them.
+pub struct Renderer {
+    format: Format,
+    written: u64,
+}
+
+impl Renderer {
+    /// A renderer of `format` that has written nothing yet.
+    pub fn new(format: Format) -> Renderer {
+        Renderer { format, written: 0 }
+    }
+
+    /// Write one session.
+    pub fn session(
+        &mut self,
+        s: &SessionExport,
+        out: &mut impl std::io::Write,
+    ) -> std::io::Result<()> {
+        let first = self.written == 0;
+        self.written += 1;
+        match self.format {
+            Format::Markdown => {
+                if !first {
+                    out.write_all(b"\n---\n\n")?;
+                }
+                out.write_all(markdown::session_text(s).as_bytes())
+            }
+            Format::Json => {
+                out.write_all(if first { b"[\n" } else { b",\n" })?;
+                serde_json::to_writer_pretty(&mut *out, s)?;
+                Ok(())
+            }
+            Format::Jsonl => {
+                serde_json::to_writer(&mut *out, s)?;
+                writeln!(out)
+            }
+            Format::Learnings => {
+                for l in learnings(s) {
+                    serde_json::to_writer(&mut *out, &l)?;
+                    writeln!(out)?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Close the output (the JSON array's end; a Markdown note when nothing matched).
+    pub fn finish(&self, out: &mut impl std::io::Write) -> std::io::Result<()> {
+        match (self.format, self.written) {
+            (Format::Json, 0) => writeln!(out, "[]"),
+            (Format::Json, _) => writeln!(out, "\n]"),
+            (Format::Markdown, 0) => out.write_all(b"_No session matched._\n"),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Render `sessions` in `format` to `out`.
@@ -144,27 +251,11 @@ pub fn render(
     sessions: &[SessionExport],
     out: &mut impl std::io::Write,
 ) -> std::io::Result<()> {
-    match format {
-        Format::Markdown => out.write_all(markdown(sessions).as_bytes()),
-        Format::Json => {
-            serde_json::to_writer_pretty(&mut *out, sessions)?;
-            writeln!(out)
-        }
-        Format::Jsonl => {
-            for s in sessions {
-                serde_json::to_writer(&mut *out, s)?;
-                writeln!(out)?;
-            }
-            Ok(())
-        }
-        Format::Learnings => {
-            for l in sessions.iter().flat_map(learnings) {
-                serde_json::to_writer(&mut *out, &l)?;
-                writeln!(out)?;
-            }
-            Ok(())
-        }
+    let mut r = Renderer::new(format);
+    for s in sessions {
+        r.session(s, out)?;
     }
+    r.finish(out)
 }
 
 #[cfg(test)]

@@ -28,6 +28,8 @@ fn session() -> SessionExport {
         feedback: FeedbackCounts::default(),
         summaries: SummaryCounts::default(),
         tokens: TokenTotals::default(),
+        snippets: 1,
+        notable_episodes: 1,
     };
     let snippet = |id: i64, ty: &str, triage: &str, meta: serde_json::Value, content: &str| {
         let mut m = meta;

@@ -74,6 +74,8 @@ pub struct ListSessionsArgs {
     pub project: Option<String>,
     /// Only sessions active at or after this time: ISO date/time or an age (7d, 12h).
     pub since: Option<String>,
+    /// Only sessions started before this time (same forms as `since`).
+    pub until: Option<String>,
     /// `active` or `finished`.
     pub status: Option<String>,
     /// Sessions per page (default 20, at most 200).
@@ -102,6 +104,10 @@ pub struct SummariesArgs {
     pub kind: Option<String>,
     /// Only summaries at or after this time: ISO date/time or an age (7d, 12h).
     pub since: Option<String>,
+    /// Only summaries before this time (same forms as `since`).
+    pub until: Option<String>,
+    /// Oldest first (default: newest first).
+    pub oldest_first: Option<bool>,
     /// Summaries per page (default 20, at most 200).
     pub limit: Option<u32>,
     /// Summaries to skip.
@@ -121,6 +127,10 @@ pub struct FeedbackArgs {
     pub project: Option<String>,
     /// Only items at or after this time: ISO date/time or an age (7d, 12h).
     pub since: Option<String>,
+    /// Only items before this time (same forms as `since`).
+    pub until: Option<String>,
+    /// Oldest first, to read a session in order (default: newest first).
+    pub oldest_first: Option<bool>,
     /// Items per page (default 50, at most 500).
     pub limit: Option<u32>,
     /// Items to skip.
@@ -164,7 +174,8 @@ pub struct ExtractArgs {
     /// The content, written out. Leave it out to cut the content from the transcript by
     /// `source_line_start`/`source_line_end` or `start_turn`/`end_turn`.
     pub content: Option<String>,
-    /// The transcript to cut from (default: the session's main transcript).
+    /// The transcript to cut from: one of the session's own transcript files (default: its
+    /// main transcript). Any other file is refused.
     pub source_file: Option<String>,
     /// First physical line (1-based) of the range to cut.
     pub source_line_start: Option<u64>,

@@ -14,7 +14,9 @@
 
 mod args;
 mod export;
-mod tools;
+mod listings;
+mod session;
+mod snippets;
 
 use std::sync::Arc;
 
@@ -25,6 +27,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Config;
+use crate::query::{self, Page, Paged};
 use crate::store::{Store, StoreError};
 
 /// Why the server could not run.
@@ -44,8 +47,8 @@ pub struct Gleaner {
 }
 
 /// What a model is told about the server when it connects.
-const INSTRUCTIONS: &str = "Gleaner keeps what mattered in past Claude Code sessions on this \
-machine: compaction summaries, what the user said (prompts, tool denials, interruptions), \
+const INSTRUCTIONS: &str = "Gleaner keeps what mattered in past Claude Code sessions (of this \
+machine, or of several machines sharing one store): compaction summaries, what the user said (prompts, tool denials, interruptions), \
 episodes labelled by what happened (error_recovery, user_correction, pivot, design_decision) \
 and snippets of reasoning. Start with `search` (full text over all of it) or `list_sessions`; \
 read `get_session` for an overview before asking for more; `get_conversation` and \
@@ -67,7 +70,10 @@ impl Gleaner {
         Gleaner {
             store,
             cfg,
-            tool_router: Self::tool_router() + Self::export_router(),
+            tool_router: Self::listing_router()
+                + Self::session_router()
+                + Self::snippet_router()
+                + Self::export_router(),
         }
     }
 
@@ -91,32 +97,28 @@ impl Gleaner {
 
     /// The full id of a session given by id or unique prefix.
     async fn resolve(&self, prefix: &str) -> Result<String, String> {
-        let p = prefix.trim();
-        if p.is_empty() {
-            return Err("session_id is empty".into());
-        }
-        let mut ids = self
-            .store
-            .sessions_with_prefix(p)
+        query::resolve_session(&self.store, "session_id", prefix)
             .await
-            .map_err(store_err)?;
-        match ids.len() {
-            0 => Err(format!("no session found with id or prefix {p:?}")),
-            1 => Ok(ids.remove(0)),
-            _ => Err(format!(
-                "session prefix {p:?} is ambiguous; it matches {} (give more characters)",
-                ids.join(", ")
-            )),
-        }
+            .map_err(|e| e.to_string())
     }
 
     /// [`Gleaner::resolve`] for an optional filter: `None` stays `None`.
     async fn resolve_opt(&self, prefix: Option<&str>) -> Result<Option<Vec<String>>, String> {
-        match prefix {
-            None => Ok(None),
-            Some(p) => Ok(Some(vec![self.resolve(p).await?])),
-        }
+        query::resolve_optional_session(&self.store, "session_id", prefix)
+            .await
+            .map_err(|e| e.to_string())
     }
+}
+
+/// A tool's body: `Ok` is its result, `Err` the text of an error result.
+type Body = Result<Value, String>;
+
+/// A tool's answer: a result, or an error result saying what is wrong (the server goes on).
+fn done(body: Body) -> Result<CallToolResult, rmcp::ErrorData> {
+    Ok(match body {
+        Ok(v) => ok(v),
+        Err(msg) => fail(msg),
+    })
 }
 
 /// A store failure as a tool error's text.
@@ -126,23 +128,30 @@ fn store_err(e: StoreError) -> String {
 
 /// A time filter (`since`, `until`, ...) as stored times compare, or the error naming the field.
 fn time(field: &str, v: Option<&str>) -> Result<Option<String>, String> {
-    match v {
-        None => Ok(None),
-        Some(s) => crate::extract::rows::time_or_age(s)
-            .map(Some)
-            .ok_or_else(|| {
-                format!("invalid {field} {s:?}: expected a date like 2026-01-31 or an age like 7d")
-            }),
-    }
+    query::time_opt(field, v).map_err(|e| e.to_string())
 }
 
-/// A page size: `default` when absent, else 1..=`max`.
-fn page_size(field: &str, v: Option<u32>, default: u32, max: u32) -> Result<u32, String> {
-    match v {
-        None => Ok(default),
-        Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(n) => Err(format!("{field} must be 1 to {max}, got {n}")),
-    }
+/// The page of `limit`/`offset` (`default` rows when no limit is given, at most `max`).
+fn page_of(
+    limit: Option<u32>,
+    offset: Option<u32>,
+    default: u32,
+    max: u32,
+) -> Result<Page, String> {
+    Page::parse(
+        ("limit", limit.map(u64::from)),
+        ("offset", offset.map(u64::from)),
+        default,
+        max,
+    )
+    .map_err(|e| e.to_string())
+}
+
+/// A value of a closed vocabulary, or the error naming the field and the accepted values.
+fn choice<T: query::Vocabulary>(field: &str, v: Option<&str>) -> Result<Option<T>, String> {
+    v.map(|s| query::choice::<T>(field, s))
+        .transpose()
+        .map_err(|e| e.to_string())
 }
 
 /// A successful result: the value as JSON (structured content and its text).
@@ -155,28 +164,31 @@ fn fail(msg: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(msg.into())])
 }
 
-/// One page of `items` (already the page after `offset`) under `key`, with `total_count`,
-/// `has_more` and `next_offset`, cut to the items that fit in `cap` characters of JSON.
+/// One page under `key`, with `has_more`, `next_offset` (and `total_count` when the listing
+/// knows it), cut to the items that fit in `cap` characters of JSON: a cut page says
+/// `has_more` and where to go on.
 fn page<T: Serialize>(
     key: &str,
-    items: &[T],
-    offset: u64,
-    total: u64,
+    p: &Paged<T>,
+    offset: u32,
     extra: &[(&str, Value)],
     cap: usize,
 ) -> Value {
     let build = |n: usize| {
-        let end = offset + n as u64;
-        let has_more = end < total;
+        let cut = n < p.items.len();
+        let has_more = cut || p.has_more;
+        let end = u64::from(offset) + n as u64;
         let mut m = serde_json::Map::new();
         for (k, v) in extra {
             m.insert((*k).to_string(), v.clone());
         }
         m.insert(
             key.to_string(),
-            serde_json::to_value(&items[..n]).unwrap_or(Value::Null),
+            serde_json::to_value(&p.items[..n]).unwrap_or(Value::Null),
         );
-        m.insert("total_count".into(), Value::from(total));
+        if let Some(total) = p.total {
+            m.insert("total_count".into(), Value::from(total));
+        }
         m.insert("has_more".into(), Value::from(has_more));
         m.insert(
             "next_offset".into(),
@@ -189,12 +201,12 @@ fn page<T: Serialize>(
         Value::Object(m)
     };
     let fits = |v: &Value| v.to_string().chars().count() <= cap;
-    let all = build(items.len());
+    let all = build(p.items.len());
     if fits(&all) {
         return all;
     }
     // The most items that fit (at least none): binary search on the count.
-    let (mut lo, mut hi) = (0, items.len());
+    let (mut lo, mut hi) = (0, p.items.len());
     while lo < hi {
         let mid = (lo + hi).div_ceil(2);
         if fits(&build(mid)) {
@@ -228,14 +240,13 @@ mod tests {
     #[test]
     fn pages_are_cut_to_fit_and_say_where_to_go_on() {
         let items: Vec<String> = (0..50).map(|i| format!("item number {i:03}")).collect();
-        let v = page(
-            "xs",
-            &items,
-            10,
-            100,
-            &[("success", Value::Bool(true))],
-            200,
-        );
+        let p = Paged {
+            items,
+            total: Some(100),
+            has_more: true,
+            next_offset: Some(60),
+        };
+        let v = page("xs", &p, 10, &[("success", Value::Bool(true))], 200);
         assert!(v.to_string().chars().count() <= 200, "{v}");
         let n = v["xs"].as_array().map_or(0, Vec::len);
         assert!(n > 0 && n < 50, "{v}");
@@ -243,21 +254,28 @@ mod tests {
         assert_eq!(v["next_offset"], 10 + n as u64);
         assert_eq!(v["total_count"], 100);
         assert_eq!(v["success"], true);
-        let all = page("xs", &items[..2], 0, 2, &[], 20_000);
+        let last = Paged {
+            items: vec!["a".to_string(), "b".to_string()],
+            total: None,
+            has_more: false,
+            next_offset: None,
+        };
+        let all = page("xs", &last, 0, &[], 20_000);
         assert_eq!(all["has_more"], false);
         assert_eq!(all["next_offset"], Value::Null);
+        assert!(all.get("total_count").is_none());
     }
 
     #[test]
     fn arguments_are_checked() {
-        assert_eq!(page_size("limit", None, 20, 200), Ok(20));
-        assert!(page_size("limit", Some(0), 20, 200).is_err());
-        assert!(page_size("limit", Some(201), 20, 200).is_err());
+        assert_eq!(page_of(None, None, 20, 200).map(|p| p.limit), Ok(20));
+        assert!(page_of(Some(0), None, 20, 200).is_err());
+        assert!(page_of(Some(201), None, 20, 200).is_err());
         assert!(time("since", Some("yesterday")).is_err());
-        assert_eq!(
-            time("since", Some("2026-01-31")),
-            Ok(Some("2026-01-31".into()))
-        );
+        assert!(time("since", Some("2026-13-45"))
+            .unwrap_err()
+            .contains("2026-13-45"));
+        assert!(time("since", Some("2026-01-31")).is_ok());
         assert_eq!(cut_text("abcdef", 3), ("abc".into(), true));
     }
 }

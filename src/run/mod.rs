@@ -17,7 +17,6 @@ mod priority;
 pub mod pump;
 pub mod refine;
 mod requests;
-pub mod snippet_add;
 pub mod socket;
 pub mod tracked;
 pub mod watcher;

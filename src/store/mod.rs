@@ -21,41 +21,49 @@ mod files;
 mod knowledge;
 mod lite;
 mod model_names;
+mod open;
+mod page;
 mod unnest;
 mod plan;
-mod query;
+mod read;
 mod refine;
 pub mod search;
 mod sessions;
 mod snippet_query;
 mod sqlite_rows;
 mod timeline;
+mod vocab;
 pub(crate) mod sql;
 pub mod writer;
 pub use refine::{DaemonFigures, EpisodeSnippet, PendingEpisode};
 
-use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgConnection, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, Connection, PgPool, SqlitePool};
+use sqlx::{PgPool, SqlitePool};
+
+pub use open::Schema;
+pub use page::{Page, Paged};
+pub use vocab::{FeedbackType, SessionStatus, SummaryKind};
 
 pub use commit::{CommitStats, WriterConn};
 pub use episodes::SnippetSource;
 pub use files::FileRecord;
-pub use query::{
-    ConversationRow, FeedbackCounts, FeedbackFilter, FeedbackListing, FileListing, SessionFilter,
-    SessionListing, SubAgent, SummaryCounts, SummaryListing, TableCounts, TokenTotals,
+pub use read::conversation::ConversationRow;
+pub use read::feedback::{FeedbackFilter, FeedbackListing};
+pub use read::files::FileListing;
+pub use read::sessions::{
+    FeedbackCounts, SessionFilter, SessionListing, SessionSort, SubAgent, SummaryCounts,
+    TokenTotals,
 };
+pub use read::stats::{TableCounts, Totals};
+pub use read::summaries::{SummaryFilter, SummaryListing};
 pub use sessions::{ClosedEpisode, EpisodeStateRow, IdleSession};
 pub use snippet_query::{
     EpisodeFilter, EpisodeListing, SnippetFilter, SnippetListing, SnippetPage, KEYWORD_COUNT_CAP,
 };
 pub use sql::Backend;
 pub use timeline::{
-    SessionPageFilter, SessionRow, SessionSort, Timeline, TimelineFeedback, TimelineFile,
-    TimelineMessage, TimelineSummary, TimelineTool, Totals,
+    Timeline, TimelineFeedback, TimelineFile, TimelineMessage, TimelineSummary, TimelineTool,
 };
 
 use sql::{Pooled, Record, Sql, Tx};
@@ -100,6 +108,26 @@ pub enum StoreError {
     /// An error of the rows SQLite writes through its own handle (`sqlite_rows`).
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// A command that only reads was pointed at an SQLite file that does not exist.
+    #[error(
+        "no database at {} (start `gleaner daemon` or run `gleaner ingest` first)",
+        path.display()
+    )]
+    Missing {
+        /// The file looked for.
+        path: std::path::PathBuf,
+    },
+    /// The database's schema is older than this build's (or absent): readers never migrate.
+    #[error(
+        "the database schema is at version {found}, this gleaner reads version {wanted}: \
+         run `gleaner migrate` (or start the daemon, which migrates)"
+    )]
+    SchemaBehind {
+        /// The latest migration applied (0: none).
+        found: i64,
+        /// The latest migration this build knows.
+        wanted: i64,
+    },
 }
 
 /// Which database and how to reach it (`[database]` in the configuration).
@@ -170,11 +198,8 @@ pub enum Store {
     Postgres(PgPool),
 }
 
-/// A statement slower than this is logged (at debug level).
-const SLOW_STATEMENT: Duration = Duration::from_secs(1);
-
 /// How long an SQLite statement waits for a lock held by another connection.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Write-ahead log size from which [`Store::checkpoint`] restarts the log.
 const RESTART_AFTER_BYTES: i64 = 16 << 20;
@@ -183,116 +208,7 @@ const RESTART_AFTER_BYTES: i64 = 16 << 20;
 /// while it does).
 const RESTART_WAIT: Duration = Duration::from_millis(20);
 
-/// Page size of a new SQLite database (see `Store::connect`).
-const SQLITE_PAGE_SIZE: u32 = 16 * 1024;
-
 impl Store {
-    /// Open (creating the SQLite file and its folder if needed) and migrate the database.
-    pub async fn connect(cfg: &Options) -> Result<Store, StoreError> {
-        let url = redact_url(&cfg.url);
-        let connect_err = |e: sqlx::Error| StoreError::Connect {
-            url: url.clone(),
-            message: collapse_whitespace(&e.to_string()),
-        };
-        let store = match cfg.backend() {
-            Backend::Sqlite => {
-                let opts = SqliteConnectOptions::from_str(&cfg.url)
-                    .map_err(connect_err)?
-                    .create_if_missing(true)
-                    .journal_mode(SqliteJournalMode::Wal)
-                    .synchronous(SqliteSynchronous::Normal)
-                    .busy_timeout(BUSY_TIMEOUT)
-                    // The REFERENCES clauses document the schema; enforcing them per row forces a
-                    // statement journal on every multi-row insert (~7% of ingest time), and the
-                    // writer creates file rows before any row that points at them.
-                    .foreign_keys(false)
-                    .pragma("cache_size", "-16000")
-                    // 16 KB pages for a new database (an existing one keeps its own until a
-                    // VACUUM): a backfill writes a quarter as many pages, B-tree levels and WAL
-                    // frames; on the 1 GB bench tree 5% faster back to back, the database
-                    // 1% smaller, and search_bench's queries unchanged within noise.
-                    .page_size(SQLITE_PAGE_SIZE)
-                    // Checkpoints run beside the writer (`writer::checkpointer`), never inside
-                    // one of its commits.
-                    .pragma("wal_autocheckpoint", "0")
-                    // Statement logging follows Gleaner's level: a slow statement is a debug
-                    // detail, not a warning on a query command's stderr.
-                    .log_statements(log::LevelFilter::Trace)
-                    .log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT);
-                let db_file = opts.get_filename().to_path_buf();
-                if let Some(parent) = opts.get_filename().parent() {
-                    if !parent.as_os_str().is_empty() {
-                        std::fs::create_dir_all(parent).map_err(|e| StoreError::Connect {
-                            url: url.clone(),
-                            message: format!("cannot create {}: {e}", parent.display()),
-                        })?;
-                    }
-                }
-                // sqlx takes no migration lock on SQLite: two processes opening a new database
-                // at once (a daemon starting while `gleaner sessions` runs) would both try to
-                // create the tables, and switching a new file to WAL needs an exclusive lock
-                // that SQLite refuses at once instead of waiting. An advisory lock next to the
-                // file, held from before the first connection until migrations are done,
-                // serialises all of it.
-                let _migrate_lock =
-                    lock_for_migration(&db_file)
-                        .await
-                        .map_err(|e| StoreError::Connect {
-                            url: url.clone(),
-                            message: format!(
-                                "cannot lock {} for migration: {e}",
-                                db_file.display()
-                            ),
-                        })?;
-                // No liveness ping before each acquire: an embedded file connection does not go
-                // stale, and the ping was a round trip per transaction.
-                let pool = SqlitePoolOptions::new()
-                    .max_connections(cfg.max_connections)
-                    .test_before_acquire(false)
-                    .acquire_timeout(cfg.connect_timeout)
-                    .connect_with(opts)
-                    .await
-                    .map_err(connect_err)?;
-                sqlx::migrate!("migrations/sqlite").run(&pool).await?;
-                Store::Sqlite(pool)
-            }
-            Backend::Postgres => {
-                let opts = PgConnectOptions::from_str(&cfg.url)
-                    .map_err(connect_err)?
-                    .log_statements(log::LevelFilter::Trace)
-                    .log_slow_statements(log::LevelFilter::Debug, SLOW_STATEMENT);
-                // One direct connection first: a pool only says "timed out" when the server
-                // refuses, rejects the password or lacks the database; this names the cause.
-                match tokio::time::timeout(cfg.connect_timeout, PgConnection::connect_with(&opts))
-                    .await
-                {
-                    Ok(Ok(conn)) => {
-                        let _ = conn.close().await;
-                    }
-                    Ok(Err(e)) => return Err(connect_err(e)),
-                    Err(_) => {
-                        return Err(StoreError::Connect {
-                            url: url.clone(),
-                            message: format!(
-                                "no answer from the server within {} s",
-                                cfg.connect_timeout.as_secs()
-                            ),
-                        })
-                    }
-                }
-                let pool = PgPoolOptions::new()
-                    .max_connections(cfg.max_connections)
-                    .acquire_timeout(cfg.connect_timeout)
-                    .connect_with(opts)
-                    .await
-                    .map_err(connect_err)?;
-                sqlx::migrate!("migrations/postgres").run(&pool).await?;
-                Store::Postgres(pool)
-            }
-        };
-        Ok(store)
-    }
-
     /// Which backend this is.
     pub fn backend(&self) -> Backend {
         match self {
@@ -459,29 +375,5 @@ impl Store {
     pub(crate) async fn fetch_i64(&self, q: &Sql<'_>) -> Result<i64, StoreError> {
         let mut c = self.acquire().await?;
         Ok(c.conn().fetch_i64(q).await?)
-    }
-}
-
-/// Hold an exclusive advisory lock on `<db>-migrate.lock` (none for in-memory databases).
-/// Polled with `try_lock` so the wait never blocks a runtime thread.
-async fn lock_for_migration(db: &std::path::Path) -> std::io::Result<Option<std::fs::File>> {
-    let name = db.as_os_str().to_string_lossy();
-    if name.is_empty() || name == ":memory:" {
-        return Ok(None);
-    }
-    let path = std::path::PathBuf::from(format!("{name}-migrate.lock"));
-    let f = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)?;
-    loop {
-        match f.try_lock() {
-            Ok(()) => return Ok(Some(f)),
-            Err(std::fs::TryLockError::WouldBlock) => {
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-            Err(std::fs::TryLockError::Error(e)) => return Err(e),
-        }
     }
 }

@@ -22,17 +22,18 @@ use serde::Serialize;
 use sqlx::{Row, Type};
 
 use super::plan::{fts5_phrase, SqlitePlan, TRIGRAM};
-use super::query::push_project_filter;
+use super::read::push_project_filter;
 use super::sql::{contains_pattern, Backend, Sql};
-use super::{Store, StoreError};
+use super::{Page, Paged, Store, StoreError};
+use crate::snippet::SnippetType;
 
-/// Filters of `gleaner snippets`. Every filter narrows the result (they are ANDed).
+/// What a snippet listing is narrowed to (every door's). Every filter narrows the result (they are ANDed).
 #[derive(Debug, Clone)]
 pub struct SnippetFilter {
     /// Only these sessions (an empty list matches nothing).
     pub session_ids: Option<Vec<String>>,
-    /// `error_reasoning`, `decision_rationale` or `learning_pattern`.
-    pub snippet_type: Option<String>,
+    /// Only this type.
+    pub snippet_type: Option<SnippetType>,
     /// The session's project folder or working directory contains this text (SQL `LIKE`, as
     /// `gleaner sessions --project`).
     pub project: Option<String>,
@@ -89,9 +90,11 @@ pub struct SnippetListing {
     pub project: String,
     /// Transcript (or content file) it was cut from.
     pub source_file: String,
-    /// First source line (1-based).
+    /// First source line (1-based); `source_line_start` in JSON, as `extract_snippet` takes it.
+    #[serde(rename = "source_line_start")]
     pub line_start: i64,
-    /// Last source line.
+    /// Last source line; `source_line_end` in JSON.
+    #[serde(rename = "source_line_end")]
     pub line_end: i64,
     /// Tags (tools, file extensions, error kinds, project).
     pub tags: Vec<String>,
@@ -129,14 +132,14 @@ fn is_true(b: &bool) -> bool {
 /// the same (a "1,000+" total).
 pub const KEYWORD_COUNT_CAP: i64 = 1000;
 
-/// Filters of `gleaner episodes`.
+/// What an episode listing is narrowed to (every door's).
 #[derive(Debug, Clone, Default)]
 pub struct EpisodeFilter {
     /// Only these sessions (an empty list matches nothing).
     pub session_ids: Option<Vec<String>>,
-    /// Episodes holding a turn with this label (`routine`, `error_recovery`,
-    /// `user_correction`, `pivot` or `design_decision`).
-    pub triage: Option<String>,
+    /// Episodes holding a turn with this label (an `episode::Label::as_str()`: the store
+    /// knows the column's values, not the stage that decides them).
+    pub triage: Option<&'static str>,
 }
 
 /// One episode as `gleaner episodes` shows it. JSON columns are decoded (see
@@ -276,7 +279,7 @@ fn push_snippet_filters<'a>(
     if let Some(ids) = &f.session_ids {
         q.push(" AND ").push_in("s.session_id", ids);
     }
-    if let Some(t) = &f.snippet_type {
+    if let Some(t) = f.snippet_type {
         q.push(" AND s.snippet_type = ").push_bind(t.as_str());
     }
     if let Some(p) = &f.project {
@@ -373,6 +376,13 @@ fn push_keyword(q: &mut Sql<'_>, k: &str, backend: Backend, drives: bool) {
     }
 }
 
+/// The columns of [`EpisodeListing`], ready for ` AND ...` filters.
+const EPISODE_SELECT: &str = "SELECT e.id, e.session_id, fl.path AS source_file, e.ordinal, \
+     e.first_turn, e.turns, e.start_line, e.end_line, e.started_at, e.ended_at, e.status, \
+     e.cut_reason, e.triage, e.confidence, e.evidence, e.labels, e.turn_labels, e.title, \
+     e.files_touched, e.tools, e.agents FROM episodes e JOIN files fl ON fl.id = e.file_id \
+     WHERE 1 = 1";
+
 impl Store {
     /// Snippets matching `f`, newest first (`created_at`, then id), one page of them, with the
     /// number of all matches so a caller can page through without guessing.
@@ -450,36 +460,47 @@ impl Store {
         })
     }
 
-    /// Episodes, in the order they happened (sessions interleaved by start time; episodes
-    /// without a timestamp last), optionally of some sessions and of one triage label.
-    pub async fn list_episodes(
+    /// One page of episodes, newest first (episodes without a timestamp last), optionally of
+    /// some sessions and holding a turn of one triage label.
+    pub async fn episodes(
         &self,
         f: &EpisodeFilter,
-    ) -> Result<Vec<EpisodeListing>, StoreError> {
-        let mut q = Sql::new(
-            "SELECT e.id, e.session_id, fl.path AS source_file, e.ordinal, e.first_turn, \
-             e.turns, e.start_line, e.end_line, e.started_at, e.ended_at, e.status, \
-             e.cut_reason, e.triage, e.confidence, e.evidence, e.labels, e.turn_labels, \
-             e.title, e.files_touched, \
-             e.tools, e.agents FROM episodes e JOIN files fl ON fl.id = e.file_id WHERE 1 = 1",
-        );
+        page: Page,
+    ) -> Result<Paged<EpisodeListing>, StoreError> {
+        let mut q = Sql::new(EPISODE_SELECT);
         if let Some(ids) = &f.session_ids {
             q.push(" AND ").push_in("e.session_id", ids);
         }
         // An episode holding a turn labelled L (its `labels` array names every turn label).
-        if let Some(t) = &f.triage {
+        if let Some(t) = f.triage {
             q.push(" AND (e.triage = ")
-                .push_bind(t.as_str())
+                .push_bind(t)
                 .push(" OR e.labels LIKE ")
                 .push_bind(format!("%\"{t}\"%"))
                 .push(")");
         }
-        // NULLs sort first on SQLite and last on PostgreSQL: place them explicitly.
-        q.push(
-            " ORDER BY CASE WHEN e.started_at IS NULL THEN 1 ELSE 0 END, e.started_at, \
-             fl.path, e.start_line",
-        );
+        q.push(" ORDER BY e.started_at DESC NULLS LAST, e.id DESC LIMIT ")
+            .push_bind(i64::from(page.probe()))
+            .push(" OFFSET ")
+            .push_bind(i64::from(page.offset));
+        let rows = self.fetch_all(&q.not_persistent()).await?;
+        Ok(page.finish(rows, None))
+    }
+
+    /// The episodes with these ids (at most a page's worth: the caller's snippets point at
+    /// them).
+    pub async fn episodes_with_ids(&self, ids: &[i64]) -> Result<Vec<EpisodeListing>, StoreError> {
+        let mut q = Sql::new(EPISODE_SELECT);
+        q.push(" AND ").push_in("e.id", ids.iter().copied());
         self.fetch_all(&q.not_persistent()).await
+    }
+
+    /// Every episode matching `f` (exports and tests), a page at a time.
+    pub async fn list_episodes(
+        &self,
+        f: &EpisodeFilter,
+    ) -> Result<Vec<EpisodeListing>, StoreError> {
+        super::read::every_page(|page| self.episodes(f, page)).await
     }
 }
 

@@ -4,10 +4,11 @@
 //! scripts and anything else, and none of it may become part of the page. `PreEscaped` is used
 //! only for constant text written here (the style sheet).
 
-use maud::{html, Markup, PreEscaped, DOCTYPE};
+use maud::{html, Markup, DOCTYPE};
 
-/// The style sheet: one constant, no build step.
-const STYLE: &str = r#"
+/// The style sheet: one constant, no build step, served at `/style.css` (a file of its own so
+/// that the Content-Security-Policy allows no inline style or script).
+pub const STYLE: &str = r#"
 :root { --fg:#1d2330; --muted:#667085; --line:#e4e7ec; --bg:#fff; --soft:#f6f7f9;
   --err:#b42318; --routine:#d0d5dd; --error_recovery:#f79009; --user_correction:#d92d20;
   --pivot:#7a5af8; --design_decision:#1570ef; }
@@ -68,7 +69,7 @@ pub fn page(title: &str, body: Markup) -> Markup {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Gleaner" }
-                style { (PreEscaped(STYLE)) }
+                link rel="stylesheet" href="/style.css";
             }
             body {
                 header.top {

@@ -7,6 +7,15 @@
 //! itself. Bound to any other address it requires a token, generated at start and printed with
 //! the URL: `?token=...` once sets a cookie (HttpOnly, SameSite=Strict) that later requests
 //! carry; without it a request gets 401.
+//!
+//! Whatever the address, a request must name this server in its `Host` header: the bound
+//! address, `localhost`, `127.0.0.1`, `[::1]`, or a name given with `--allow-host` (any IP
+//! address when bound to all of them). Why: DNS rebinding. A web page the user visits can
+//! point a name it controls at 127.0.0.1 and read loopback servers with the browser's
+//! credentials; such requests carry the attacker's name as `Host`, and get 421 here. A
+//! request other than GET/HEAD from another origin gets 403, and every answer carries a
+//! Content-Security-Policy that allows no script and no inline style, `nosniff`, no referrer
+//! and no framing.
 
 mod layout;
 mod pages;
@@ -36,6 +45,56 @@ pub struct AppState {
     pub cfg: Arc<Config>,
     /// Required token when bound beyond loopback.
     token: Option<String>,
+    /// Which `Host` headers name this server.
+    hosts: AllowedHosts,
+}
+
+/// The `Host` names a request may carry (see the module documentation).
+#[derive(Debug, Clone)]
+pub struct AllowedHosts {
+    bound: SocketAddr,
+    names: Vec<String>,
+}
+
+impl AllowedHosts {
+    /// The bound address's names, plus `extra` (from `--allow-host`).
+    pub fn new(bound: SocketAddr, extra: &[String]) -> AllowedHosts {
+        AllowedHosts {
+            bound,
+            names: extra
+                .iter()
+                .map(|n| n.trim().trim_end_matches('.').to_ascii_lowercase())
+                .filter(|n| !n.is_empty())
+                .collect(),
+        }
+    }
+
+    /// Whether a `Host` header value (with or without a port) names this server.
+    pub fn allows(&self, host: &str) -> bool {
+        let host = host.trim().to_ascii_lowercase();
+        // `[::1]:7270`, `[::1]`, `127.0.0.1:7270`, `name:7270`, `name`.
+        let name = match host.strip_prefix('[') {
+            Some(rest) => match rest.split_once(']') {
+                Some((ip, port)) if port.is_empty() || port.starts_with(':') => ip,
+                _ => return false,
+            },
+            None => host.rsplit_once(':').map_or(host.as_str(), |(n, port)| {
+                if port.bytes().all(|b| b.is_ascii_digit()) {
+                    n
+                } else {
+                    host.as_str()
+                }
+            }),
+        };
+        let name = name.trim_end_matches('.');
+        if name == "localhost" || self.names.iter().any(|n| n == name) {
+            return true;
+        }
+        match name.parse::<std::net::IpAddr>() {
+            Ok(ip) => ip.is_loopback() || ip == self.bound.ip() || self.bound.ip().is_unspecified(),
+            Err(_) => false,
+        }
+    }
 }
 
 /// Why a page could not be served.
@@ -53,6 +112,16 @@ pub enum WebError {
     /// Anything else.
     #[error("{0}")]
     Internal(String),
+}
+
+impl From<crate::query::Error> for WebError {
+    fn from(e: crate::query::Error) -> Self {
+        match e {
+            crate::query::Error::Store(e) => WebError::Store(e),
+            e @ crate::query::Error::NoSession { .. } => WebError::NotFound(e.to_string()),
+            e => WebError::BadRequest(e.to_string()),
+        }
+    }
 }
 
 impl IntoResponse for WebError {
@@ -98,9 +167,91 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}", get(pages::session))
         .route("/sessions/{id}/lines", get(pages::lines))
         .route("/snippets", get(pages::snippets))
+        .route("/style.css", get(style))
         .fallback(|| async { WebError::NotFound("no such page".into()) })
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
+        .layer(middleware::from_fn_with_state(state.clone(), guard))
         .with_state(state)
+}
+
+async fn style() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        layout::STYLE,
+    )
+        .into_response()
+}
+
+/// The headers every answer carries (see the module documentation).
+const SECURITY_HEADERS: [(&str, &str); 5] = [
+    (
+        "content-security-policy",
+        "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; \
+         frame-ancestors 'none'; base-uri 'none'",
+    ),
+    ("x-content-type-options", "nosniff"),
+    ("referrer-policy", "no-referrer"),
+    ("x-frame-options", "DENY"),
+    ("cross-origin-resource-policy", "same-origin"),
+];
+
+/// Refuse requests that do not name this server (DNS rebinding) and writes from another
+/// origin; add the security headers to every answer, refusals included.
+async fn guard(State(st): State<Arc<AppState>>, req: Request, next: Next) -> Response {
+    let host = req
+        .headers()
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| req.uri().authority().map(|a| a.as_str()));
+    let mut resp = match host {
+        Some(h) if st.hosts.allows(h) => {
+            let safe = matches!(
+                *req.method(),
+                axum::http::Method::GET | axum::http::Method::HEAD
+            );
+            if safe || same_origin(&req, &st.hosts) {
+                next.run(req).await
+            } else {
+                refuse(
+                    StatusCode::FORBIDDEN,
+                    "Cross-origin requests are not served.",
+                )
+            }
+        }
+        _ => refuse(
+            StatusCode::MISDIRECTED_REQUEST,
+            "This Gleaner answers only to its own address (localhost, 127.0.0.1, [::1], the \
+             address it listens on, or names given with --allow-host).",
+        ),
+    };
+    let headers = resp.headers_mut();
+    for (k, v) in SECURITY_HEADERS {
+        headers.insert(k, header::HeaderValue::from_static(v));
+    }
+    resp
+}
+
+/// A write's `Origin` (or, without one, `Sec-Fetch-Site`) says it comes from this server.
+fn same_origin(req: &Request, hosts: &AllowedHosts) -> bool {
+    if let Some(origin) = req.headers().get(header::ORIGIN) {
+        return origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://").map(|(_, rest)| rest.to_string()))
+            .is_some_and(|authority| hosts.allows(&authority));
+    }
+    !req.headers()
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == "cross-site" || v == "same-site")
+}
+
+fn refuse(status: StatusCode, why: &str) -> Response {
+    let body = layout::page(
+        status.canonical_reason().unwrap_or("Refused"),
+        html! { h1 { (status.as_u16()) " " (status.canonical_reason().unwrap_or("")) } p { (why) } },
+    );
+    (status, Html(body.into_string())).into_response()
 }
 
 const COOKIE: &str = "gleaner_token";
@@ -178,6 +329,7 @@ pub async fn serve(
     cfg: Arc<Config>,
     store: Store,
     addr: SocketAddr,
+    allow_hosts: &[String],
     fallback: bool,
     ready: impl FnOnce(&Listening),
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -214,7 +366,13 @@ pub async fn serve(
         url,
         token_required: token.is_some(),
     });
-    let state = Arc::new(AppState { store, cfg, token });
+    let hosts = AllowedHosts::new(bound, allow_hosts);
+    let state = Arc::new(AppState {
+        store,
+        cfg,
+        token,
+        hosts,
+    });
     axum::serve(listener, router(state))
         .with_graceful_shutdown(shutdown)
         .await
@@ -233,5 +391,37 @@ mod tests {
         let (a, b) = (new_token().unwrap(), new_token().unwrap());
         assert_eq!(a.len(), 32);
         assert_ne!(a, b);
+    }
+
+    #[test]
+    fn only_this_servers_names_are_hosts() {
+        let loopback: SocketAddr = "127.0.0.1:7270".parse().unwrap();
+        let h = AllowedHosts::new(loopback, &["gleaner.lan".into()]);
+        for ok in [
+            "127.0.0.1:7270",
+            "127.0.0.1",
+            "localhost:7270",
+            "LOCALHOST",
+            "[::1]:7270",
+            "[::1]",
+            "gleaner.lan:7270",
+            "gleaner.lan.",
+        ] {
+            assert!(h.allows(ok), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:7270",
+            "localhost.evil.example",
+            "192.168.1.10:7270",
+            "",
+            "[::1",
+        ] {
+            assert!(!h.allows(bad), "{bad}");
+        }
+        let any: SocketAddr = "0.0.0.0:7270".parse().unwrap();
+        let h = AllowedHosts::new(any, &[]);
+        assert!(h.allows("192.168.1.10:7270"));
+        assert!(!h.allows("evil.example:7270"));
     }
 }

@@ -11,8 +11,10 @@ use maud::{html, Markup};
 use super::layout::{clip, duration, enc, label, marked, page, when};
 use super::timeline::{self, SessionView};
 use super::{AppState, WebError};
+use crate::query::{self, Page};
+use crate::snippet::SnippetType;
 use crate::store::search::{self, SearchFilter, SearchKind};
-use crate::store::{EpisodeFilter, SessionPageFilter, SessionSort, SnippetFilter};
+use crate::store::{EpisodeFilter, SessionFilter, SessionListing, SessionSort, SnippetFilter};
 
 type Params = Query<BTreeMap<String, String>>;
 
@@ -23,21 +25,28 @@ fn param<'a>(q: &'a BTreeMap<String, String>, k: &str) -> Option<&'a str> {
     q.get(k).map(|s| s.trim()).filter(|s| !s.is_empty())
 }
 
+/// A time parameter, or a 400 naming it.
 fn since_param(q: &BTreeMap<String, String>, k: &str) -> Result<Option<String>, WebError> {
-    match param(q, k) {
-        None => Ok(None),
-        Some(s) => crate::extract::rows::time_or_age(s)
-            .map(Some)
-            .ok_or_else(|| {
-                WebError::BadRequest(format!(
-                    "invalid {k} {s:?}: expected a date like 2026-01-31 or an age like 7d"
-                ))
-            }),
-    }
+    Ok(query::time_opt(k, param(q, k))?)
 }
 
-fn offset_param(q: &BTreeMap<String, String>) -> u32 {
-    param(q, "offset").and_then(|s| s.parse().ok()).unwrap_or(0)
+/// The page asked for (`offset`, and `limit` where a page offers it), or a 400 naming the bad
+/// value.
+fn page_param(q: &BTreeMap<String, String>, default: u32) -> Result<Page, WebError> {
+    Ok(Page::parse_text(
+        ("limit", param(q, "limit")),
+        ("offset", param(q, "offset")),
+        default,
+        default.max(200),
+    )?)
+}
+
+/// A value of a closed vocabulary, or a 400 naming it and the accepted values.
+fn choice_param<T: query::Vocabulary>(
+    q: &BTreeMap<String, String>,
+    k: &str,
+) -> Result<Option<T>, WebError> {
+    Ok(param(q, k).map(|v| query::choice::<T>(k, v)).transpose()?)
 }
 
 fn ok(title: &str, body: Markup) -> Response {
@@ -53,13 +62,17 @@ pub async fn home(State(st): State<Arc<AppState>>, Query(q): Params) -> Result<R
     };
     let totals = st.store.totals().await?;
     let projects = st.store.projects().await?;
-    let (recent, _) = st
+    let recent = st
         .store
-        .session_page(&SessionPageFilter {
-            limit: 10,
-            ..SessionPageFilter::default()
-        })
-        .await?;
+        .sessions(
+            &SessionFilter::default(),
+            Page {
+                limit: 10,
+                offset: 0,
+            },
+        )
+        .await?
+        .items;
     let kind = param(&q, "kind").unwrap_or("");
     let project = param(&q, "project").unwrap_or("");
     let body = html! {
@@ -111,14 +124,8 @@ async fn search_results(
     text: &str,
 ) -> Result<Markup, WebError> {
     let query = search::parse(text).map_err(|e| WebError::BadRequest(e.to_string()))?;
-    let kinds = match param(q, "kind") {
-        Some(k) => vec![SearchKind::ALL
-            .into_iter()
-            .find(|x| x.as_str() == k)
-            .ok_or_else(|| WebError::BadRequest(format!("unknown kind {k:?}")))?],
-        None => Vec::new(),
-    };
-    let offset = offset_param(q);
+    let kinds: Vec<SearchKind> = choice_param(q, "kind")?.into_iter().collect();
+    let offset = page_param(q, 20)?.offset;
     let f = SearchFilter {
         query,
         kinds,
@@ -156,7 +163,7 @@ async fn search_results(
     })
 }
 
-fn session_table(rows: &[crate::store::SessionRow], sort: Option<(&str, &str)>) -> Markup {
+fn session_table(rows: &[SessionListing], sort: Option<(&str, &str)>) -> Markup {
     // Sortable headers keep the other filters (`base` is the query string without sort).
     let head = |key: &str, name: &str| -> Markup {
         match sort {
@@ -184,9 +191,9 @@ fn session_table(rows: &[crate::store::SessionRow], sort: Option<(&str, &str)>) 
                         td.nowrap { (when(s.started_at.as_deref())) }
                         td.nowrap { (duration(s.duration_ms)) }
                         td { (s.status) }
-                        td { (s.feedback) }
+                        td { (s.feedback.total()) }
                         td { (s.snippets) }
-                        td { (s.episodes) }
+                        td { (s.notable_episodes) }
                     }
                 }
             }
@@ -199,17 +206,17 @@ pub async fn sessions(
     State(st): State<Arc<AppState>>,
     Query(q): Params,
 ) -> Result<Response, WebError> {
-    let sort = SessionSort::parse(param(&q, "sort").unwrap_or("recent"));
-    let offset = offset_param(&q);
-    let f = SessionPageFilter {
+    let sort = choice_param::<SessionSort>(&q, "sort")?.unwrap_or_default();
+    let page = page_param(&q, PAGE)?;
+    let offset = page.offset;
+    let f = SessionFilter {
         project: param(&q, "project").map(str::to_string),
         since: since_param(&q, "since")?,
         until: since_param(&q, "until")?,
         sort,
-        limit: PAGE,
-        offset,
+        ..SessionFilter::default()
     };
-    let (rows, total) = st.store.session_page(&f).await?;
+    let rows = st.store.sessions(&f, page).await?;
     let projects = st.store.projects().await?;
     let base = format!(
         "project={}&since={}&until={}",
@@ -227,11 +234,11 @@ pub async fn sessions(
             input type="hidden" name="sort" value=(sort.as_str());
             button type="submit" { "Filter" }
         }
-        p.muted { (total) " session" @if total != 1 { "s" } @if total > 0 { ", " (offset + 1) "–" (u64::from(offset) + rows.len() as u64) " shown" } }
-        (session_table(&rows, Some((sort.as_str(), &base))))
+        p.muted { @if rows.items.is_empty() { "No sessions" } @else { "Sessions " (offset + 1) "–" (u64::from(offset) + rows.items.len() as u64) } }
+        (session_table(&rows.items, Some((sort.as_str(), &base))))
         div.pager {
-            @if offset > 0 { a href=(at(offset.saturating_sub(PAGE))) { "← Newer" } }
-            @if i64::from(offset) + (rows.len() as i64) < total { a href=(at(offset + PAGE)) { "Older →" } }
+            @if offset > 0 { a href=(at(offset.saturating_sub(page.limit))) { "← Previous" } }
+            @if rows.has_more { a href=(at(offset + page.limit)) { "Next →" } }
         }
     };
     Ok(ok("Sessions", body))
@@ -244,7 +251,7 @@ pub async fn session(
     Query(q): Params,
 ) -> Result<Response, WebError> {
     let id = resolve(&st, &id).await?;
-    let Some(row) = st.store.session_row(&id).await? else {
+    let Some(row) = st.store.session(&id).await? else {
         return Err(WebError::NotFound(format!("no session {id}")));
     };
     let files = st.store.session_files(&id).await?;
@@ -293,16 +300,7 @@ fn transcript_of<'a>(
 }
 
 async fn resolve(st: &AppState, prefix: &str) -> Result<String, WebError> {
-    let ids = st.store.resolve_session(prefix).await?;
-    match ids.as_slice() {
-        [one] => Ok(one.clone()),
-        [] => Err(WebError::NotFound(format!(
-            "no session with prefix {prefix}"
-        ))),
-        _ => Err(WebError::BadRequest(format!(
-            "several sessions match prefix {prefix}"
-        ))),
-    }
+    Ok(query::resolve_session(&st.store, "session", prefix).await?)
 }
 
 /// `/sessions/{id}/lines?from=A&to=B[&agent=ID]`: the transcript lines, readable and redacted.
@@ -354,10 +352,10 @@ pub async fn snippets(
     State(st): State<Arc<AppState>>,
     Query(q): Params,
 ) -> Result<Response, WebError> {
-    let offset = offset_param(&q);
+    let offset = page_param(&q, 30)?.offset;
     let f = SnippetFilter {
         session_ids: None,
-        snippet_type: param(&q, "type").map(str::to_string),
+        snippet_type: choice_param::<SnippetType>(&q, "type")?,
         project: param(&q, "project").map(str::to_string),
         tags: param(&q, "tag")
             .map(|t| vec![t.to_string()])

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::layout::{clip, duration, enc, label, when};
 use crate::conversation::user_text;
 use crate::store::{
-    EpisodeListing, SessionRow, SnippetListing, Timeline, TimelineFile, TimelineSummary,
+    EpisodeListing, SessionListing, SnippetListing, Timeline, TimelineFile, TimelineSummary,
 };
 
 /// Assistant text longer than this is collapsed (its first lines stay visible).
@@ -237,7 +237,7 @@ pub fn evidence_text(v: &Value) -> String {
 /// What the session page shows.
 pub struct SessionView<'a> {
     /// The session.
-    pub session: &'a SessionRow,
+    pub session: &'a SessionListing,
     /// Its transcript files (main first).
     pub files: &'a [TimelineFile],
     /// The one shown.
@@ -263,7 +263,7 @@ pub fn render(v: &SessionView<'_>) -> Markup {
         p.muted {
             (s.project) " · started " (when(s.started_at.as_deref()))
             " · " (duration(s.duration_ms)) " · " (s.status)
-            " · " (s.feedback) " feedback · " (s.snippets) " snippets · "
+            " · " (s.feedback.total()) " feedback · " (s.snippets) " snippets · "
             code { (sid) }
         }
         @if v.files.len() > 1 {

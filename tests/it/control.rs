@@ -119,7 +119,13 @@ async fn reload_applies_valid_config_and_keeps_running_one_on_invalid() {
     let sock = sock_of(&env);
     let store = env.store().await;
     wait_offset(&store, &file_a, la.len() as u64).await;
-    let s = status(&sock);
+    // The daemon counts a batch's bytes just after its commit: wait for the count.
+    let mut s = status(&sock);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while s["bytes"].as_u64().unwrap_or(0) == 0 && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        s = status(&sock);
+    }
     assert_eq!(s["reloads"], 0);
     assert!(
         s["ingest_rate_bytes_per_sec"].as_f64().unwrap_or(0.0) > 0.0,

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use gleaner::store::{FeedbackFilter, SessionFilter, Store};
+use gleaner::store::{FeedbackFilter, SessionFilter, Store, SummaryFilter, SummaryKind};
 use serde_json::Value;
 
 use crate::both_backends;
@@ -293,7 +293,10 @@ async fn corpus_knowledge(backend: Backend) {
         .iter()
         .flat_map(|s| &s.subagents)
         .any(|a| a.agent_type.as_deref() == Some("Explore")));
-    let summaries = store.list_summaries(None, None).await.expect("summaries");
+    let summaries = store
+        .list_summaries(&SummaryFilter::default())
+        .await
+        .expect("summaries");
     // Each summary belongs to a session holding its leaf message when the corpus has it.
     let mut holders: HashMap<String, HashSet<String>> = HashMap::new();
     for f in &files {
@@ -398,7 +401,10 @@ async fn resumed_copies(backend: Backend) {
         1
     );
     let sums = store
-        .list_summaries(None, Some("summary"))
+        .list_summaries(&SummaryFilter {
+            kind: Some(SummaryKind::Summary),
+            ..SummaryFilter::default()
+        })
         .await
         .expect("summaries");
     assert_eq!(sums.len(), 1, "one row per (leaf, text)");
@@ -682,7 +688,10 @@ async fn leaf_orders(backend: Backend) {
         env.ingest();
         let store = env.store().await;
         let sums = store
-            .list_summaries(None, Some("summary"))
+            .list_summaries(&SummaryFilter {
+                kind: Some(SummaryKind::Summary),
+                ..SummaryFilter::default()
+            })
             .await
             .expect("summaries");
         assert_eq!(sums.len(), 1);

@@ -16,6 +16,8 @@
 //! - `outage`: PostgreSQL stopped and killed mid-transaction, SQLite's disk full: paused,
 //!   reported, caught up with rows identical to a clean run.
 //! - `web`: `gleaner web` pages over the corpus (HTTP), escaping, the token, headless Chromium.
+//! - `doors`: the query layer at every door: bad inputs refused alike by CLI, MCP and web;
+//!   read commands create and migrate nothing; the web view's host and origin checks.
 //! - `identity`: a file's session is the same however its bytes arrive (chunks, kill -9).
 
 mod common;
@@ -26,6 +28,7 @@ mod corpus;
 mod crash;
 mod daemon;
 mod doctor;
+mod doors;
 mod episodes;
 mod export;
 mod hooks;

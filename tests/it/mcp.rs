@@ -10,15 +10,15 @@ use serde_json::{json, Value};
 use crate::both_backends;
 use crate::common::*;
 
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
+pub(crate) struct Client {
+    pub(crate) child: Child,
+    pub(crate) stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
     next_id: i64,
 }
 
 impl Client {
-    fn start(env: &TestEnv) -> Client {
+    pub(crate) fn start(env: &TestEnv) -> Client {
         let mut child = env
             .cmd()
             .arg("mcp")
@@ -37,13 +37,13 @@ impl Client {
         }
     }
 
-    fn send(&mut self, v: &Value) {
+    pub(crate) fn send(&mut self, v: &Value) {
         writeln!(self.stdin, "{v}").expect("write request");
         self.stdin.flush().expect("flush");
     }
 
     /// Send a request and return its response (every line read must be JSON-RPC).
-    fn request(&mut self, method: &str, params: Value) -> Value {
+    pub(crate) fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
         self.next_id += 1;
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
@@ -65,7 +65,7 @@ impl Client {
 
     /// Call a tool: `Ok(structured result)` or `Err(error text)` (an error result or a
     /// JSON-RPC error).
-    fn call(&mut self, name: &str, args: Value) -> Result<Value, String> {
+    pub(crate) fn call(&mut self, name: &str, args: Value) -> Result<Value, String> {
         let r = self.request("tools/call", json!({"name": name, "arguments": args}));
         if let Some(e) = r.get("error") {
             return Err(e["message"].as_str().unwrap_or_default().to_string());
@@ -172,7 +172,10 @@ async fn mcp_session(backend: Backend) {
             json!({"session_id": sid, "feedback_type": "message"}),
         )
         .expect("query_feedback");
-    assert!(fb["total_count"].as_u64().unwrap_or(0) > 0, "{fb}");
+    assert!(
+        fb["feedback"].as_array().is_some_and(|a| !a.is_empty()),
+        "{fb}"
+    );
     let sn = c
         .call("query_snippets", json!({"limit": 2}))
         .expect("query_snippets");
@@ -227,10 +230,8 @@ async fn mcp_session(backend: Backend) {
         .expect("export_learnings");
     let items = learned["learnings"].as_array().expect("learnings");
     assert_eq!(items.len(), 5, "{learned}");
-    assert!(
-        learned["total_count"].as_u64().unwrap_or(0) > 5,
-        "{learned}"
-    );
+    assert_eq!(learned["has_more"], true, "{learned}");
+    assert_eq!(learned["next_offset"], 5, "{learned}");
     for l in items {
         assert!(
             ["pattern", "mistake", "decision", "preference"]
@@ -286,7 +287,7 @@ async fn mcp_session(backend: Backend) {
         (
             "extract_snippet",
             json!({"session_id": sid, "snippet_type": "nope", "title": "t", "content": content}),
-            "invalid type",
+            "invalid snippet_type \"nope\"",
         ),
         (
             "get_transcript_lines",

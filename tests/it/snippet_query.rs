@@ -269,7 +269,7 @@ async fn filters(backend: Backend) {
     // Type.
     for t in TYPES {
         let f = SnippetFilter {
-            snippet_type: Some(t.into()),
+            snippet_type: Some(t.parse().expect("type")),
             ..SnippetFilter::default()
         };
         let want = expect(&specs, |s| s.snippet_type == t);
@@ -383,7 +383,7 @@ async fn filters(backend: Backend) {
     // Everything at once.
     let f = SnippetFilter {
         session_ids: Some(vec![SESSIONS[0].into()]),
-        snippet_type: Some(TYPES[0].into()),
+        snippet_type: Some(TYPES[0].parse().expect("type")),
         project: Some("alpha".into()),
         tags: vec!["even".into()],
         keyword: Some("LOREM".into()),
@@ -506,8 +506,8 @@ async fn cli(backend: Backend) {
         "content",
         "project",
         "source_file",
-        "line_start",
-        "line_end",
+        "source_line_start",
+        "source_line_end",
     ] {
         assert!(!first[k].is_null(), "{k} missing: {first}");
     }
@@ -693,7 +693,7 @@ async fn episodes(backend: Backend) {
     seed(&store).await;
     seed_episodes(&store).await;
 
-    // Store: by start time (no timestamp last), typed columns, JSON decoded.
+    // Store: newest first (no timestamp last), typed columns, JSON decoded.
     let all = store
         .list_episodes(&EpisodeFilter::default())
         .await
@@ -702,8 +702,8 @@ async fn episodes(backend: Backend) {
         .iter()
         .map(|e| (&e.session_id[..4], e.ordinal))
         .collect();
-    assert_eq!(order, [("aaaa", 1), ("aaaa", 2), ("bbbb", 1)]);
-    let e = &all[1];
+    assert_eq!(order, [("aaaa", 2), ("aaaa", 1), ("bbbb", 1)]);
+    let e = &all[0];
     assert_eq!(e.source_file, format!("/t/{}.jsonl", SESSIONS[0]));
     assert_eq!(
         (e.first_turn, e.turns, e.start_line, e.end_line),

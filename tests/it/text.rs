@@ -105,7 +105,7 @@ async fn matches_jsonl(backend: Backend) {
     let files: Vec<Value> = serde_json::from_slice(&out.stdout).expect("files JSON");
     let out = env
         .cmd_for(&corpus)
-        .args(["sessions", "--json"])
+        .args(["sessions", "--json", "--limit", "500"])
         .output()
         .expect("sessions");
     assert_ok(&out);

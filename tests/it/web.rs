@@ -13,9 +13,9 @@ use crate::common::*;
 /// The session whose prompt holds markup.
 const XSS_SID: &str = "99999999-0000-4000-8000-00000000beef";
 
-struct Web {
+pub(crate) struct Web {
     child: Child,
-    url: String,
+    pub(crate) url: String,
 }
 
 impl Drop for Web {
@@ -25,7 +25,7 @@ impl Drop for Web {
     }
 }
 
-fn start_web(env: &TestEnv, projects: &Path, bind: &str) -> Web {
+pub(crate) fn start_web(env: &TestEnv, projects: &Path, bind: &str) -> Web {
     let mut child = env
         .cmd_for(projects)
         .args(["web", "--bind", bind])
@@ -50,7 +50,7 @@ fn start_web(env: &TestEnv, projects: &Path, bind: &str) -> Web {
 }
 
 /// GET `url`: status and body (4xx/5xx are answers too).
-fn get(url: &str) -> (u16, String) {
+pub(crate) fn get(url: &str) -> (u16, String) {
     get_with(url, None).0
 }
 
@@ -128,16 +128,18 @@ async fn pages(backend: Backend) {
     let (status, list) = get(&format!("{base}/sessions?sort=snippets"));
     assert_eq!(status, 200);
     assert!(
-        list.contains("<table") && list.contains("Older →"),
+        list.contains("<table") && list.contains("Next →"),
         "a second page"
     );
     let (status, page2) = get(&format!("{base}/sessions?offset=50"));
     assert_eq!(status, 200);
-    assert!(page2.contains("← Newer"));
+    assert!(page2.contains("← Previous"));
     let (status, filtered) = get(&format!("{base}/sessions?project=xss"));
     assert_eq!(status, 200);
     assert!(
-        filtered.contains("1 session, 1–1 shown"),
+        filtered.contains("Sessions 1–1")
+            && filtered.contains(XSS_SID)
+            && !filtered.contains("Next →"),
         "the project filter"
     );
     let (status, _) = get(&format!("{base}/sessions?since=yesterdayish"));

@@ -201,8 +201,11 @@ fn openai_ok(s: &str, _: &str, _: &str) -> bool {
         && !is_placeholder(s)
 }
 
+/// An access key id is a credential wherever it stands; only the documentation's
+/// (`...EXAMPLE`) and filler (`AKIAXXXXXXXXXXXXXXXX`, `AKIA0000000000000000`) are not.
 fn aws_id_ok(s: &str, _: &str, _: &str) -> bool {
-    !s.ends_with("EXAMPLE") && s.bytes().skip(4).any(|b| b.is_ascii_digit())
+    let tail = s.as_bytes().get(4..).unwrap_or_default();
+    !s.ends_with("EXAMPLE") && !tail.iter().all(|b| Some(b) == tail.first())
 }
 
 fn aws_secret_ok(s: &str, _: &str, _: &str) -> bool {

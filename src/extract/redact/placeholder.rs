@@ -4,8 +4,9 @@
 /// the value was `<token>` or `changeme`, and redacting them would only add noise.
 ///
 /// The list: empty or all one filler character (`***`, `xxxx`, `....`, `----`, `####`);
-/// anything in `<...>`, `{...}`, `[...]`, `%s`/`%(...)s`; variable references (`$VAR`,
-/// `${VAR}`, `{{ var }}`, `process.env.X`, `os.environ[...]`, `os.getenv(...)`, `env(...)`,
+/// a whole value that is a template ([`is_template`]: `<token>`, `{name}`, `[name]`, `%s`,
+/// `%(name)s`, `%VAR%`, `$VAR`, `${VAR}`, `$(cmd)`, `{{ var }}`); variable references inside a
+/// value (`${`, `{{`, `process.env.X`, `os.environ[...]`, `os.getenv(...)`, `env(...)`,
 /// `ENV[...]`); words such as `changeme`, `password`, `secret`, `example`, `dummy`, `placeholder`,
 /// `redacted`, `null`, `none`, `undefined`, `true`, `false`; anything starting with `your` or
 /// `my-`/`my_` + secret word, or ending with `here`; anything containing `xxxx`, `...`, `…`,
@@ -19,10 +20,9 @@ pub(crate) fn is_placeholder(s: &str) -> bool {
     if v.chars().all(|c| c == first) && matches!(first, '*' | 'x' | 'X' | '.' | '-' | '#' | '•') {
         return true;
     }
-    // A crypt(3) hash (`$6$salt$hash`, `$2b$12$...`, `$y$j9T$...`) starts with `$` too, but
-    // is secret material, not a variable reference.
-    let crypt_hash = first == '$' && v.matches('$').count() >= 3 && v.len() >= 20;
-    if matches!(first, '<' | '{' | '[' | '$' | '%') && !crypt_hash {
+    // Only a whole value is a template: `%uMTk*zp5H!` or `$6$salt$hash` (a crypt(3) hash)
+    // merely start with a template's character and are secrets.
+    if is_template(v) {
         return true;
     }
     let lower = v.to_ascii_lowercase();
@@ -132,4 +132,51 @@ fn is_descriptive_name(v: &str) -> bool {
         .map(str::to_ascii_lowercase)
         .collect();
     words.len() >= 2 && words.iter().any(|w| KEYISH.contains(&w.as_str()))
+}
+
+/// A value that is, as a whole, a template or a variable reference: `<token>`, `{name}`,
+/// `{{ var }}`, `[name]`, `%s`/`%d`/`%(name)s`, `%VAR%`, `$VAR`, `${VAR}`, `$(cmd)`.
+pub(crate) fn is_template(v: &str) -> bool {
+    let enclosed = |open: char, close: char| {
+        v.len() >= 2
+            && v.starts_with(open)
+            && v.ends_with(close)
+            && !v[1..v.len() - 1].contains([open, close])
+    };
+    let ident = |s: &str| {
+        let mut b = s.bytes();
+        b.next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == b'_')
+            && b.all(|c| c.is_ascii_alphanumeric() || c == b'_')
+    };
+    if enclosed('<', '>') || enclosed('[', ']') || enclosed('{', '}') {
+        return true;
+    }
+    if let Some(inner) = v.strip_prefix("{{").and_then(|r| r.strip_suffix("}}")) {
+        return !inner.contains(['{', '}']);
+    }
+    if let Some(rest) = v.strip_prefix('$') {
+        return ident(rest)
+            || rest
+                .strip_prefix('{')
+                .and_then(|r| r.strip_suffix('}'))
+                .is_some_and(|r| !r.is_empty() && !r.contains(['{', '}']))
+            || rest
+                .strip_prefix('(')
+                .and_then(|r| r.strip_suffix(')'))
+                .is_some_and(|r| !r.is_empty() && !r.contains(['(', ')']));
+    }
+    if let Some(rest) = v.strip_prefix('%') {
+        if matches!(rest, "s" | "d" | "r" | "i" | "f") {
+            return true;
+        }
+        if let Some(name) = rest
+            .strip_prefix('(')
+            .and_then(|r| r.strip_suffix(")s").or_else(|| r.strip_suffix(")d")))
+        {
+            return ident(name);
+        }
+        return rest.strip_suffix('%').is_some_and(ident);
+    }
+    false
 }

@@ -354,3 +354,58 @@ fn aws_secret_next_to_its_key_id_or_named_in_prose() {
     let (out, _) = red(&r, &format!("{id} was added in {sha}"));
     assert!(out.contains(sha), "{out}");
 }
+
+/// Regressions from a held-out run: an access key id is a credential wherever it stands (it
+/// was kept whole next to a redacted secret, in a message and in a compaction summary), and a
+/// value that merely starts with a template's character (`%`, `$`, `{`, `[`, `<`) is a secret.
+#[test]
+fn key_ids_anywhere_and_templates_only_as_whole_values() {
+    let r = Redactor::new(&[]).unwrap();
+    let cases = [
+        (
+            "AWS_ACCESS_KEY_ID=\"AKIAQWERTYUIOPASDFGH\"\nAWS_SECRET_ACCESS_KEY=\"wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPL3Ky\"",
+            "AWS_ACCESS_KEY_ID=\"[REDACTED:aws_access_key_id]\"\nAWS_SECRET_ACCESS_KEY=\"[REDACTED:aws_secret_access_key]\"",
+        ),
+        (
+            "The summary: credentials were rotated (old id ASIAZXCVBNMLKJHGFDSA).",
+            "The summary: credentials were rotated (old id [REDACTED:aws_access_key_id]).",
+        ),
+        (
+            "POSTGRES_PASSWORD=%uMTk*zp5H!*^q7Lw",
+            "POSTGRES_PASSWORD=[REDACTED:password_assignment]",
+        ),
+        (
+            "DB_PASSWORD=$Qx7k!Lm2pZr",
+            "DB_PASSWORD=[REDACTED:password_assignment]",
+        ),
+        (
+            r#"api_key: "{k9Fz-2wPq}x81Lm""#,
+            r#"api_key: "[REDACTED:password_assignment]""#,
+        ),
+        (
+            r#"PASSWORD="<9xT!vQ2#pL""#,
+            r#"PASSWORD="[REDACTED:password_assignment]""#,
+        ),
+    ];
+    for (input, want) in cases {
+        assert_eq!(red(&r, input).0, want, "{input}");
+    }
+    for template in [
+        "DB_PASSWORD=%s",
+        "DB_PASSWORD=%(password)s",
+        "DB_PASSWORD=%DB_PASSWORD%",
+        "DB_PASSWORD=$DB_PASSWORD",
+        "DB_PASSWORD=${DB_PASSWORD}",
+        "DB_PASSWORD=$(cat /run/secrets/db)",
+        "DB_PASSWORD={{ db_password }}",
+        "DB_PASSWORD=<password>",
+        "DB_PASSWORD=[password]",
+        "DB_PASSWORD={password}",
+        "AWS_ACCESS_KEY_ID=AKIAXXXXXXXXXXXXXXXX",
+    ] {
+        assert_eq!(red(&r, template).0, template);
+    }
+    assert!(placeholder::is_template("%(name)s"));
+    assert!(!placeholder::is_template("%uMTk*zp5H!*^q7Lw"));
+    assert!(!placeholder::is_template("$6$salt$hash"));
+}

@@ -3,7 +3,7 @@
 
 use super::{Query, Ranked, SearchFilter, SearchKind, START, STOP, SUMMARY_BOOST};
 use crate::extract::lexemes::lexeme;
-use crate::store::query::push_project_filter;
+use crate::store::read::push_project_filter;
 use crate::store::sql::{Backend, Sql};
 
 /// The kinds a search covers.

@@ -1,4 +1,5 @@
-//! Storing a snippet by hand: `gleaner snippet add` and the MCP tool `extract_snippet`.
+//! Storing a snippet by hand: `gleaner snippet add` and the MCP tool `extract_snippet`, the
+//! one use case the doors share that writes.
 //!
 //! Why a manual path beside the automatic snippets: the person (or agent) who lived through a
 //! session knows which stretch of it is worth keeping. The snippet goes through the same gates
@@ -15,7 +16,7 @@ use crate::extract::redact::Redactor;
 use crate::extract::rows::{now_iso, SnippetRow};
 use crate::snippet::excerpt::{self, Selection, SourceError};
 use crate::snippet::{self as snip, SnippetError, SnippetType};
-use crate::store::{SessionFilter, SnippetSource, Store, StoreError};
+use crate::store::{SnippetSource, Store, StoreError, TimelineFile};
 
 /// Most bytes read of a content file: far above [`snip::MAX_CONTENT_BYTES`] (redaction can
 /// shorten a text) yet bounded, so pointing at a huge file fails fast instead of loading it.
@@ -80,6 +81,18 @@ pub enum AddError {
     /// The transcript range cannot be read.
     #[error(transparent)]
     Source(#[from] SourceError),
+    /// The file named as the source is not a transcript Gleaner tracks for the session.
+    #[error(
+        "{} is not a transcript of session {session_id} (give one of the session's own files, \
+         or leave the file out for its main transcript)",
+        .path.display()
+    )]
+    Untracked {
+        /// The file named.
+        path: PathBuf,
+        /// The session.
+        session_id: String,
+    },
     /// A content file cannot be read.
     #[error("cannot read {}: {message}", .path.display())]
     ContentFile {
@@ -138,17 +151,33 @@ pub async fn add(
     req: AddRequest,
 ) -> Result<Added, AddError> {
     let session = store
-        .list_sessions(&SessionFilter {
-            session_ids: Some(vec![req.session_id.clone()]),
-            ..SessionFilter::default()
-        })
+        .session(&req.session_id)
         .await?
-        .into_iter()
-        .next()
         .ok_or_else(|| AddError::UnknownSession(req.session_id.clone()))?;
+    // A snippet's source is a transcript of its own session, never any file a caller names:
+    // an agent over MCP must not read (and store) files outside what Gleaner tracks.
+    let source = match &req.content {
+        Content::Transcript(p, _) => Some(p.clone()),
+        Content::Text {
+            source_file: Some(f),
+            ..
+        } => Some(PathBuf::from(f)),
+        _ => None,
+    };
+    // A file that is not there says so when it is read ("cannot read ..."), which is the
+    // more useful message.
+    if let Some(path) = source.filter(|p| p.exists()) {
+        let files = store.session_files(&req.session_id).await?;
+        if !is_tracked(&path, &files) {
+            return Err(AddError::Untracked {
+                path,
+                session_id: req.session_id.clone(),
+            });
+        }
+    }
     let r = Arc::clone(redactor);
     let content = req.content.clone();
-    let cut = super::blocking(move || read(&content, &r)).await??;
+    let cut = crate::run::blocking(move || read(&content, &r)).await??;
 
     // Redact before anything else sees the text: validation, hashing, storage and output. An
     // excerpt is redacted piece by piece already (before its tool outputs are cut); redacting
@@ -334,4 +363,18 @@ fn canonical(path: &Path) -> String {
         .unwrap_or_else(|_| path.to_path_buf())
         .to_string_lossy()
         .into_owned()
+}
+
+/// Whether `path` is one of `files` (as stored, or the same file through another spelling:
+/// a relative path, a symbolic link).
+fn is_tracked(path: &Path, files: &[TimelineFile]) -> bool {
+    let given = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let real = std::fs::canonicalize(path).ok();
+    files.iter().any(|f| {
+        let stored = Path::new(&f.path);
+        stored == given
+            || real
+                .as_ref()
+                .is_some_and(|r| std::fs::canonicalize(stored).is_ok_and(|s| &s == r))
+    })
 }

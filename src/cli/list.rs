@@ -1,0 +1,250 @@
+//! The listings: `gleaner sessions`, `summaries`, `feedback` and `episodes`. Each parses its
+//! flags through the query layer (times, kinds, pages), asks the store for one page, prints it
+//! and, when more rows follow, says on stderr how to get them.
+
+use clap::Args;
+
+use super::output::{print_episodes, print_feedback, print_sessions, print_summaries};
+use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
+use crate::config::Config;
+use crate::episode::Label;
+use crate::query::{self, Page, Paged};
+use crate::store::{
+    EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionStatus, SummaryFilter,
+    SummaryKind,
+};
+
+/// Rows a listing prints unless `--limit` says otherwise.
+pub const DEFAULT_LIMIT: u32 = 50;
+/// The most rows one listing prints.
+pub const MAX_LIMIT: u32 = 500;
+
+/// `--limit`/`--offset`, shared by every listing.
+#[derive(Debug, Clone, Args)]
+pub struct PageArgs {
+    /// Most rows to print (1 to 500; default 50).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<u64>,
+    /// Skip this many rows first (to page on: the last line says the next offset).
+    #[arg(long, value_name = "N")]
+    pub offset: Option<u64>,
+}
+
+impl PageArgs {
+    /// The page, or an error naming the flag.
+    pub fn page(&self) -> Result<Page, query::Error> {
+        Page::parse(
+            ("--limit", self.limit),
+            ("--offset", self.offset),
+            DEFAULT_LIMIT,
+            MAX_LIMIT,
+        )
+    }
+}
+
+/// Tell a person at the end of a page where the next one starts (stderr: stdout stays the
+/// data, for scripts).
+fn say_more<T>(p: &Paged<T>, json: bool) {
+    if let (Some(next), false) = (p.next_offset, json) {
+        eprintln!("{} shown; more with --offset {next}", p.items.len());
+    }
+}
+
+/// `gleaner sessions` flags.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Only sessions whose project folder or working directory contains this text.
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    pub project: Option<String>,
+    /// Only sessions active at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// Only sessions started before T.
+    #[arg(long, value_name = "T")]
+    pub until: Option<String>,
+    /// Only sessions with this status: active or finished.
+    #[arg(long, value_name = "S")]
+    pub status: Option<String>,
+    #[command(flatten)]
+    pub page: PageArgs,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner sessions`.
+pub async fn sessions(cfg: &Config, a: SessionsArgs) -> Outcome {
+    let filter = SessionFilter {
+        project: a.project,
+        since: query::time_opt("--since", a.since.as_deref())?,
+        until: query::time_opt("--until", a.until.as_deref())?,
+        status: a
+            .status
+            .as_deref()
+            .map(|s| query::choice::<SessionStatus>("--status", s))
+            .transpose()?,
+        ..SessionFilter::default()
+    };
+    let page = a.page.page()?;
+    let store = open_store(cfg).await?;
+    let p = store.sessions(&filter, page).await?;
+    print_sessions(&p.items, a.json)?;
+    say_more(&p, a.json);
+    Ok(EXIT_OK)
+}
+
+/// `gleaner summaries` flags.
+#[derive(Debug, Args)]
+pub struct SummariesArgs {
+    /// Only this session (a unique prefix of its id is enough).
+    pub session_prefix: Option<String>,
+    /// Only this kind: summary, compact_boundary or compact_summary.
+    #[arg(long, value_name = "K")]
+    pub kind: Option<String>,
+    /// Only sessions whose project folder or working directory contains this text.
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    pub project: Option<String>,
+    /// Only summaries written at or after T (ISO date/time, or an age such as 7d).
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// Only summaries written before T.
+    #[arg(long, value_name = "T")]
+    pub until: Option<String>,
+    /// Oldest first (default: newest first).
+    #[arg(long)]
+    pub reverse: bool,
+    #[command(flatten)]
+    pub page: PageArgs,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner summaries`.
+pub async fn summaries(cfg: &Config, a: SummariesArgs) -> Outcome {
+    let kind = a
+        .kind
+        .as_deref()
+        .map(|k| query::choice::<SummaryKind>("--kind", k))
+        .transpose()?;
+    let since = query::time_opt("--since", a.since.as_deref())?;
+    let until = query::time_opt("--until", a.until.as_deref())?;
+    let page = a.page.page()?;
+    let store = open_store(cfg).await?;
+    let session_ids = match resolve_optional_prefix(&store, a.session_prefix.as_deref()).await? {
+        Ok(ids) => ids,
+        Err(code) => return Ok(code),
+    };
+    let filter = SummaryFilter {
+        session_ids,
+        kind,
+        project: a.project,
+        since,
+        until,
+        oldest_first: a.reverse,
+    };
+    let p = store.summaries(&filter, page).await?;
+    print_summaries(&p.items, a.json)?;
+    say_more(&p, a.json);
+    Ok(EXIT_OK)
+}
+
+/// `gleaner feedback` flags.
+#[derive(Debug, Args)]
+pub struct FeedbackArgs {
+    /// Only this session and its sub-agents (a unique prefix of its id is enough).
+    pub session_prefix: Option<String>,
+    /// Only this type: message, tool_denial or interruption.
+    #[arg(long = "type", value_name = "T")]
+    pub feedback_type: Option<String>,
+    /// Only sessions whose project folder or working directory contains this text.
+    #[arg(long, value_name = "P", allow_hyphen_values = true)]
+    pub project: Option<String>,
+    /// Only items at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// Only items before T.
+    #[arg(long, value_name = "T")]
+    pub until: Option<String>,
+    /// Oldest first (default: newest first).
+    #[arg(long)]
+    pub reverse: bool,
+    #[command(flatten)]
+    pub page: PageArgs,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner feedback`.
+pub async fn feedback(cfg: &Config, a: FeedbackArgs) -> Outcome {
+    let feedback_type = a
+        .feedback_type
+        .as_deref()
+        .map(|t| query::choice::<FeedbackType>("--type", t))
+        .transpose()?;
+    let since = query::time_opt("--since", a.since.as_deref())?;
+    let until = query::time_opt("--until", a.until.as_deref())?;
+    let page = a.page.page()?;
+    let store = open_store(cfg).await?;
+    let session_ids = match resolve_optional_prefix(&store, a.session_prefix.as_deref()).await? {
+        Ok(ids) => ids,
+        Err(code) => return Ok(code),
+    };
+    let filter = FeedbackFilter {
+        session_ids,
+        feedback_type,
+        project: a.project,
+        since,
+        until,
+        oldest_first: a.reverse,
+    };
+    let p = store.feedback(&filter, page).await?;
+    print_feedback(&p.items, a.json)?;
+    say_more(&p, a.json);
+    Ok(EXIT_OK)
+}
+
+/// `gleaner episodes` flags.
+#[derive(Debug, Args)]
+pub struct EpisodesArgs {
+    /// Only this session (a unique prefix of its id is enough).
+    pub session_prefix: Option<String>,
+    /// Only episodes holding a turn with this label (routine, error_recovery,
+    /// user_correction, pivot, design_decision; the episode's own label is its strongest
+    /// turn's, `--json` lists every turn's under `turn_labels`).
+    #[arg(long, value_name = "L")]
+    pub triage: Option<String>,
+    #[command(flatten)]
+    pub page: PageArgs,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner episodes`.
+pub async fn episodes(cfg: &Config, a: EpisodesArgs) -> Outcome {
+    let triage = a
+        .triage
+        .as_deref()
+        .map(|t| query::choice::<Label>("--triage", t))
+        .transpose()?;
+    let page = a.page.page()?;
+    let store = open_store(cfg).await?;
+    let session_ids = match resolve_optional_prefix(&store, a.session_prefix.as_deref()).await? {
+        Ok(ids) => ids,
+        Err(code) => return Ok(code),
+    };
+    let p = store
+        .episodes(
+            &EpisodeFilter {
+                session_ids,
+                triage: triage.map(Label::as_str),
+            },
+            page,
+        )
+        .await?;
+    print_episodes(&p.items, a.json)?;
+    say_more(&p, a.json);
+    Ok(EXIT_OK)
+}

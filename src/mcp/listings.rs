@@ -1,0 +1,182 @@
+//! The listing tools: search, sessions, summaries, feedback, snippets and episodes. Each one
+//! parses its arguments through the query layer and asks the store for one page.
+
+use rmcp::{tool, tool_router};
+use serde_json::Value;
+
+use super::args::{
+    EpisodesArgs, FeedbackArgs, ListSessionsArgs, Parameters, SearchArgs, SnippetsArgs,
+    SummariesArgs,
+};
+use super::{choice, done, page, page_of, store_err, time, Body, Gleaner};
+use crate::episode::Label;
+use crate::query::{self, Paged};
+use crate::snippet::SnippetType;
+use crate::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
+use crate::store::{
+    EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionStatus, SnippetFilter,
+    SummaryFilter, SummaryKind,
+};
+
+type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
+
+#[tool_router(router = listing_router, vis = "pub(super)")]
+impl Gleaner {
+    #[tool(
+        description = "Full-text search over past Claude Code sessions: user and assistant messages, compaction summaries, user feedback and snippets, best match first, each with its session, time, transcript file and line, and an excerpt (highlights give the matched character ranges). Use it first when looking for when something was done, said or decided. Query: words (all must match), \"exact phrase\", prefix*, OR, NOT / -word, parentheses."
+    )]
+    async fn search(&self, Parameters(a): Parameters<SearchArgs>) -> Result {
+        done(self.search_body(a).await)
+    }
+
+    #[tool(
+        description = "List sessions, most recent activity first, with title, project, branch, status and counts (messages, sub-agents, tool calls and errors, feedback, summaries, snippets, notable episodes). Use it to find a session by time or project; then get_session for its overview."
+    )]
+    async fn list_sessions(&self, Parameters(a): Parameters<ListSessionsArgs>) -> Result {
+        done(self.list_sessions_body(a).await)
+    }
+
+    #[tool(
+        description = "Summaries, newest first (oldest_first: true for the other order): `summary` lines, compaction boundaries (trigger, tokens before) and the compaction summaries Claude wrote, the densest record of what a session did. Filter by session, project, kind and time."
+    )]
+    async fn get_summaries(&self, Parameters(a): Parameters<SummariesArgs>) -> Result {
+        done(self.get_summaries_body(a).await)
+    }
+
+    #[tool(
+        description = "What the user said, newest first (oldest_first: true to read a session in order): their prompts (message), rejected tool uses with the reason they typed (tool_denial) and interruptions. Use it to learn the user's preferences and corrections."
+    )]
+    async fn query_feedback(&self, Parameters(a): Parameters<FeedbackArgs>) -> Result {
+        done(self.query_feedback_body(a).await)
+    }
+
+    #[tool(
+        description = "Snippets of reasoning kept from sessions (error_reasoning, decision_rationale, learning_pattern), newest first, filtered by session, type, project, tags (all must match), keyword and dates. Returns {success, snippets, total_count, has_more}."
+    )]
+    async fn query_snippets(&self, Parameters(a): Parameters<SnippetsArgs>) -> Result {
+        done(self.query_snippets_body(a).await)
+    }
+
+    #[tool(
+        description = "Episodes (runs of turns about one task), newest first, each with its triage label (its strongest turn's), confidence, evidence, line range and every turn's own label (turn_labels). Filter by session and label (routine, error_recovery, user_correction, pivot, design_decision; an episode matches when one of its turns holds the label) to find where things broke and were fixed or decided."
+    )]
+    async fn list_episodes(&self, Parameters(a): Parameters<EpisodesArgs>) -> Result {
+        done(self.list_episodes_body(a).await)
+    }
+}
+
+impl Gleaner {
+    async fn search_body(&self, a: SearchArgs) -> Body {
+        let query = search::parse(&a.query).map_err(|e| e.to_string())?;
+        let kinds = query::choices::<SearchKind>("kinds", &a.kinds.unwrap_or_default())
+            .map_err(|e| e.to_string())?;
+        let p = page_of(a.limit, a.offset, 20, MAX_LIMIT)?;
+        let filter = SearchFilter {
+            query,
+            kinds,
+            project: a.project,
+            session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
+            since: time("since", a.since.as_deref())?,
+            until: time("until", a.until.as_deref())?,
+            limit: p.limit,
+            offset: p.offset,
+        };
+        let r = self.store.search(&filter).await.map_err(store_err)?;
+        let paged = Paged {
+            has_more: r.has_more,
+            next_offset: r
+                .has_more
+                .then(|| u64::from(p.offset) + r.results.len() as u64),
+            total: Some(r.total_count.max(0) as u64),
+            items: r.results,
+        };
+        Ok(page("results", &paged, p.offset, &[], self.cap()))
+    }
+
+    async fn list_sessions_body(&self, a: ListSessionsArgs) -> Body {
+        let filter = SessionFilter {
+            project: a.project,
+            since: time("since", a.since.as_deref())?,
+            until: time("until", a.until.as_deref())?,
+            status: choice::<SessionStatus>("status", a.status.as_deref())?,
+            ..SessionFilter::default()
+        };
+        let p = page_of(a.limit, a.offset, 20, 200)?;
+        let sessions = self.store.sessions(&filter, p).await.map_err(store_err)?;
+        Ok(page("sessions", &sessions, p.offset, &[], self.cap()))
+    }
+
+    async fn get_summaries_body(&self, a: SummariesArgs) -> Body {
+        let filter = SummaryFilter {
+            kind: choice::<SummaryKind>("kind", a.kind.as_deref())?,
+            since: time("since", a.since.as_deref())?,
+            until: time("until", a.until.as_deref())?,
+            project: a.project,
+            oldest_first: a.oldest_first.unwrap_or(false),
+            session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
+        };
+        let p = page_of(a.limit, a.offset, 20, 200)?;
+        let rows = self.store.summaries(&filter, p).await.map_err(store_err)?;
+        Ok(page("summaries", &rows, p.offset, &[], self.cap()))
+    }
+
+    async fn query_feedback_body(&self, a: FeedbackArgs) -> Body {
+        let filter = FeedbackFilter {
+            feedback_type: choice::<FeedbackType>("feedback_type", a.feedback_type.as_deref())?,
+            since: time("since", a.since.as_deref())?,
+            until: time("until", a.until.as_deref())?,
+            project: a.project,
+            oldest_first: a.oldest_first.unwrap_or(false),
+            session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
+        };
+        let p = page_of(a.limit, a.offset, 50, 500)?;
+        let rows = self.store.feedback(&filter, p).await.map_err(store_err)?;
+        Ok(page("feedback", &rows, p.offset, &[], self.cap()))
+    }
+
+    async fn query_snippets_body(&self, a: SnippetsArgs) -> Body {
+        let p = page_of(a.limit, a.offset, 50, 500)?;
+        let filter = SnippetFilter {
+            snippet_type: choice::<SnippetType>("snippet_type", a.snippet_type.as_deref())?,
+            since: time("start_date", a.start_date.as_deref())?,
+            until: time("end_date", a.end_date.as_deref())?,
+            project: a.project,
+            tags: a.tags.unwrap_or_default(),
+            keyword: a.keyword.filter(|k| !k.is_empty()),
+            limit: p.limit,
+            offset: p.offset,
+            session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
+        };
+        let r = self.store.list_snippets(&filter).await.map_err(store_err)?;
+        let paged = Paged {
+            has_more: r.has_more,
+            next_offset: r
+                .has_more
+                .then(|| u64::from(p.offset) + r.snippets.len() as u64),
+            total: Some(r.total_count.max(0) as u64),
+            items: r.snippets,
+        };
+        let mut v = page(
+            "snippets",
+            &paged,
+            p.offset,
+            &[("success", Value::Bool(true))],
+            self.cap(),
+        );
+        if !r.total_count_exact {
+            v["total_count_exact"] = Value::Bool(false);
+        }
+        Ok(v)
+    }
+
+    async fn list_episodes_body(&self, a: EpisodesArgs) -> Body {
+        let triage = choice::<Label>("triage", a.triage.as_deref())?;
+        let p = page_of(a.limit, a.offset, 50, 500)?;
+        let filter = EpisodeFilter {
+            session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
+            triage: triage.map(Label::as_str),
+        };
+        let rows = self.store.episodes(&filter, p).await.map_err(store_err)?;
+        Ok(page("episodes", &rows, p.offset, &[], self.cap()))
+    }
+}

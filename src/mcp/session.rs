@@ -1,0 +1,243 @@
+//! The tools about one session: its overview, its conversation, and lines of its transcript.
+
+use rmcp::{tool, tool_router};
+use serde_json::{json, Value};
+
+use super::args::{ConversationArgs, LinesArgs, Parameters, SessionArgs};
+use super::{cut_text, done, store_err, Body, Gleaner};
+use crate::snippet::excerpt::{self, Selection, SourceError};
+use crate::store::{EpisodeFilter, Page, SnippetFilter, SummaryFilter};
+
+type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
+
+/// Most summaries, episodes and snippets an overview lists (it says `truncated` past them).
+const OVERVIEW_ITEMS: u32 = 100;
+
+#[tool_router(router = session_router, vis = "pub(super)")]
+impl Gleaner {
+    #[tool(
+        description = "A compact overview of one session: metadata and counts, its summaries, its episodes with their labels (error_recovery, user_correction, pivot, design_decision, routine) and the titles of its snippets. Read it before asking for more (get_conversation, get_transcript_lines, query_snippets)."
+    )]
+    async fn get_session(&self, Parameters(a): Parameters<SessionArgs>) -> Result {
+        done(self.get_session_body(a).await)
+    }
+
+    #[tool(
+        description = "Lines of a session's main transcript rendered readably (user and assistant text, tool calls and results, each labelled with its line number), secrets redacted. Use it to read the context of a search result or a snippet by line. A range past the end is cut to the file's last line (the answer says so and gives lines_in_file)."
+    )]
+    async fn get_transcript_lines(&self, Parameters(a): Parameters<LinesArgs>) -> Result {
+        done(self.transcript_lines_body(a).await)
+    }
+
+    #[tool(
+        description = "A session's conversation as plain text (User:/Assistant: turns, tool traffic left out), from the stored messages, so it works after the transcript is deleted. With max_chars, the last characters are kept (cut at a paragraph boundary)."
+    )]
+    async fn get_conversation(&self, Parameters(a): Parameters<ConversationArgs>) -> Result {
+        done(self.conversation_body(a).await)
+    }
+}
+
+impl Gleaner {
+    async fn get_session_body(&self, a: SessionArgs) -> Body {
+        let id = self.resolve(&a.session_id).await?;
+        let ids = Some(vec![id.clone()]);
+        let items = Page {
+            limit: OVERVIEW_ITEMS,
+            offset: 0,
+        };
+        let s = self
+            .store
+            .session(&id)
+            .await
+            .map_err(store_err)?
+            .ok_or_else(|| format!("no session {id}"))?;
+        let summaries = self
+            .store
+            .summaries(
+                &SummaryFilter {
+                    session_ids: ids.clone(),
+                    oldest_first: true,
+                    ..SummaryFilter::default()
+                },
+                items,
+            )
+            .await
+            .map_err(store_err)?;
+        let episodes = self
+            .store
+            .episodes(
+                &EpisodeFilter {
+                    session_ids: ids.clone(),
+                    triage: None,
+                },
+                items,
+            )
+            .await
+            .map_err(store_err)?;
+        let snippets = self
+            .store
+            .list_snippets(&SnippetFilter {
+                session_ids: ids,
+                limit: OVERVIEW_ITEMS,
+                ..SnippetFilter::default()
+            })
+            .await
+            .map_err(store_err)?;
+        let listed_all = !summaries.has_more && !episodes.has_more && !snippets.has_more;
+        // Share the budget: summaries are cut first, each to a readable length.
+        let per_summary = (self.cap() / 2 / summaries.items.len().max(1)).clamp(200, 2000);
+        let summaries: Vec<Value> = summaries
+            .items
+            .iter()
+            .map(|x| {
+                let (text, cut) = cut_text(x.text.as_deref().unwrap_or(""), per_summary);
+                json!({"kind": x.kind, "timestamp": x.timestamp, "line": x.line,
+                       "trigger": x.trigger, "pre_tokens": x.pre_tokens,
+                       "text": text, "text_truncated": cut})
+            })
+            .collect();
+        // Oldest first, as a session reads.
+        let episodes: Vec<Value> = episodes
+            .items
+            .iter()
+            .rev()
+            .map(|e| {
+                json!({"id": e.id, "ordinal": e.ordinal, "start_line": e.start_line,
+                       "end_line": e.end_line, "turns": e.turns, "status": e.status,
+                       "triage": e.triage, "confidence": e.confidence, "title": e.title})
+            })
+            .collect();
+        let snippets: Vec<Value> = snippets
+            .snippets
+            .iter()
+            .map(|x| json!({"id": x.id, "snippet_type": x.snippet_type, "title": x.title}))
+            .collect();
+        let mut v = json!({
+            "session": s,
+            "summaries": summaries,
+            "episodes": episodes,
+            "snippets": snippets,
+        });
+        if !listed_all {
+            v["truncated"] = Value::Bool(true);
+        }
+        // Still too long: drop list items from the end, saying so.
+        for key in ["snippets", "episodes", "summaries"] {
+            while v.to_string().chars().count() > self.cap() {
+                let Some(list) = v[key].as_array_mut() else {
+                    break;
+                };
+                if list.pop().is_none() {
+                    break;
+                }
+                v["truncated"] = Value::Bool(true);
+            }
+        }
+        Ok(v)
+    }
+
+    async fn transcript_lines_body(&self, a: LinesArgs) -> Body {
+        if a.start_line == 0 || a.start_line > a.end_line {
+            return Err(format!(
+                "invalid range {}:{}: expected 1 <= start_line <= end_line",
+                a.start_line, a.end_line
+            ));
+        }
+        let id = self.resolve(&a.session_id).await?;
+        // Only a file Gleaner tracks for this session is read: its main transcript.
+        let files = self.store.session_files(&id).await.map_err(store_err)?;
+        let file = files
+            .iter()
+            .find(|f| f.kind == "main")
+            .ok_or_else(|| format!("session {id} has no main transcript"))?;
+        let path = file.path.clone();
+        if !std::path::Path::new(&path).is_file() {
+            return Err(format!(
+                "the transcript {path} is gone (Claude Code deletes transcripts after 30 days, \
+                 or it is on another machine); its stored text is still available through \
+                 get_conversation"
+            ));
+        }
+        let known = u64::try_from(file.lines).unwrap_or(0);
+        if a.start_line > known.max(1) {
+            return Err(format!(
+                "start_line {} is past the end of {path}, which has {known} lines",
+                a.start_line
+            ));
+        }
+        let end = a.end_line.min(known.max(a.start_line));
+        let clamped = end < a.end_line;
+        let redactor = self.cfg.redactor.clone();
+        let p = path.clone();
+        let sel = Selection::Lines(a.start_line, end);
+        let read = crate::run::blocking(move || {
+            excerpt::excerpt(std::path::Path::new(&p), sel, &redactor)
+        })
+        .await
+        .map_err(|e| format!("reading the transcript failed: {e}"))?;
+        let note = clamped.then(|| {
+            format!(
+                "end_line {} is past the end of the file: lines {}:{end} shown",
+                a.end_line, a.start_line
+            )
+        });
+        let ex = match read {
+            Ok(ex) => ex,
+            // Lines that exist but hold only bookkeeping are an answer, not an error.
+            Err(SourceError::Empty { .. }) => {
+                return Ok(json!({
+                    "session_id": id,
+                    "source_file": path,
+                    "start_line": a.start_line,
+                    "end_line": end,
+                    "lines_in_file": known,
+                    "text": "",
+                    "note": note.unwrap_or_else(|| "these lines hold only metadata, progress, \
+                        thinking or unparseable lines".into()),
+                    "truncated": false,
+                }))
+            }
+            Err(e) => return Err(e.to_string()),
+        };
+        let (text, truncated) = cut_text(&ex.content, self.cap().saturating_sub(400));
+        let mut v = json!({
+            "session_id": id,
+            "source_file": path,
+            "start_line": ex.line_start,
+            "end_line": ex.line_end,
+            "lines_in_file": known.max(ex.lines_in_file),
+            "text": text,
+            "truncated": truncated,
+        });
+        if let Some(n) = note {
+            v["note"] = Value::String(n);
+        }
+        Ok(v)
+    }
+
+    async fn conversation_body(&self, a: ConversationArgs) -> Body {
+        let id = self.resolve(&a.session_id).await?;
+        let budget = self.cap().saturating_sub(300);
+        let max = a.max_chars.unwrap_or(budget).min(budget);
+        if max == 0 {
+            return Err("max_chars must be at least 1".into());
+        }
+        let rows = self
+            .store
+            .conversation_rows(&id, false)
+            .await
+            .map_err(store_err)?;
+        let c = crate::conversation::from_stored(
+            rows.iter()
+                .map(|r| (r.kind.as_str(), r.text.as_str(), r.agent_id.as_deref())),
+            Some(max),
+        );
+        Ok(json!({
+            "session_id": id,
+            "text": c.text,
+            "turns": c.turns,
+            "total_chars": c.total_chars,
+            "dropped_chars": c.dropped_chars,
+        }))
+    }
+}

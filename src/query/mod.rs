@@ -1,0 +1,103 @@
+//! The query layer: what every front door (CLI, MCP, web) reads the store through.
+//!
+//! Inputs are parsed once, here, into typed filters: times ([`TimeBound`]), pages ([`Page`]),
+//! the closed vocabularies ([`vocab`]) and session references ([`resolve_session`]). A value
+//! that does not parse is an [`Error`] naming the field and the value, never an empty answer;
+//! the doors only choose how to show it (CLI: one line and exit 2; MCP: an error result; web:
+//! a 400 page). Listings are paged in SQL ([`Page::probe`]), so what a call costs depends on
+//! the page, not on the size of the store.
+
+mod page;
+mod session_ref;
+pub mod snippet_add;
+mod time;
+pub mod vocab;
+
+pub use crate::store::{FeedbackType, SessionStatus, SummaryKind};
+pub use crate::store::{Page, Paged};
+pub use page::MAX_OFFSET;
+pub use session_ref::{resolve_optional_session, resolve_session, Candidate};
+pub use time::{TimeBound, TIME_FORMS};
+pub use vocab::{choice, choices, Vocabulary};
+
+use crate::store::StoreError;
+
+/// Why a query was not answered. Every variant but [`Error::Store`] is the caller's input.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A time that is not one of the accepted forms, or an impossible date.
+    #[error("invalid {field} {value:?}: expected {forms}", forms = TIME_FORMS)]
+    BadTime {
+        /// The filter, as the door names it.
+        field: String,
+        /// What was given.
+        value: String,
+    },
+    /// A number outside its bounds.
+    #[error("invalid {field} {value}: expected {min} to {max}")]
+    BadRange {
+        /// The argument, as the door names it.
+        field: String,
+        /// What was given.
+        value: String,
+        /// Smallest accepted.
+        min: u64,
+        /// Largest accepted.
+        max: u64,
+    },
+    /// A value outside a closed set, or of the wrong form.
+    #[error("invalid {field} {value:?}: expected {expected}")]
+    BadValue {
+        /// The argument, as the door names it.
+        field: String,
+        /// What was given.
+        value: String,
+        /// What is accepted.
+        expected: String,
+    },
+    /// No session has this id or prefix.
+    #[error("no session found with id or prefix {prefix:?}")]
+    NoSession {
+        /// The prefix given.
+        prefix: String,
+    },
+    /// Several sessions start with this prefix.
+    #[error(
+        "session prefix {prefix:?} is ambiguous: it matches {} (give more characters)",
+        list_candidates(candidates)
+    )]
+    Ambiguous {
+        /// The prefix given.
+        prefix: String,
+        /// Some of the sessions it matches (at most [`session_ref::MAX_CANDIDATES`]).
+        candidates: Vec<Candidate>,
+    },
+    /// The database failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Error {
+    /// The caller's input was wrong (as opposed to the store failing).
+    pub fn is_input(&self) -> bool {
+        !matches!(self, Error::Store(_))
+    }
+
+    /// Nothing matched the reference given (no session, or several).
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::NoSession { .. } | Error::Ambiguous { .. })
+    }
+}
+
+fn list_candidates(c: &[Candidate]) -> String {
+    c.iter()
+        .map(|c| c.session_id.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// An optional time filter: `None` stays `None`.
+pub fn time_opt(field: &str, text: Option<&str>) -> Result<Option<String>, Error> {
+    text.map(|t| TimeBound::parse(field, t).map(TimeBound::as_stored))
+        .transpose()
+}

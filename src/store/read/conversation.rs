@@ -1,0 +1,46 @@
+//! A session's conversation: its user and assistant messages that carry text, in order.
+
+use super::super::sql::Sql;
+use super::super::{Store, StoreError};
+
+/// One stored message of a session's conversation.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ConversationRow {
+    /// `user` or `assistant`.
+    pub kind: String,
+    /// The message text (redacted when stored).
+    pub text: String,
+    /// The sub-agent it belongs to (`None`: the main transcript).
+    pub agent_id: Option<String>,
+}
+
+impl Store {
+    /// The user and assistant messages of a session that carry text, in conversation order:
+    /// the main transcript by line, with `subagents` also the sub-agents' messages, all by time
+    /// (a line without a timestamp keeps its place after the timed ones of its file). Injected
+    /// (meta) lines and earlier generations of rewritten files are left out.
+    pub async fn conversation_rows(
+        &self,
+        session_id: &str,
+        subagents: bool,
+    ) -> Result<Vec<ConversationRow>, StoreError> {
+        let order = if subagents {
+            "CASE WHEN m.ts IS NULL THEN 1 ELSE 0 END, m.ts, f.kind DESC, m.file_id, m.line_no, m.seq"
+        } else {
+            "m.file_id, m.line_no, m.seq"
+        };
+        let agents = if subagents {
+            ""
+        } else {
+            " AND f.kind = 'main'"
+        };
+        let q = Sql::new(format!(
+            "SELECT m.kind, m.text, CASE WHEN f.kind = 'agent' THEN f.agent_id END AS agent_id \
+             FROM messages m JOIN files f ON f.id = m.file_id AND m.generation = f.generation \
+             WHERE f.session_id = $1 AND m.kind IN ('user', 'assistant') AND m.text IS NOT NULL \
+             AND NOT m.is_meta{agents} ORDER BY {order}"
+        ))
+        .arg(session_id);
+        self.fetch_all(&q.not_persistent()).await
+    }
+}

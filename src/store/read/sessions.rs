@@ -1,0 +1,466 @@
+//! Sessions: one listing (every door's), one session by id, and id-prefix lookup.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::super::sql::{like_escape, Sql};
+use super::super::{Page, Paged, SessionStatus, Store, StoreError};
+use super::{every_page, push_project_filter};
+
+/// A sub-agent of a session.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SubAgent {
+    /// Agent id (file name without `agent-`).
+    pub agent_id: Option<String>,
+    /// `agentType` from the `.meta.json` sidecar.
+    pub agent_type: Option<String>,
+    /// `description` from the sidecar.
+    pub description: Option<String>,
+}
+
+/// Feedback counts by type.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct FeedbackCounts {
+    /// Human messages.
+    pub message: i64,
+    /// Rejected tool uses.
+    pub tool_denial: i64,
+    /// Esc presses.
+    pub interruption: i64,
+}
+
+impl FeedbackCounts {
+    /// All items.
+    pub fn total(&self) -> i64 {
+        self.message + self.tool_denial + self.interruption
+    }
+}
+
+/// Summary counts by kind.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct SummaryCounts {
+    /// `summary` lines.
+    pub summary: i64,
+    /// Compaction boundaries.
+    pub compact_boundary: i64,
+    /// Post-compaction summaries.
+    pub compact_summary: i64,
+}
+
+/// Token usage totals (once per API message).
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct TokenTotals {
+    /// Input tokens.
+    pub input: i64,
+    /// Output tokens.
+    pub output: i64,
+    /// Cache-creation input tokens.
+    pub cache_creation: i64,
+    /// Cache-read input tokens.
+    pub cache_read: i64,
+}
+
+/// A session: the one view every door lists, shows and serialises.
+#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+pub struct SessionListing {
+    /// Session UUID.
+    pub session_id: String,
+    /// Project folder.
+    pub project: String,
+    /// Working directory.
+    pub cwd: Option<String>,
+    /// Git branch.
+    pub git_branch: Option<String>,
+    /// Claude Code version.
+    pub version: Option<String>,
+    /// Session slug.
+    pub slug: Option<String>,
+    /// First line of the first real prompt.
+    pub title: Option<String>,
+    /// First timestamp.
+    pub started_at: Option<String>,
+    /// Last timestamp.
+    pub last_activity_at: Option<String>,
+    /// `active` or `finished`.
+    pub status: String,
+    /// When it finished (its last activity).
+    pub ended_at: Option<String>,
+    /// `ended_at - started_at` of a finished session, in milliseconds.
+    pub duration_ms: Option<i64>,
+    /// `idle`, `hook` or `deleted`.
+    pub end_reason: Option<String>,
+    /// Message rows.
+    #[sqlx(rename = "message_count")]
+    pub messages: i64,
+    /// Files of the session (main and sub-agents).
+    #[sqlx(skip)]
+    pub files: i64,
+    /// Lines committed across those files.
+    #[sqlx(skip)]
+    pub lines: i64,
+    /// Number of sub-agents.
+    #[sqlx(skip)]
+    pub subagent_count: i64,
+    /// The sub-agents.
+    #[sqlx(skip)]
+    pub subagents: Vec<SubAgent>,
+    /// Tool calls.
+    #[sqlx(skip)]
+    pub tool_calls: i64,
+    /// Tool results with an error.
+    #[sqlx(skip)]
+    pub tool_errors: i64,
+    /// Feedback counts.
+    #[sqlx(skip)]
+    pub feedback: FeedbackCounts,
+    /// Summary counts.
+    #[sqlx(skip)]
+    pub summaries: SummaryCounts,
+    /// Token usage.
+    #[sqlx(skip)]
+    pub tokens: TokenTotals,
+    /// Snippets kept from it.
+    #[sqlx(skip)]
+    pub snippets: i64,
+    /// Its episodes that are not routine.
+    #[sqlx(skip)]
+    pub notable_episodes: i64,
+}
+
+/// How a session listing is ordered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionSort {
+    /// Most recent activity first (sessions without a time last). Served by an index.
+    #[default]
+    Recent,
+    /// Earliest start first.
+    Started,
+    /// Longest first.
+    Duration,
+    /// Most feedback first (counts every session's feedback: costs more on a large store).
+    Feedback,
+    /// Most snippets first (likewise).
+    Snippets,
+    /// By title.
+    Title,
+    /// By project.
+    Project,
+}
+
+impl SessionSort {
+    /// Every order, as the doors list them.
+    pub const ALL: &'static [SessionSort] = &[
+        SessionSort::Recent,
+        SessionSort::Started,
+        SessionSort::Duration,
+        SessionSort::Feedback,
+        SessionSort::Snippets,
+        SessionSort::Title,
+        SessionSort::Project,
+    ];
+
+    /// Its name in flags and URLs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SessionSort::Recent => "recent",
+            SessionSort::Started => "started",
+            SessionSort::Duration => "duration",
+            SessionSort::Feedback => "feedback",
+            SessionSort::Snippets => "snippets",
+            SessionSort::Title => "title",
+            SessionSort::Project => "project",
+        }
+    }
+
+    /// `ORDER BY` terms (NULLs last on both backends; the id makes the order total, so pages
+    /// neither skip nor repeat a row).
+    fn order_by(self) -> &'static str {
+        match self {
+            SessionSort::Recent => "s.last_activity_at DESC NULLS LAST, s.session_id DESC",
+            SessionSort::Started => "s.started_at ASC NULLS LAST, s.session_id",
+            SessionSort::Duration => "s.duration_ms DESC NULLS LAST, s.session_id",
+            SessionSort::Feedback => {
+                "(SELECT COUNT(*) FROM feedback f WHERE f.session_id = s.session_id) DESC, \
+                 s.session_id"
+            }
+            SessionSort::Snippets => {
+                "(SELECT COUNT(*) FROM snippets n WHERE n.session_id = s.session_id) DESC, \
+                 s.session_id"
+            }
+            SessionSort::Title => "s.title ASC NULLS LAST, s.session_id",
+            SessionSort::Project => "s.project, s.last_activity_at DESC NULLS LAST, s.session_id",
+        }
+    }
+}
+
+/// What a session listing is narrowed to.
+#[derive(Debug, Clone, Default)]
+pub struct SessionFilter {
+    /// Project folder or working directory containing this text.
+    pub project: Option<String>,
+    /// Last activity at or after this time (as stored: `query::TimeBound::as_stored`).
+    pub since: Option<String>,
+    /// Started strictly before this time.
+    pub until: Option<String>,
+    /// Only sessions in this state.
+    pub status: Option<SessionStatus>,
+    /// Only these sessions.
+    pub session_ids: Option<Vec<String>>,
+    /// The order.
+    pub sort: SessionSort,
+}
+
+/// The summaries' session: the one holding the message its `leaf_uuid` names (the earliest
+/// such session, so a resumed session's copy of that message does not take it over), else the
+/// session of the file it was read from. Resolved at query time because the leaf is often in
+/// a sibling file that may be read before or after the summary.
+pub(in crate::store) const SUMMARY_SESSION: &str = "COALESCE((SELECT h.session_id FROM \
+     summary_leaves h JOIN sessions ms ON ms.session_id = h.session_id \
+     WHERE h.leaf_uuid = s.leaf_uuid ORDER BY ms.started_at, h.session_id LIMIT 1), s.session_id)";
+
+impl Store {
+    /// Ids and titles of the sessions whose id starts with `prefix` (case ignored: ids are
+    /// lower-case), at most `limit`, by id. The one lookup behind every door's session
+    /// references (`query::resolve_session`).
+    pub async fn sessions_with_prefix(
+        &self,
+        prefix: &str,
+        limit: u32,
+    ) -> Result<Vec<(String, Option<String>)>, StoreError> {
+        let pattern = format!("{}%", like_escape(&prefix.to_lowercase()));
+        let q = Sql::new(
+            "SELECT session_id, title FROM sessions WHERE session_id LIKE $1 ESCAPE '\\' \
+             ORDER BY session_id LIMIT $2",
+        )
+        .arg(pattern)
+        .arg(i64::from(limit));
+        self.fetch_all(&q).await
+    }
+
+    /// One page of sessions matching `f`, with their aggregates.
+    pub async fn sessions(
+        &self,
+        f: &SessionFilter,
+        page: Page,
+    ) -> Result<Paged<SessionListing>, StoreError> {
+        let mut q = Sql::new(
+            "SELECT s.session_id, s.project, s.cwd, s.git_branch, s.version, s.slug, s.title, \
+             s.started_at, s.last_activity_at, s.status, s.ended_at, s.duration_ms, \
+             s.end_reason, s.message_count FROM sessions s WHERE 1 = 1",
+        );
+        if let Some(p) = &f.project {
+            push_project_filter(&mut q, p, "s.project", "s.cwd");
+        }
+        if let Some(s) = &f.since {
+            q.push(" AND s.last_activity_at >= ").push_bind(s.as_str());
+        }
+        if let Some(u) = &f.until {
+            q.push(" AND s.started_at < ").push_bind(u.as_str());
+        }
+        if let Some(s) = f.status {
+            q.push(" AND s.status = ").push_bind(s.as_str());
+        }
+        if let Some(ids) = &f.session_ids {
+            q.push(" AND ").push_in("s.session_id", ids);
+        }
+        q.push(&format!(" ORDER BY {} LIMIT ", f.sort.order_by()))
+            .push_bind(i64::from(page.probe()))
+            .push(" OFFSET ")
+            .push_bind(i64::from(page.offset));
+        let rows: Vec<SessionListing> = self.fetch_all(&q.not_persistent()).await?;
+        let mut paged = page.finish(rows, None);
+        self.fill_aggregates(&mut paged.items).await?;
+        Ok(paged)
+    }
+
+    /// One session by its full id.
+    pub async fn session(&self, session_id: &str) -> Result<Option<SessionListing>, StoreError> {
+        let f = SessionFilter {
+            session_ids: Some(vec![session_id.to_string()]),
+            ..SessionFilter::default()
+        };
+        let page = Page {
+            limit: 1,
+            offset: 0,
+        };
+        Ok(self.sessions(&f, page).await?.items.into_iter().next())
+    }
+
+    /// Every session matching `f`, fetched a page at a time (for exports and tests: its cost
+    /// is that of the answer).
+    pub async fn list_sessions(
+        &self,
+        f: &SessionFilter,
+    ) -> Result<Vec<SessionListing>, StoreError> {
+        every_page(|page| self.sessions(f, page)).await
+    }
+
+    /// The aggregates of `sessions` (one page), each an indexed lookup by their ids.
+    async fn fill_aggregates(&self, sessions: &mut [SessionListing]) -> Result<(), StoreError> {
+        type Files = (Option<String>, i64, i64);
+        type Agent = (
+            Option<String>,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        type Tools = (String, i64, i64);
+        type Counted = (String, String, i64);
+        type Count = (String, i64);
+        type Tokens = (String, i64, i64, i64, i64);
+        if sessions.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = sessions.iter().map(|s| s.session_id.clone()).collect();
+        let with_ids = |head: &str, col: &str, tail: &str| {
+            let mut q = Sql::new(head);
+            q.push(" WHERE ")
+                .push_in(col, ids.iter().cloned())
+                .push(tail);
+            q.not_persistent()
+        };
+        let mut pooled = self.acquire().await?;
+        let mut c = pooled.conn();
+        let files: Vec<Files> = c
+            .fetch_all(&with_ids(
+                "SELECT session_id, COUNT(*), CAST(COALESCE(SUM(lines), 0) AS BIGINT) FROM files",
+                "session_id",
+                " GROUP BY session_id",
+            ))
+            .await?;
+        let agents: Vec<Agent> = c
+            .fetch_all(&with_ids(
+                "SELECT session_id, agent_id, agent_type, agent_description FROM files",
+                "session_id",
+                " AND kind = 'agent' ORDER BY path",
+            ))
+            .await?;
+        let tools: Vec<Tools> = c
+            .fetch_all(&with_ids(
+                "SELECT session_id, COUNT(name), \
+                 CAST(COALESCE(SUM(CASE WHEN is_error THEN 1 ELSE 0 END), 0) AS BIGINT) \
+                 FROM tool_uses",
+                "session_id",
+                " GROUP BY session_id",
+            ))
+            .await?;
+        let feedback: Vec<Counted> = c
+            .fetch_all(&with_ids(
+                "SELECT session_id, feedback_type, COUNT(*) FROM feedback",
+                "session_id",
+                " GROUP BY session_id, feedback_type",
+            ))
+            .await?;
+        // A summary counts for the session its leaf names: candidates are the rows read from
+        // these sessions' files and the rows whose leaf one of them holds.
+        let mut q = Sql::new(format!(
+            "SELECT sid, kind, COUNT(*) FROM (SELECT {SUMMARY_SESSION} AS sid, s.kind \
+             FROM summaries s WHERE "
+        ));
+        q.push_in("s.session_id", ids.iter().cloned())
+            .push(" OR s.leaf_uuid IN (SELECT leaf_uuid FROM summary_leaves WHERE ")
+            .push_in("session_id", ids.iter().cloned())
+            .push(")) x WHERE ")
+            .push_in("sid", ids.iter().cloned())
+            .push(" GROUP BY sid, kind");
+        let summaries: Vec<Counted> = c.fetch_all(&q.not_persistent()).await?;
+        let tokens: Vec<Tokens> = c
+            .fetch_all(&with_ids(
+                "SELECT session_id, CAST(SUM(input_tokens) AS BIGINT), \
+                 CAST(SUM(output_tokens) AS BIGINT), \
+                 CAST(SUM(cache_creation_input_tokens) AS BIGINT), \
+                 CAST(SUM(cache_read_input_tokens) AS BIGINT) FROM assistant_usage",
+                "session_id",
+                " GROUP BY session_id",
+            ))
+            .await?;
+        let snippets: Vec<Count> = c
+            .fetch_all(&with_ids(
+                "SELECT session_id, COUNT(*) FROM snippets",
+                "session_id",
+                " GROUP BY session_id",
+            ))
+            .await?;
+        let episodes: Vec<Count> = c
+            .fetch_all(&with_ids(
+                "SELECT session_id, COUNT(*) FROM episodes",
+                "session_id",
+                " AND triage <> 'routine' GROUP BY session_id",
+            ))
+            .await?;
+        drop(pooled);
+        let index: HashMap<&str, usize> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, s)| (s.as_str(), i))
+            .collect();
+        let at = |id: &str| index.get(id).copied();
+        for (sid, n, lines) in files {
+            if let Some(i) = sid.as_deref().and_then(at) {
+                sessions[i].files = n;
+                sessions[i].lines = lines;
+            }
+        }
+        for (sid, agent_id, agent_type, description) in agents {
+            if let Some(i) = sid.as_deref().and_then(at) {
+                sessions[i].subagent_count += 1;
+                sessions[i].subagents.push(SubAgent {
+                    agent_id,
+                    agent_type,
+                    description,
+                });
+            }
+        }
+        for (sid, calls, errors) in tools {
+            if let Some(i) = at(&sid) {
+                sessions[i].tool_calls = calls;
+                sessions[i].tool_errors = errors;
+            }
+        }
+        for (sid, kind, n) in feedback {
+            if let Some(i) = at(&sid) {
+                let c = &mut sessions[i].feedback;
+                match kind.as_str() {
+                    "message" => c.message = n,
+                    "tool_denial" => c.tool_denial = n,
+                    "interruption" => c.interruption = n,
+                    _ => {}
+                }
+            }
+        }
+        for (sid, kind, n) in summaries {
+            if let Some(i) = at(&sid) {
+                let c = &mut sessions[i].summaries;
+                match kind.as_str() {
+                    "summary" => c.summary = n,
+                    "compact_boundary" => c.compact_boundary = n,
+                    "compact_summary" => c.compact_summary = n,
+                    _ => {}
+                }
+            }
+        }
+        for (sid, input, output, cache_creation, cache_read) in tokens {
+            if let Some(i) = at(&sid) {
+                sessions[i].tokens = TokenTotals {
+                    input,
+                    output,
+                    cache_creation,
+                    cache_read,
+                };
+            }
+        }
+        for (sid, n) in snippets {
+            if let Some(i) = at(&sid) {
+                sessions[i].snippets = n;
+            }
+        }
+        for (sid, n) in episodes {
+            if let Some(i) = at(&sid) {
+                sessions[i].notable_episodes = n;
+            }
+        }
+        Ok(())
+    }
+}
