@@ -3,48 +3,54 @@
 //! It tails the JSONL transcripts Claude Code writes under `~/.claude/projects`, extracts rows
 //! and commits them, together with each file's new offset, to SQLite or PostgreSQL.
 //!
-//! # Layout, in flow order
-//! - [`config`]: settings, validated once, and what is built from them (redactor, rules).
+//! # Layout, in dependency order (each module imports only modules listed before it)
+//! - [`metrics`]: a leaf: stage timings and the log throttle, which stages and shell share.
+//! - [`config`]: settings, validated once, and what is built from them (redactor, rules); the
+//!   one exception to the order, as the builder of the stages' settings.
+//! - [`telemetry`]: logging, set up from the configuration (level, format, reload).
 //! - [`tail`]: stage 1, files on disk to complete lines ([`tail::discovery`] finds them).
 //! - [`parse`]: stage 2, one line to typed records; never fails, unknown input is data.
 //! - [`extract`]: stage 3, records to rows ([`extract::rows`]), human prompts versus plumbing
 //!   ([`extract::prompt`]), user feedback ([`extract::feedback`]), secrets out of every text
 //!   ([`extract::redact`]).
-//! - [`episode`]: stage 4, turns, episodes, triage and automatic snippets.
 //! - [`snippet`]: what a snippet is (gates, tags, hash) and excerpts cut for `snippet add`.
+//! - [`episode`]: stage 4, turns, episodes, triage and automatic snippets.
 //! - [`conversation`]: a session's conversation as plain text (from stored rows or records).
 //! - [`store`]: stage 5, the database, sink and checkpoint, both backends; its single writer.
-//! - [`query`]: what the front doors read the store through: typed filters parsed once,
-//!   session references, pages in SQL.
 //! - [`run`]: the async shell: engine, pump, daemon, one-shot ingest, status socket.
+//! - [`query`]: what the front doors read the store through: typed filters parsed once,
+//!   session references, pages in SQL, and the one use case they share that writes
+//!   (`snippet add`).
 //! - [`export`]: what was kept about some sessions as Markdown, JSON or learnings.
 //! - [`mcp`]: the Model Context Protocol server for coding agents (`gleaner mcp`).
 //! - [`web`]: the read-only web view (`gleaner web`).
-//! - [`cli`], [`telemetry`]: the edges.
+//! - [`cli`]: the command line, one function per subcommand.
 //!
-//! The stages `tail`, `parse`, `extract`, `episode`, `snippet` and `conversation` are synchronous and know
-//! nothing of the store, the shell or the CLI (see ARCHITECTURE.md, "Dependency rules").
+//! The stages `tail`, `parse`, `extract`, `snippet`, `episode` and `conversation` are synchronous
+//! and know nothing of the configuration, the store, the shell or the doors (see ARCHITECTURE.md,
+//! "Dependency rules"; `tests/it/layout.rs` checks it on the import graph).
 
 /// The fully commented default configuration: the one source of every key and default value
 /// (`gleaner config --default` prints it; the configuration loader and the episode stage's
 /// defaults both read it).
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/gleaner.toml");
 
+pub mod metrics;
 pub mod config;
+pub mod telemetry;
 pub mod tail;
 pub mod parse;
 pub mod extract;
-pub mod episode;
 pub mod snippet;
+pub mod episode;
 pub mod conversation;
 pub mod store;
-pub mod query;
 pub mod run;
+pub mod query;
 pub mod export;
 pub mod mcp;
 pub mod web;
 pub mod cli;
-pub mod telemetry;
 
 /// Helpers shared by the unit tests.
 #[cfg(test)]

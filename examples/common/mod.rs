@@ -2,6 +2,7 @@
 //! PostgreSQL server to create and drop throwaway databases, and percentiles.
 
 pub mod mcp;
+pub mod proc;
 pub mod tree;
 
 use std::time::Duration;

@@ -101,9 +101,16 @@ impl Corpus {
     /// Copy the corpus as `copy-<k>/...` with fresh session ids, line by line, until `target`
     /// bytes are written, each file last modified a day ago. Returns (bytes, files).
     pub fn generate(&self, dest: &Path, target: u64) -> Result<(u64, u64)> {
+        self.generate_copies(dest, target, 0)
+            .map(|(bytes, files, _)| (bytes, files))
+    }
+
+    /// [`Corpus::generate`] from copy number `first` on (a tree grown in parts gets fresh ids
+    /// in each part). Returns (bytes, files, the next copy number).
+    pub fn generate_copies(&self, dest: &Path, target: u64, first: u64) -> Result<(u64, u64, u64)> {
         let re = Regex::new(UUID_RE)?;
         let (mut bytes, mut files, mut buf) = (0u64, 0u64, Vec::new());
-        for k in 0u64.. {
+        for k in first.. {
             for (rel, _) in &self.files {
                 let mut out = dest.join(format!("copy-{k}"));
                 for c in rel.components() {
@@ -144,7 +151,7 @@ impl Corpus {
                     .with_context(ctx)?;
                 files += 1;
                 if bytes >= target {
-                    return Ok((bytes, files));
+                    return Ok((bytes, files, k + 1));
                 }
             }
         }

@@ -2,6 +2,7 @@
 -- these orders, so a page costs the same on any size of store. Newest first is
 -- `x DESC NULLS LAST`, which needs an index declared in that order on PostgreSQL.
 CREATE INDEX IF NOT EXISTS sessions_recent ON sessions (last_activity_at DESC NULLS LAST, session_id DESC);
+CREATE INDEX IF NOT EXISTS sessions_project ON sessions (project);
 CREATE INDEX IF NOT EXISTS summaries_ts ON summaries (ts DESC NULLS LAST, id DESC);
 CREATE INDEX IF NOT EXISTS summaries_leaf ON summaries (leaf_uuid) WHERE leaf_uuid IS NOT NULL;
 CREATE INDEX IF NOT EXISTS summary_leaves_session ON summary_leaves (session_id);

@@ -1,10 +1,10 @@
-//! The listings: `gleaner sessions`, `summaries`, `feedback` and `episodes`. Each parses its
+//! The listings: `gleaner files`, `sessions`, `summaries`, `feedback` and `episodes`. Each parses its
 //! flags through the query layer (times, kinds, pages), asks the store for one page, prints it
 //! and, when more rows follow, says on stderr how to get them.
 
 use clap::Args;
 
-use super::output::{print_episodes, print_feedback, print_sessions, print_summaries};
+use super::output::{print_episodes, print_feedback, print_files, print_sessions, print_summaries};
 use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::episode::Label;
@@ -48,6 +48,16 @@ fn say_more<T>(p: &Paged<T>, json: bool) {
     if let (Some(next), false) = (p.next_offset, json) {
         eprintln!("{} shown; more with --offset {next}", p.items.len());
     }
+}
+
+/// Run `gleaner files`: this machine's tracked files, a page of them.
+pub async fn files(cfg: &Config, page: &PageArgs, json: bool) -> Outcome {
+    let page = page.page()?;
+    let store = open_store(cfg).await?;
+    let p = store.files(&cfg.machine_id, page).await?;
+    print_files(&p.items, json)?;
+    say_more(&p, json);
+    Ok(EXIT_OK)
 }
 
 /// `gleaner sessions` flags.

@@ -82,8 +82,10 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List tracked transcript files with their checkpoints.
+    /// List tracked transcript files with their checkpoints, by path.
     Files {
+        #[command(flatten)]
+        page: list::PageArgs,
         /// Print a JSON array.
         #[arg(long)]
         json: bool,
@@ -365,12 +367,7 @@ impl Command {
                     EXIT_OK
                 })
             }
-            Command::Files { json } => {
-                let store = open_store(&cfg).await?;
-                let files = store.list_files(&cfg.machine_id).await?;
-                output::print_files(&files, json)?;
-                Ok(EXIT_OK)
-            }
+            Command::Files { page, json } => list::files(&cfg, &page, json).await,
             Command::Sessions(args) => list::sessions(&cfg, args).await,
             Command::Summaries(args) => list::summaries(&cfg, args).await,
             Command::Feedback(args) => list::feedback(&cfg, args).await,

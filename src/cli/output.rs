@@ -321,29 +321,11 @@ pub fn print_episodes(rows: &[EpisodeListing], json: bool) -> std::io::Result<()
                 )?;
             }
         }
-        for item in e.evidence.as_array().into_iter().flatten() {
-            writeln!(out, "         {}", evidence_line(item))?;
+        for item in crate::query::Evidence::list(&e.evidence) {
+            writeln!(out, "         {}", item.line_text(100))?;
         }
     }
     Ok(())
-}
-
-/// `L<line> <signal> [<label>]: <text>` of one evidence item (missing parts left out).
-fn evidence_line(item: &serde_json::Value) -> String {
-    let field = |k: &str| item.get(k).and_then(serde_json::Value::as_str);
-    let mut s = String::new();
-    if let Some(line) = item.get("line").and_then(serde_json::Value::as_i64) {
-        s.push_str(&format!("L{line} "));
-    }
-    s.push_str(field("signal").unwrap_or("?"));
-    if let Some(label) = field("label") {
-        s.push_str(&format!(" [{label}]"));
-    }
-    if let Some(text) = field("text").map(first_line).filter(|t| !t.is_empty()) {
-        s.push_str(": ");
-        s.push_str(&ellipsize(text, 100));
-    }
-    s
 }
 
 /// `gleaner search`: per result a header line (kind, session, time, where) and the excerpt,
@@ -451,17 +433,6 @@ mod tests {
         let cut = ellipsize(&long, 80);
         assert_eq!(cut.chars().count(), 80);
         assert!(cut.ends_with("..."));
-    }
-
-    #[test]
-    fn evidence_lines_read_what_is_there() {
-        let v = serde_json::json!({"line": 12, "signal": "tool_error", "label": "error_recovery",
-                                   "text": "cargo test failed\nmore"});
-        assert_eq!(
-            evidence_line(&v),
-            "L12 tool_error [error_recovery]: cargo test failed"
-        );
-        assert_eq!(evidence_line(&serde_json::json!({})), "?");
     }
 
     #[test]

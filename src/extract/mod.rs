@@ -11,7 +11,7 @@ pub mod prompt;
 pub mod redact;
 pub mod rows;
 
-use crate::telemetry::{timed, Stage};
+use crate::metrics::{timed, Stage};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 

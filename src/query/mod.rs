@@ -11,6 +11,7 @@ mod page;
 mod session_ref;
 pub mod snippet_add;
 mod time;
+pub mod view;
 pub mod vocab;
 
 pub use crate::store::{FeedbackType, SessionStatus, SummaryKind};
@@ -18,6 +19,7 @@ pub use crate::store::{Page, Paged};
 pub use page::MAX_OFFSET;
 pub use session_ref::{resolve_optional_session, resolve_session, Candidate};
 pub use time::{TimeBound, TIME_FORMS};
+pub use view::Evidence;
 pub use vocab::{choice, choices, Vocabulary};
 
 use crate::store::StoreError;

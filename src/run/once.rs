@@ -42,7 +42,7 @@ pub struct IngestSummary {
     pub mb_per_s: f64,
     /// Peak resident memory of this process, when the OS tells.
     pub peak_rss_bytes: Option<u64>,
-    /// Time per stage, summed over threads (see `telemetry::Stage`).
+    /// Time per stage, summed over threads (see `metrics::Stage`).
     pub stage_seconds: std::collections::BTreeMap<String, f64>,
 }
 
@@ -154,7 +154,7 @@ fn summary(s: &Stats, files: u64, elapsed: Duration) -> IngestSummary {
             0.0
         },
         peak_rss_bytes: peak_rss_bytes(),
-        stage_seconds: crate::telemetry::stage_seconds()
+        stage_seconds: crate::metrics::stage_seconds()
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),

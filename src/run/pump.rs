@@ -25,7 +25,7 @@ use crate::tail::{Checkpoint, TailError, Tailer, TailerConfig};
 
 use super::health::Health;
 pub use super::tracked::{Stats, Tracked};
-use crate::telemetry::{timed, Stage};
+use crate::metrics::{timed, Stage};
 
 /// How a pump ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -421,7 +421,7 @@ impl Pipeline {
             if let Some((sent, c)) = committed {
                 match c {
                     Ok(s) => self.committed(t, &sent, s),
-                    Err(e) => return self.commit_failed(t, e).await,
+                    Err(e) => return self.commit_failed(t, &sent, e).await,
                 }
             }
             let Some(read) = read else {
@@ -487,7 +487,7 @@ impl Pipeline {
                         };
                         match self.writer.commit(b).await {
                             Ok(s) => self.committed(t, &sent, s),
-                            Err(e) => return self.commit_failed(t, e).await,
+                            Err(e) => return self.commit_failed(t, &sent, e).await,
                         }
                     }
                     self.stats.files.fetch_add(1, Ordering::Relaxed);
@@ -519,7 +519,7 @@ impl Pipeline {
         );
     }
 
-    async fn commit_failed(&self, t: &mut Tracked, e: StoreError) -> PumpEnd {
+    async fn commit_failed(&self, t: &mut Tracked, sent: &Sent, e: StoreError) -> PumpEnd {
         // The tailer ran ahead of the database; restart from what the database holds.
         t.tailer = None;
         match e {
@@ -531,8 +531,50 @@ impl Pipeline {
             }
             // Shutdown: the batch was not written and is read again at the next start.
             StoreError::WriterGone => PumpEnd::Cancelled,
-            e => self.store_down(t, "commit", &e),
+            e if e.is_transient() => self.store_down(t, "commit", &e),
+            // This batch's data: the file's problem, not the database's. Recorded, retried
+            // later (the rule may be fixed by an upgrade); every other file goes on.
+            e => self.batch_refused(t, sent, &e).await,
         }
+    }
+
+    /// A batch the database refused for its data: count it, log it (once a minute per file),
+    /// record it as the file's diagnostic (redacted: a driver's message can quote a value).
+    async fn batch_refused(&self, t: &Tracked, sent: &Sent, e: &StoreError) -> PumpEnd {
+        self.stats.errors.fetch_add(1, Ordering::Relaxed);
+        let mut counts = std::collections::BTreeMap::new();
+        let message = self
+            .cfg
+            .redactor
+            .redact(&e.to_string(), &mut counts)
+            .into_owned();
+        let first_line = sent.checkpoint.lines.saturating_sub(sent.lines) + 1;
+        let start = sent.checkpoint.offset.saturating_sub(sent.bytes);
+        if let Some(repeated) =
+            crate::metrics::should_log(&format!("refused:{}", t.path().display()))
+        {
+            tracing::warn!(
+                path = %t.path().display(),
+                line = first_line,
+                error = %message,
+                repeated,
+                "the database refused a batch of this file; it is retried later"
+            );
+        }
+        self.health.record_error("commit", &message);
+        let recorded = self
+            .store
+            .record_batch_failure(
+                t.ctx.file_id,
+                sent.checkpoint.generation,
+                (first_line, start, sent.bytes),
+                &message,
+            )
+            .await;
+        if let Err(err) = recorded {
+            tracing::debug!(error = %err, "cannot record the refused batch");
+        }
+        PumpEnd::Failed
     }
 
     /// The database refused a write or a read the pump needs: count it exactly, log it at
@@ -540,7 +582,7 @@ impl Pipeline {
     fn store_down(&self, t: &Tracked, what: &str, e: &StoreError) -> PumpEnd {
         self.stats.errors.fetch_add(1, Ordering::Relaxed);
         let message = e.to_string();
-        if let Some(repeated) = crate::telemetry::should_log(&format!("store:{what}")) {
+        if let Some(repeated) = crate::metrics::should_log(&format!("store:{what}")) {
             tracing::error!(path = %t.path().display(), error = %message, repeated, "{what} failed");
         }
         self.health.store_failed(&message);
@@ -572,8 +614,7 @@ impl Pipeline {
         }
         self.stats.errors.fetch_add(1, Ordering::Relaxed);
         let message = e.to_string();
-        if let Some(repeated) =
-            crate::telemetry::should_log(&format!("read:{}", t.path().display()))
+        if let Some(repeated) = crate::metrics::should_log(&format!("read:{}", t.path().display()))
         {
             tracing::warn!(path = %t.path().display(), error = %message, repeated, "read failed");
         }

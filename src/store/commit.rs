@@ -125,9 +125,9 @@ impl Store {
             }
         };
         // The writer's wall time, less the search index written inside the transaction.
-        crate::telemetry::add_stage(crate::telemetry::Stage::Index, index);
-        crate::telemetry::add_stage(
-            crate::telemetry::Stage::Write,
+        crate::metrics::add_stage(crate::metrics::Stage::Index, index);
+        crate::metrics::add_stage(
+            crate::metrics::Stage::Write,
             t.elapsed().saturating_sub(index),
         );
         r

@@ -17,6 +17,7 @@
 mod commit;
 mod conn;
 mod episodes;
+mod failure;
 mod files;
 mod knowledge;
 mod lite;

@@ -212,6 +212,22 @@ async fn run(
                     let _ = ack.send(r);
                 }
             }
+            // One batch's data failed the whole group: commit each batch alone, so that only
+            // that batch fails (its file's, see `StoreError::is_transient`) and the others
+            // are stored.
+            Err(e) if !e.is_transient() && batches.len() > 1 => {
+                tracing::debug!(batches = batches.len(), error = %e, "group failed on its data; committing its batches one by one");
+                for (ack, b) in acks.into_iter().zip(&batches) {
+                    let r = store
+                        .commit_group(&mut conn, std::slice::from_ref(b), &mut leaves)
+                        .await
+                        .and_then(|mut r| r.pop().unwrap_or(Err(StoreError::WriterGone)));
+                    if r.is_ok() {
+                        committed.notify_one();
+                    }
+                    let _ = ack.send(r);
+                }
+            }
             Err(e) => {
                 // Each batch's pump reports it (counted exactly, logged once a minute).
                 tracing::debug!(batches = batches.len(), error = %e, "group commit failed");

@@ -123,7 +123,7 @@ pub fn scan(root: &Path) -> Vec<PathBuf> {
             Err(err) => {
                 if dir != root || err.kind() != std::io::ErrorKind::NotFound {
                     let key = format!("read_dir:{}", dir.display());
-                    if let Some(repeated) = crate::telemetry::should_log(&key) {
+                    if let Some(repeated) = crate::metrics::should_log(&key) {
                         tracing::warn!(dir = %dir.display(), error = %err, repeated, "cannot read directory");
                     }
                 }

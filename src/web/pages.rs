@@ -94,11 +94,11 @@ pub async fn home(State(st): State<Arc<AppState>>, Query(q): Params) -> Result<R
         @if let Some(r) = results { (r) }
         div.counts {
             div { b { (totals.sessions) } "sessions" }
-            div { b { (totals.messages) } "messages" }
-            div { b { (totals.summaries) } "summaries" }
-            div { b { (totals.feedback) } "feedback" }
-            div { b { (totals.episodes) } "episodes" }
-            div { b { (totals.snippets) } "snippets" }
+            div title="estimated" { b { "≈" (totals.messages) } "messages" }
+            div title="estimated" { b { "≈" (totals.summaries) } "summaries" }
+            div title="estimated" { b { "≈" (totals.feedback) } "feedback" }
+            div title="estimated" { b { "≈" (totals.episodes) } "episodes" }
+            div title="estimated" { b { "≈" (totals.snippets) } "snippets" }
         }
         h2 { "Recent sessions" }
         (session_table(&recent, None))
@@ -107,12 +107,12 @@ pub async fn home(State(st): State<Arc<AppState>>, Query(q): Params) -> Result<R
     Ok(ok("Search", body))
 }
 
-fn project_select(projects: &[(String, i64)], chosen: &str) -> Markup {
+fn project_select(projects: &[String], chosen: &str) -> Markup {
     html! {
         label { "Project" select name="project" {
             option value="" { "all" }
-            @for (p, n) in projects.iter().filter(|(p, _)| !p.is_empty()) {
-                option value=(p) selected[chosen == p] { (clip(p, 60)) " (" (n) ")" }
+            @for p in projects.iter().filter(|p| !p.is_empty()) {
+                option value=(p) selected[chosen == p] { (clip(p, 60)) }
             }
         } }
     }

@@ -210,28 +210,14 @@ fn turn_label(e: &EpisodeListing, start_line: i64) -> Option<(String, f64, Strin
     ))
 }
 
-/// Evidence as one readable line: `line 12: user said "no, keep it"; ...`.
+/// Evidence as one readable line, the items as every door writes them
+/// (`L12 user said [user_correction]: no, keep it; ...`).
 pub fn evidence_text(v: &Value) -> String {
-    let one = |e: &Value| -> String {
-        let line = e["line"]
-            .as_i64()
-            .map(|l| format!("line {l}: "))
-            .unwrap_or_default();
-        let signal = e["signal"].as_str().unwrap_or("");
-        let text = e["text"].as_str().unwrap_or("");
-        let sep = if signal.is_empty() || text.is_empty() {
-            ""
-        } else {
-            " "
-        };
-        format!("{line}{signal}{sep}{}", clip(text, 160))
-    };
-    match v {
-        Value::Array(items) => items.iter().map(one).collect::<Vec<_>>().join("; "),
-        Value::Object(_) => one(v),
-        Value::String(s) => s.clone(),
-        _ => String::new(),
-    }
+    crate::query::Evidence::list(v)
+        .iter()
+        .map(|e| e.line_text(160))
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 /// What the session page shows.

@@ -155,6 +155,16 @@ impl TestEnv {
         c
     }
 
+    /// `gleaner status --json` (`Null` when no daemon answers).
+    pub fn status(&self) -> serde_json::Value {
+        let out = self
+            .cmd()
+            .args(["status", "--json"])
+            .output()
+            .expect("gleaner status");
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    }
+
     /// Run `gleaner hook session-end` for `session_id` (transcript `path`) as Claude Code does:
     /// the hook's JSON on stdin, stdin left open; it must exit 0 within Claude Code's patience
     /// (the 200 ms budget, with slack for a loaded test machine). Then wait until the session is

@@ -15,8 +15,11 @@ async fn live_file_lifecycle(backend: Backend) {
     let store = env.store().await;
     let main = env.path(&format!("-home-u-p/{SID}.jsonl"));
 
-    // Growth, in a project folder created after the daemon started.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Growth, in a project folder created after the daemon started (its watch installed).
+    wait_for(Duration::from_secs(10), "the watch installed", || async {
+        env.status()["watch_mode"] == "events"
+    })
+    .await;
     let l1 = user_line(SID, "u1", "first prompt");
     append(&main, l1.as_bytes());
     wait_offset(&store, &main, l1.len() as u64).await;
@@ -261,7 +264,16 @@ async fn a_missing_projects_folder_is_waited_for() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn daemon");
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Up, and looking for a folder that is not there yet.
+    let sock = env.dir.path().join("data/gleaner/gleaner.sock");
+    let started = std::time::Instant::now();
+    while status_pid(&sock) != Some(daemon.id()) {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "daemon did not start"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     let project = missing.join("-home-u-proj");
     std::fs::create_dir_all(&project).expect("create projects");
     std::fs::copy(
@@ -426,8 +438,27 @@ async fn a_second_sigterm_exits_at_once() {
         ("GLEANER_REFINE__COMMAND", "sleep 60"),
         ("GLEANER_REFINE__INTERVAL_SECS", "1"),
     ]);
-    // Let the ingest finish and the refine pass start its sleeping command.
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    // Wait until the refine pass runs its sleeping command (a child of one of the daemon's
+    // threads).
+    let tasks = format!("/proc/{}/task", daemon.id());
+    let has_child = || {
+        std::fs::read_dir(&tasks)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|t| {
+                std::fs::read_to_string(t.path().join("children"))
+                    .is_ok_and(|c| !c.trim().is_empty())
+            })
+    };
+    let started = std::time::Instant::now();
+    while !has_child() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "the refine command never started"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let pid = daemon.id().to_string();
     let started = std::time::Instant::now();
     let _ = std::process::Command::new("kill")

@@ -60,6 +60,8 @@ async fn chunked_writes(backend: Backend) {
     append(&target, lines[0]);
     append(&target, &lines[1][..half]);
     let d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "7")]);
+    // A negative check: there is no condition to wait for (nothing must happen), so the daemon
+    // gets a moment to do the wrong thing.
     std::thread::sleep(Duration::from_millis(600));
     let store = env.store().await;
     assert!(

@@ -160,9 +160,15 @@ async fn scalar(store: &Store, sql: &str) -> i64 {
 async fn corpus_knowledge(backend: Backend) {
     let env = TestEnv::new(backend).await;
     let corpus = corpus_dir().canonicalize().expect("corpus");
-    // The corpus may have been checked out seconds ago: idle after 1 s, not 10 min.
+    // The corpus may have been checked out seconds ago: idle after 1 s, not 10 min, and
+    // waiting (only) until its newest file is older than that.
     let idle = [("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1")];
-    std::thread::sleep(Duration::from_millis(1100));
+    let newest = walk_mtimes(&corpus);
+    if let Ok(age) = newest.elapsed() {
+        if let Some(left) = Duration::from_millis(1100).checked_sub(age) {
+            std::thread::sleep(left);
+        }
+    }
     env.ingest_dir_env(&corpus, &idle);
     let store = env.store().await;
     let e = oracle(&corpus);
@@ -703,3 +709,20 @@ async fn leaf_orders(backend: Backend) {
 }
 
 both_backends!(summary_leaf_resolution_in_either_order, leaf_orders);
+
+/// The newest modification time of the files below `dir`.
+fn walk_mtimes(dir: &std::path::Path) -> std::time::SystemTime {
+    let mut newest = std::time::UNIX_EPOCH;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(m) = e.metadata().and_then(|m| m.modified()) {
+                newest = newest.max(m);
+            }
+        }
+    }
+    newest
+}

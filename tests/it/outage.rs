@@ -287,11 +287,20 @@ async fn postgres_stopped_and_killed_mid_transaction_loses_and_duplicates_nothin
     })
     .await;
     let during = status(&env);
-    std::thread::sleep(Duration::from_secs(8));
+    // Reading paused: the probes retry with a growing backoff (1, 2, 4 s ...), so three
+    // errors take several seconds, and the count stays far below one per line appended.
+    let paused_at = Instant::now();
+    wait_for(Duration::from_secs(30), "three failed probes", || async {
+        status(&env)["errors"].as_u64().unwrap_or(0) >= 3
+    })
+    .await;
     assert!(status_pid(&sock) == Some(daemon.id()), "daemon stayed up");
-    // Reading paused: the error count grows with the backoff (1, 2, 4 s ...), not per line.
     let errors = status(&env)["errors"].as_u64().unwrap_or(0);
-    assert!((1..40).contains(&errors), "errors {errors}: {during}");
+    assert!(
+        errors < 40 && paused_at.elapsed() >= Duration::from_secs(2),
+        "errors {errors} after {:?}: {during}",
+        paused_at.elapsed()
+    );
     pg.start();
     wait_for(
         Duration::from_secs(40),
@@ -302,9 +311,21 @@ async fn postgres_stopped_and_killed_mid_transaction_loses_and_duplicates_nothin
 
     // Outage 2: killed mid-transaction while a backlog is read in small batches.
     let backlog = add_backlog(&env.projects, "b", 3, 300_000);
-    std::thread::sleep(Duration::from_millis(300));
+    // Mid-backlog: once the daemon has committed some of it.
+    let bytes_before = status(&env)["bytes"].as_u64().unwrap_or(0);
+    wait_for(
+        Duration::from_secs(20),
+        "the backlog being read",
+        || async { status(&env)["bytes"].as_u64().unwrap_or(0) > bytes_before },
+    )
+    .await;
     pg.stop("immediate");
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for(Duration::from_secs(20), "the outage seen", || async {
+        status(&env)["database_state"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("unavailable since"))
+    })
+    .await;
     pg.start();
 
     stop.store(true, Ordering::SeqCst);
@@ -421,7 +442,12 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
         .unwrap_or("")
         .to_lowercase();
     assert!(msg.contains("full") || msg.contains("disk"), "{s}");
-    std::thread::sleep(Duration::from_secs(3));
+    // A probe retried (and failed again) while the disk stayed full: the daemon stays up.
+    let errors = s["errors"].as_u64().unwrap_or(0);
+    wait_for(Duration::from_secs(30), "a retried probe", || async {
+        status(&env)["errors"].as_u64().unwrap_or(0) > errors
+    })
+    .await;
     assert!(status_pid(&sock) == Some(daemon.id()), "daemon stayed up");
     disk.grow("512m");
     let store = env.store().await;
@@ -468,3 +494,89 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
     );
     drop(disk);
 }
+
+/// A batch the database refuses for its data (here a trigger that rejects one text, standing
+/// for a value a column cannot take) is that file's problem: recorded as its diagnostic and
+/// retried later, while every other file goes on and the database is not reported down.
+async fn refused_batch(backend: crate::common::Backend) {
+    const GOOD: &str = "600d0000-0000-4000-8000-000000000001";
+    const BAD: &str = "bad00000-0000-4000-8000-000000000002";
+    let env = TestEnv::new(backend).await;
+    env.ingest(); // the schema
+    let trigger: &[&str] = match backend {
+        crate::common::Backend::Sqlite => &["CREATE TRIGGER refuse BEFORE INSERT ON messages \
+             WHEN NEW.text LIKE '%POISON-PILL%' \
+             BEGIN SELECT RAISE(ABORT, 'refused for the test'); END"],
+        crate::common::Backend::Postgres => &[
+            "CREATE FUNCTION refuse_poison() RETURNS trigger AS $$ BEGIN \
+             IF NEW.text LIKE '%POISON-PILL%' THEN \
+             RAISE EXCEPTION 'refused for the test' USING ERRCODE = 'check_violation'; \
+             END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
+            "CREATE TRIGGER refuse BEFORE INSERT ON messages FOR EACH ROW \
+             EXECUTE FUNCTION refuse_poison()",
+        ],
+    };
+    match backend {
+        crate::common::Backend::Sqlite => {
+            let pool = sqlx::SqlitePool::connect(&env.url).await.expect("sqlite");
+            for q in trigger {
+                sqlx::query(q).execute(&pool).await.expect("trigger");
+            }
+            pool.close().await;
+        }
+        crate::common::Backend::Postgres => {
+            let pool = sqlx::PgPool::connect(&env.url).await.expect("pg");
+            for q in trigger {
+                sqlx::query(q).execute(&pool).await.expect("trigger");
+            }
+            pool.close().await;
+        }
+    }
+    let good = env.path(&format!("-home-u-p/{GOOD}.jsonl"));
+    let bad = env.path(&format!("-home-u-p/{BAD}.jsonl"));
+    let g1 = user_line(GOOD, "g1", "an ordinary prompt");
+    append(&good, g1.as_bytes());
+    append(
+        &bad,
+        user_line(BAD, "b1", "this one carries a POISON-PILL").as_bytes(),
+    );
+    let mut daemon = env.spawn_daemon(&[]);
+    let store = env.store().await;
+    wait_offset(&store, &good, g1.len() as u64).await;
+    // The refused batch is recorded as the bad file's diagnostic.
+    wait_for(
+        Duration::from_secs(20),
+        "the refused batch recorded",
+        || {
+            let store = store.clone();
+            let bad = bad.clone();
+            async move {
+                file(&store, &bad)
+                    .await
+                    .is_some_and(|f| f.diagnostics > 0 && f.offset == 0)
+            }
+        },
+    )
+    .await;
+    // Nothing is paused: the good file keeps being read.
+    let g2 = user_line(GOOD, "g2", "a second prompt, after the refusal");
+    append(&good, g2.as_bytes());
+    wait_offset(&store, &good, (g1.len() + g2.len()) as u64).await;
+    let out = env
+        .cmd()
+        .args(["status", "--json"])
+        .output()
+        .expect("status");
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status json");
+    assert_eq!(s["database_state"], "ok", "{s}");
+    assert!(
+        s["last_error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("refused for the test")),
+        "{s}"
+    );
+    terminate(&mut daemon);
+    env.cleanup().await;
+}
+
+crate::both_backends!(a_refused_batch_pauses_nothing, refused_batch);

@@ -98,7 +98,7 @@ async fn matches_jsonl(backend: Backend) {
     env.ingest_dir(&corpus);
     let out = env
         .cmd_for(&corpus)
-        .args(["files", "--json"])
+        .args(["files", "--json", "--limit", "500"])
         .output()
         .expect("files");
     assert_ok(&out);

@@ -186,7 +186,7 @@ impl Engine {
             Err(e) => {
                 let health = &self.pipeline.health;
                 self.pipeline.stats.errors.fetch_add(1, Ordering::Relaxed);
-                if let Some(repeated) = crate::telemetry::should_log("store:register") {
+                if let Some(repeated) = crate::metrics::should_log("store:register") {
                     tracing::error!(files = paths.len(), error = %e, repeated, "cannot register files; will retry");
                 }
                 health.store_failed(&e.to_string());
@@ -339,7 +339,7 @@ impl Engine {
         if let Err(e) = sweep_idle_sessions(&self.pipeline.store, cfg).await {
             let health = &self.pipeline.health;
             self.pipeline.stats.errors.fetch_add(1, Ordering::Relaxed);
-            if let Some(repeated) = crate::telemetry::should_log("store:sweep") {
+            if let Some(repeated) = crate::metrics::should_log("store:sweep") {
                 tracing::warn!(error = %e, repeated, "idle-session sweep failed");
             }
             health.record_error("idle-session sweep", &e.to_string());

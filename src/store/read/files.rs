@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::super::sql::Sql;
-use super::super::{Store, StoreError};
+use super::super::{Page, Paged, Store, StoreError};
 
 /// One file as `gleaner files` shows it.
 #[derive(Debug, Clone, sqlx::FromRow, Serialize)]
@@ -30,13 +30,20 @@ pub struct FileListing {
 }
 
 impl Store {
-    /// Files of one machine, ordered by path.
-    pub async fn list_files(&self, machine: &str) -> Result<Vec<FileListing>, StoreError> {
+    /// One page of the files of one machine, by path.
+    pub async fn files(&self, machine: &str, page: Page) -> Result<Paged<FileListing>, StoreError> {
         let q = Sql::new(
             "SELECT path, session_id, agent_id, size, byte_offset, lines, diagnostics, \
-             generation, state FROM files WHERE machine = $1 ORDER BY path",
+             generation, state FROM files WHERE machine = $1 ORDER BY path LIMIT $2 OFFSET $3",
         )
-        .arg(machine);
-        self.fetch_all(&q).await
+        .arg(machine)
+        .arg(i64::from(page.probe()))
+        .arg(i64::from(page.offset));
+        Ok(page.finish(self.fetch_all(&q).await?, None))
+    }
+
+    /// Every file of one machine, by path (tests; a page at a time).
+    pub async fn list_files(&self, machine: &str) -> Result<Vec<FileListing>, StoreError> {
+        super::every_page(|page| self.files(machine, page)).await
     }
 }

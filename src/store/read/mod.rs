@@ -34,7 +34,7 @@ const BATCH: u32 = 500;
 
 /// Every row of a paged listing, fetched [`BATCH`] at a time (exports and tests: the cost is
 /// that of the answer).
-pub(super) async fn every_page<T, F, Fut>(mut fetch: F) -> Result<Vec<T>, StoreError>
+pub(in crate::store) async fn every_page<T, F, Fut>(mut fetch: F) -> Result<Vec<T>, StoreError>
 where
     F: FnMut(Page) -> Fut,
     Fut: std::future::Future<Output = Result<Paged<T>, StoreError>>,

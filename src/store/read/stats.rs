@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use super::super::sql::Backend;
 use super::super::sql::Sql;
 use super::super::{Store, StoreError};
 
@@ -22,7 +23,7 @@ pub struct TableCounts {
     pub feedback: i64,
 }
 
-/// Totals for the home page.
+/// Totals for the home page: `sessions` exact, the others estimated (see `Store::totals`).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Totals {
     /// Sessions.
@@ -40,7 +41,8 @@ pub struct Totals {
 }
 
 impl Store {
-    /// Row counts of the main tables.
+    /// Row counts of the main tables, exact (tests and `ingest` summaries: it counts every
+    /// row).
     pub async fn counts(&self) -> Result<TableCounts, StoreError> {
         let q = Sql::new(
             "SELECT (SELECT COUNT(*) FROM files) AS files, \
@@ -53,25 +55,44 @@ impl Store {
         let row: Option<TableCounts> = self.fetch_optional(&q).await?;
         Ok(row.unwrap_or_default())
     }
-    /// Totals for the home page.
+
+    /// Totals for the home page: sessions counted, the large tables estimated, so that the
+    /// page costs the same on any size of store. SQLite: the largest row id (rows are rarely
+    /// deleted); PostgreSQL: the statistics' live-row count (updated as rows are written).
     pub async fn totals(&self) -> Result<Totals, StoreError> {
-        let n = |t: &str| Sql::new(format!("SELECT COUNT(*) FROM {t}"));
+        let estimate = |t: &str| match self.backend() {
+            Backend::Sqlite => Sql::new(format!("SELECT COALESCE(MAX(id), 0) FROM {t}")),
+            Backend::Postgres => Sql::new(
+                "SELECT COALESCE(MAX(n_live_tup), 0) FROM pg_stat_user_tables \
+                 WHERE relname = $1 AND schemaname = current_schema()",
+            )
+            .arg(t.to_string()),
+        };
         Ok(Totals {
-            sessions: self.fetch_i64(&n("sessions")).await?,
-            messages: self.fetch_i64(&n("messages")).await?,
-            summaries: self.fetch_i64(&n("summaries")).await?,
-            feedback: self.fetch_i64(&n("feedback")).await?,
-            episodes: self.fetch_i64(&n("episodes")).await?,
-            snippets: self.fetch_i64(&n("snippets")).await?,
+            sessions: self
+                .fetch_i64(&Sql::new("SELECT COUNT(*) FROM sessions"))
+                .await?,
+            messages: self.fetch_i64(&estimate("messages")).await?,
+            summaries: self.fetch_i64(&estimate("summaries")).await?,
+            feedback: self.fetch_i64(&estimate("feedback")).await?,
+            episodes: self.fetch_i64(&estimate("episodes")).await?,
+            snippets: self.fetch_i64(&estimate("snippets")).await?,
         })
     }
 
-    /// Projects with their session counts, most sessions first (the filter's choices).
-    pub async fn projects(&self) -> Result<Vec<(String, i64)>, StoreError> {
+    /// The projects sessions belong to, by name (at most 200: the filters' choices). A loose
+    /// index scan (one index probe per project), so its cost follows the number of projects,
+    /// not of sessions.
+    pub async fn projects(&self) -> Result<Vec<String>, StoreError> {
         let q = Sql::new(
-            "SELECT project, COUNT(*) AS n FROM sessions GROUP BY project ORDER BY n DESC, project \
-             LIMIT 200",
+            "WITH RECURSIVE p(project) AS ( \
+               SELECT MIN(project) FROM sessions \
+               UNION ALL \
+               SELECT (SELECT MIN(s.project) FROM sessions s WHERE s.project > p.project) \
+               FROM p WHERE p.project IS NOT NULL) \
+             SELECT project FROM p WHERE project IS NOT NULL LIMIT 200",
         );
-        self.fetch_all(&q).await
+        let rows: Vec<(String,)> = self.fetch_all(&q).await?;
+        Ok(rows.into_iter().map(|(p,)| p).collect())
     }
 }
