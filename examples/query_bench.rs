@@ -15,7 +15,6 @@
 //! PostgreSQL admin URL: `GLEANER_BENCH_PG_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
 //! A work folder given with `--work` is kept (its stores are built anew each run).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
@@ -101,32 +100,31 @@ fn ingest(bin: &Path, home: &Path, projects: &Path, url: &str) -> Result<f64> {
     Ok(t.elapsed().as_secs_f64())
 }
 
-/// Grow the store of `url` by `parts` parts of `part_bytes`, copies numbered from `first`;
-/// each part is written to `tree`, ingested, and deleted. Returns the next copy number.
-fn grow(
+/// Add one part of `part_bytes` to every store in `urls`, copies numbered from `first`: the
+/// part is written to `tree` (replacing the previous part: the disk holds one) and ingested
+/// into each store. Returns the next copy number.
+fn add_part(
     o: &Ctx,
-    url: &str,
+    urls: &[(&str, String)],
     tree: &Path,
     part_bytes: u64,
-    parts: u64,
-    mut first: u64,
+    first: u64,
 ) -> Result<u64> {
-    for p in 0..parts {
-        let _ = std::fs::remove_dir_all(tree);
-        std::fs::create_dir_all(tree)?;
-        let t = Instant::now();
-        let (bytes, files, next) = o.corpus.generate_copies(tree, part_bytes, first)?;
-        first = next;
-        let gen = t.elapsed().as_secs_f64();
-        let secs = ingest(&o.bin, &o.home, tree, url)?;
-        eprintln!(
-            "  part {}/{parts}: {:.2} GB in {files} files, generated in {gen:.0} s, ingested in {secs:.0} s",
-            p + 1,
-            bytes as f64 / 1e9
-        );
-    }
     let _ = std::fs::remove_dir_all(tree);
-    Ok(first)
+    std::fs::create_dir_all(tree)?;
+    let t = Instant::now();
+    let (bytes, files, next) = o.corpus.generate_copies(tree, part_bytes, first)?;
+    eprint!(
+        "  part of {:.2} GB ({files} files) made in {:.0} s; ingested:",
+        bytes as f64 / 1e9,
+        t.elapsed().as_secs_f64()
+    );
+    for (name, url) in urls {
+        let secs = ingest(&o.bin, &o.home, tree, url)?;
+        eprint!(" {name} {secs:.0} s");
+    }
+    eprintln!();
+    Ok(next)
 }
 
 struct Ctx {
@@ -148,21 +146,34 @@ fn time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<f64>> {
     Ok(ms)
 }
 
-/// A recent session with a main transcript (the one `get_session` and the session page show).
-fn pick_session(o: &Ctx, url: &str, projects: &Path) -> Result<String> {
-    let out = gleaner(&o.bin, &o.home, projects, url)
-        .args(["sessions", "--json", "--limit", "20"])
-        .output()?;
-    let v: Value = serde_json::from_slice(&out.stdout).context("sessions --json")?;
-    v.as_array()
-        .and_then(|a| {
-            a.iter()
-                .find(|s| s["messages"].as_i64().unwrap_or(0) > 20)
-                .or_else(|| a.first())
-        })
-        .and_then(|s| s["session_id"].as_str())
-        .map(str::to_string)
-        .context("no session in the store")
+/// A session whose main transcript is on disk (the last part's tree is kept), of a few hundred
+/// KB: what `get_session`, `get_transcript_lines` and the session page are timed on.
+fn pick_session(tree: &Path) -> Result<String> {
+    let mut best: Option<(u64, String)> = None;
+    let mut stack = vec![tree.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d)?.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                if p.file_name().is_some_and(|n| n != "subagents") {
+                    stack.push(p);
+                }
+                continue;
+            }
+            let Some(stem) = p.file_stem().and_then(|s| s.to_str()) else {
+                continue;
+            };
+            let size = e.metadata().map_or(0, |m| m.len());
+            let is_session = stem.len() == 36 && stem.bytes().filter(|b| *b == b'-').count() == 4;
+            // Closest to 300 KB: an ordinary session, not the corpus's largest.
+            let score = size.abs_diff(300_000);
+            if is_session && size > 50_000 && best.as_ref().is_none_or(|(s, _)| score < *s) {
+                best = Some((score, stem.to_string()));
+            }
+        }
+    }
+    best.map(|(_, id)| id)
+        .context("no session transcript in the tree")
 }
 
 fn mcp_probes(o: &Ctx, url: &str, sid: &str, rows: &mut Vec<Row>) -> Result<()> {
@@ -355,8 +366,8 @@ fn report(title: &str, rows: &[Row]) {
     }
 }
 
-fn measure(o: &Ctx, url: &str, projects: &Path) -> Result<Vec<Row>> {
-    let sid = pick_session(o, url, projects)?;
+fn measure(o: &Ctx, url: &str, projects: &Path, sid: &str) -> Result<Vec<Row>> {
+    let sid = sid.to_string();
     let mut rows = Vec::new();
     mcp_probes(o, url, &sid, &mut rows)?;
     web_probes(o, url, projects, &sid, &mut rows)?;
@@ -396,10 +407,8 @@ fn run(opts: Opts) -> Result<()> {
         backends.push(("PostgreSQL", pg_url(&admin, "gleaner_qbench")));
     }
     let tree = work.join("tree");
-    // Rows gathered per backend and size, printed together at the end.
-    let mut results: BTreeMap<String, Vec<Row>> = BTreeMap::new();
+    let rt = tokio::runtime::Runtime::new()?;
     for (name, url) in &backends {
-        let rt = tokio::runtime::Runtime::new()?;
         match *name {
             "SQLite" => {
                 let path = url.trim_start_matches("sqlite://");
@@ -415,29 +424,35 @@ fn run(opts: Opts) -> Result<()> {
                 rt.block_on(pg_exec(&admin, "CREATE DATABASE gleaner_qbench"))?;
             }
         }
-        eprintln!("{name}: building the {} GB store", opts.gb);
-        let next = grow(&o, url, &tree, part, 1, 0)?;
-        let figures = store_figures(&o, url, &work)?;
-        eprintln!("{name}: {figures}; timing");
-        let rows = measure(&o, url, &work)?;
-        results.insert(format!("{name}, {} GB tree: {figures}", opts.gb), rows);
-        if opts.grow > 1 {
-            eprintln!("{name}: growing the store to {}x", opts.grow);
-            grow(&o, url, &tree, part, opts.grow - 1, next)?;
+    }
+    // Rows gathered per backend and size, printed together at the end.
+    let mut results: Vec<(String, Vec<Row>)> = Vec::new();
+    let time_all = |label: f64, results: &mut Vec<(String, Vec<Row>)>| -> Result<()> {
+        let sid = pick_session(&tree)?;
+        for (name, url) in &backends {
             let figures = store_figures(&o, url, &work)?;
-            eprintln!("{name}: {figures}; timing");
-            let rows = measure(&o, url, &work)?;
-            results.insert(
-                format!("{name}, {} GB tree: {figures}", opts.gb * opts.grow as f64),
-                rows,
-            );
+            eprintln!("{name}: {figures}; timing on session {sid}");
+            let rows = measure(&o, url, &work, &sid)?;
+            results.push((format!("{name}, {label} GB tree: {figures}"), rows));
         }
-        if *name == "PostgreSQL" && !keep {
-            rt.block_on(pg_exec(
-                &admin,
-                "DROP DATABASE IF EXISTS gleaner_qbench WITH (FORCE)",
-            ))?;
+        Ok(())
+    };
+    eprintln!("building the {} GB stores", opts.gb);
+    let mut next = add_part(&o, &backends, &tree, part, 0)?;
+    time_all(opts.gb, &mut results)?;
+    if opts.grow > 1 {
+        eprintln!("growing the stores to {}x", opts.grow);
+        for _ in 1..opts.grow {
+            next = add_part(&o, &backends, &tree, part, next)?;
         }
+        time_all(opts.gb * opts.grow as f64, &mut results)?;
+    }
+    let _ = std::fs::remove_dir_all(&tree);
+    if !keep && !opts.skip_postgres {
+        rt.block_on(pg_exec(
+            &admin,
+            "DROP DATABASE IF EXISTS gleaner_qbench WITH (FORCE)",
+        ))?;
     }
     for (title, rows) in &results {
         report(title, rows);

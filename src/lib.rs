@@ -16,7 +16,7 @@
 //! - [`snippet`]: what a snippet is (gates, tags, hash) and excerpts cut for `snippet add`.
 //! - [`episode`]: stage 4, turns, episodes, triage and automatic snippets.
 //! - [`conversation`]: a session's conversation as plain text (from stored rows or records).
-//! - [`store`]: stage 5, the database, sink and checkpoint, both backends; its single writer.
+//! - [`store`]: the database, sink and checkpoint, both backends; its single writer.
 //! - [`run`]: the async shell: engine, pump, daemon, one-shot ingest, status socket.
 //! - [`query`]: what the front doors read the store through: typed filters parsed once,
 //!   session references, pages in SQL, and the one use case they share that writes

@@ -40,9 +40,14 @@ pub fn pg_url(admin: &str, db: &str) -> String {
     query.map_or(format!("{base}/{db}"), |q| format!("{base}/{db}?{q}"))
 }
 
-/// The release `gleaner` binary next to this example's folder (`target/release/gleaner`).
+/// The `gleaner` binary to measure: `$GLEANER_BENCH_BIN`, else the release one next to this
+/// example's folder (`target/release/gleaner`).
 #[allow(dead_code)] // `bench` and `snippet_bench` build it when missing instead.
 pub fn binary() -> Result<std::path::PathBuf> {
+    // A build to measure other than this one's (a copy kept aside, an older release).
+    if let Some(bin) = std::env::var_os("GLEANER_BENCH_BIN") {
+        return Ok(bin.into());
+    }
     let exe = std::env::current_exe()?;
     let bin = exe
         .parent()

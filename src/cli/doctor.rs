@@ -10,8 +10,8 @@ use serde::Serialize;
 
 use super::{hooks, service, Outcome, EXIT_NOT_FOUND, EXIT_OK};
 use crate::config::Config;
+use crate::query::store::{Store, StoreError};
 use crate::run::socket::{self, Request, Response};
-use crate::store::{Store, StoreError};
 
 /// Claude Code's default `cleanupPeriodDays`.
 const CLAUDE_DEFAULT_CLEANUP_DAYS: i64 = 30;
@@ -75,7 +75,7 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
         ),
     });
 
-    let url = crate::store::redact_url(&cfg.database.url);
+    let url = crate::query::store::redact_url(&cfg.database.url);
     checks.push(match Store::open_existing(&cfg.database).await {
         Ok(store) => {
             let schema = store.applied_schema().await.ok().flatten().unwrap_or(0);

@@ -18,9 +18,9 @@ use anyhow::Context;
 use serde::Deserialize;
 
 use crate::config::{self, Overrides};
+use crate::query::store::Store;
 use crate::run::socket::{self, ClientError, Request, Response};
 use crate::run::RunError;
-use crate::store::Store;
 
 /// Which hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,11 +8,11 @@ use super::output::{print_episodes, print_feedback, print_files, print_sessions,
 use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::episode::Label;
-use crate::query::{self, Page, Paged};
-use crate::store::{
-    EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionStatus, SummaryFilter,
-    SummaryKind,
+use crate::query::store::{
+    EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionStatus, Store,
+    SummaryFilter, SummaryKind,
 };
+use crate::query::{self, Page, Paged};
 
 /// Rows a listing prints unless `--limit` says otherwise.
 pub const DEFAULT_LIMIT: u32 = 50;
@@ -103,70 +103,9 @@ pub async fn sessions(cfg: &Config, a: SessionsArgs) -> Outcome {
     Ok(EXIT_OK)
 }
 
-/// `gleaner summaries` flags.
-#[derive(Debug, Args)]
-pub struct SummariesArgs {
-    /// Only this session (a unique prefix of its id is enough).
-    pub session_prefix: Option<String>,
-    /// Only this kind: summary, compact_boundary or compact_summary.
-    #[arg(long, value_name = "K")]
-    pub kind: Option<String>,
-    /// Only sessions whose project folder or working directory contains this text.
-    #[arg(long, value_name = "P", allow_hyphen_values = true)]
-    pub project: Option<String>,
-    /// Only summaries written at or after T (ISO date/time, or an age such as 7d).
-    #[arg(long, value_name = "T")]
-    pub since: Option<String>,
-    /// Only summaries written before T.
-    #[arg(long, value_name = "T")]
-    pub until: Option<String>,
-    /// Oldest first (default: newest first).
-    #[arg(long)]
-    pub reverse: bool,
-    #[command(flatten)]
-    pub page: PageArgs,
-    /// Print a JSON array.
-    #[arg(long)]
-    pub json: bool,
-}
-
-/// Run `gleaner summaries`.
-pub async fn summaries(cfg: &Config, a: SummariesArgs) -> Outcome {
-    let kind = a
-        .kind
-        .as_deref()
-        .map(|k| query::choice::<SummaryKind>("--kind", k))
-        .transpose()?;
-    let since = query::time_opt("--since", a.since.as_deref())?;
-    let until = query::time_opt("--until", a.until.as_deref())?;
-    let page = a.page.page()?;
-    let store = open_store(cfg).await?;
-    let session_ids = match resolve_optional_prefix(&store, a.session_prefix.as_deref()).await? {
-        Ok(ids) => ids,
-        Err(code) => return Ok(code),
-    };
-    let filter = SummaryFilter {
-        session_ids,
-        kind,
-        project: a.project,
-        since,
-        until,
-        oldest_first: a.reverse,
-    };
-    let p = store.summaries(&filter, page).await?;
-    print_summaries(&p.items, a.json)?;
-    say_more(&p, a.json);
-    Ok(EXIT_OK)
-}
-
-/// `gleaner feedback` flags.
-#[derive(Debug, Args)]
-pub struct FeedbackArgs {
-    /// Only this session and its sub-agents (a unique prefix of its id is enough).
-    pub session_prefix: Option<String>,
-    /// Only this type: message, tool_denial or interruption.
-    #[arg(long = "type", value_name = "T")]
-    pub feedback_type: Option<String>,
+/// What a listing of things said or written in sessions (summaries, feedback) is narrowed to.
+#[derive(Debug, Clone, Args)]
+pub struct ScopeArgs {
     /// Only sessions whose project folder or working directory contains this text.
     #[arg(long, value_name = "P", allow_hyphen_values = true)]
     pub project: Option<String>,
@@ -186,6 +125,86 @@ pub struct FeedbackArgs {
     pub json: bool,
 }
 
+/// A scope parsed, its store opened and its session resolved.
+struct Scope {
+    since: Option<String>,
+    until: Option<String>,
+    page: Page,
+    store: Store,
+    session_ids: Option<Vec<String>>,
+}
+
+impl ScopeArgs {
+    /// Parse the flags (before the database is touched: a typo is an error either way), open
+    /// the store and resolve `prefix`; `Err(code)` when the prefix matched no single session
+    /// (already said on stderr).
+    async fn open(&self, cfg: &Config, prefix: Option<&str>) -> anyhow::Result<Result<Scope, u8>> {
+        let since = query::time_opt("--since", self.since.as_deref())?;
+        let until = query::time_opt("--until", self.until.as_deref())?;
+        let page = self.page.page()?;
+        let store = open_store(cfg).await?;
+        Ok(match resolve_optional_prefix(&store, prefix).await? {
+            Ok(session_ids) => Ok(Scope {
+                since,
+                until,
+                page,
+                store,
+                session_ids,
+            }),
+            Err(code) => Err(code),
+        })
+    }
+}
+
+/// `gleaner summaries` flags.
+#[derive(Debug, Args)]
+pub struct SummariesArgs {
+    /// Only this session (a unique prefix of its id is enough).
+    pub session_prefix: Option<String>,
+    /// Only this kind: summary, compact_boundary or compact_summary.
+    #[arg(long, value_name = "K")]
+    pub kind: Option<String>,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+}
+
+/// Run `gleaner summaries`.
+pub async fn summaries(cfg: &Config, a: SummariesArgs) -> Outcome {
+    let kind = a
+        .kind
+        .as_deref()
+        .map(|k| query::choice::<SummaryKind>("--kind", k))
+        .transpose()?;
+    let s = match a.scope.open(cfg, a.session_prefix.as_deref()).await? {
+        Ok(s) => s,
+        Err(code) => return Ok(code),
+    };
+    let filter = SummaryFilter {
+        session_ids: s.session_ids,
+        kind,
+        project: a.scope.project,
+        since: s.since,
+        until: s.until,
+        oldest_first: a.scope.reverse,
+    };
+    let p = s.store.summaries(&filter, s.page).await?;
+    print_summaries(&p.items, a.scope.json)?;
+    say_more(&p, a.scope.json);
+    Ok(EXIT_OK)
+}
+
+/// `gleaner feedback` flags.
+#[derive(Debug, Args)]
+pub struct FeedbackArgs {
+    /// Only this session and its sub-agents (a unique prefix of its id is enough).
+    pub session_prefix: Option<String>,
+    /// Only this type: message, tool_denial or interruption.
+    #[arg(long = "type", value_name = "T")]
+    pub feedback_type: Option<String>,
+    #[command(flatten)]
+    pub scope: ScopeArgs,
+}
+
 /// Run `gleaner feedback`.
 pub async fn feedback(cfg: &Config, a: FeedbackArgs) -> Outcome {
     let feedback_type = a
@@ -193,25 +212,21 @@ pub async fn feedback(cfg: &Config, a: FeedbackArgs) -> Outcome {
         .as_deref()
         .map(|t| query::choice::<FeedbackType>("--type", t))
         .transpose()?;
-    let since = query::time_opt("--since", a.since.as_deref())?;
-    let until = query::time_opt("--until", a.until.as_deref())?;
-    let page = a.page.page()?;
-    let store = open_store(cfg).await?;
-    let session_ids = match resolve_optional_prefix(&store, a.session_prefix.as_deref()).await? {
-        Ok(ids) => ids,
+    let s = match a.scope.open(cfg, a.session_prefix.as_deref()).await? {
+        Ok(s) => s,
         Err(code) => return Ok(code),
     };
     let filter = FeedbackFilter {
-        session_ids,
+        session_ids: s.session_ids,
         feedback_type,
-        project: a.project,
-        since,
-        until,
-        oldest_first: a.reverse,
+        project: a.scope.project,
+        since: s.since,
+        until: s.until,
+        oldest_first: a.scope.reverse,
     };
-    let p = store.feedback(&filter, page).await?;
-    print_feedback(&p.items, a.json)?;
-    say_more(&p, a.json);
+    let p = s.store.feedback(&filter, s.page).await?;
+    print_feedback(&p.items, a.scope.json)?;
+    say_more(&p, a.scope.json);
     Ok(EXIT_OK)
 }
 

@@ -1,7 +1,7 @@
 //! Command-line interface: argument parsing and one function per subcommand.
 //!
 //! Subcommands render results (table or `--json`) and never write SQL themselves; queries live
-//! in [`crate::store`]. Errors surface as `anyhow` chains that `main` prints on one line.
+//! in [`crate::query`]. Errors surface as `anyhow` chains that `main` prints on one line.
 
 mod doctor;
 mod export;
@@ -25,7 +25,7 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Config, Overrides};
-use crate::store::Store;
+use crate::query::store::Store;
 
 /// Exit code for "ran fine".
 pub const EXIT_OK: u8 = 0;

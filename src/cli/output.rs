@@ -8,15 +8,15 @@ use std::io::{IsTerminal, Write};
 use serde::Serialize;
 
 use crate::config::Config;
-use crate::run::once::IngestSummary;
-use crate::run::socket::StatusReport;
-use crate::snippet::text::{clip, first_line};
-use crate::store::redact_url;
-use crate::store::search::SearchPage;
-use crate::store::{
+use crate::query::store::redact_url;
+use crate::query::store::search::SearchPage;
+use crate::query::store::{
     EpisodeListing, FeedbackListing, FileListing, SessionListing, SnippetListing, SnippetPage,
     SummaryListing,
 };
+use crate::run::once::IngestSummary;
+use crate::run::socket::StatusReport;
+use crate::snippet::text::{clip, first_line};
 
 fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();

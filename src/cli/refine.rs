@@ -2,8 +2,8 @@
 //! that wait for it (the daemon runs the same pass every `[refine] interval_secs`).
 
 use crate::config::Config;
+use crate::query::store::Store;
 use crate::run::refine::refine_pending;
-use crate::store::Store;
 
 use super::{Outcome, EXIT_ERROR, EXIT_OK};
 

@@ -8,7 +8,7 @@ use clap::Args;
 use super::output::print_search;
 use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
-use crate::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
+use crate::query::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
 
 /// `--kind` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -13,9 +13,9 @@ use super::snippets::AddArgs;
 use super::{resolve_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::query::snippet_add::{add, AddRequest, Added, Content};
+use crate::query::store::Store;
 use crate::snippet::excerpt::{self, Selection};
 use crate::snippet::SnippetType;
-use crate::store::Store;
 
 /// Run `gleaner snippet add`. Exit 0 when stored or already stored, 1 when the session is
 /// unknown or ambiguous; any other problem is an error (one line, exit 2).

@@ -13,7 +13,7 @@ use super::output::print_snippets;
 use super::{open_store, resolve_optional_prefix, Outcome, SnippetKind, EXIT_OK};
 use crate::config::Config;
 use crate::query;
-use crate::store::SnippetFilter;
+use crate::query::store::SnippetFilter;
 
 /// Run `gleaner snippets`.
 pub async fn snippets(cfg: &Config, args: SnippetsArgs) -> Outcome {

@@ -19,8 +19,8 @@ pub use learnings::{is_learning, learning, learnings, Learning};
 pub use markdown::markdown;
 
 use crate::store::{
-    EpisodeFilter, EpisodeListing, FeedbackFilter, FeedbackListing, Page, SessionFilter,
-    SessionListing, SnippetFilter, SnippetListing, Store, StoreError, SummaryFilter,
+    EpisodeFilter, EpisodeListing, FeedbackFilter, FeedbackListing, Page, SessionCursor,
+    SessionFilter, SessionListing, SnippetFilter, SnippetListing, Store, StoreError, SummaryFilter,
     SummaryListing,
 };
 
@@ -81,16 +81,12 @@ pub async fn stream<E>(
 where
     E: From<StoreError>,
 {
-    let filter = SessionFilter {
+    let mut filter = SessionFilter {
         project: f.project.clone(),
         since: f.since.clone(),
         until: f.until.clone(),
         session_ids: f.session_ids.clone(),
         ..SessionFilter::default()
-    };
-    let mut page = Page {
-        limit: CHUNK,
-        offset: 0,
     };
     let mut done = 0u64;
     loop {
@@ -98,10 +94,15 @@ where
         if left == Some(0) {
             return Ok(done);
         }
-        if let Some(n) = left {
-            page.limit = CHUNK.min(u32::try_from(n).unwrap_or(CHUNK));
-        }
+        let page = Page {
+            limit: left.map_or(CHUNK, |n| CHUNK.min(u32::try_from(n).unwrap_or(CHUNK))),
+            offset: 0,
+        };
+        // Keyset paging: each chunk starts after the last session of the one before, so the
+        // last chunk of a large export costs what the first did.
         let sessions = store.sessions(&filter, page).await?;
+        filter.after = sessions.items.last().map(SessionCursor::after);
+        let more = sessions.has_more;
         let ids: Vec<String> = sessions
             .items
             .iter()
@@ -169,9 +170,8 @@ where
             sink(export)?;
             done += 1;
         }
-        match sessions.next_offset {
-            Some(next) => page.offset = u32::try_from(next).unwrap_or(u32::MAX),
-            None => return Ok(done),
+        if !more {
+            return Ok(done);
         }
     }
 }

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::args::Parameters;
 use super::{done, page, page_of, store_err, time, Gleaner};
 use crate::export;
-use crate::store::SnippetFilter;
+use crate::query::store::SnippetFilter;
 
 /// `export_learnings`.
 #[derive(Debug, Deserialize, JsonSchema)]

@@ -10,13 +10,13 @@ use super::args::{
 };
 use super::{choice, done, page, page_of, store_err, time, Body, Gleaner};
 use crate::episode::Label;
-use crate::query::{self, Paged};
-use crate::snippet::SnippetType;
-use crate::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
-use crate::store::{
+use crate::query::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
+use crate::query::store::{
     EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionStatus, SnippetFilter,
     SummaryFilter, SummaryKind,
 };
+use crate::query::{self, Paged};
+use crate::snippet::SnippetType;
 
 type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
 

@@ -2,8 +2,8 @@
 //! history.
 //!
 //! Built on the official SDK (`rmcp`): it owns the JSON-RPC framing, the lifecycle and protocol
-//! version negotiation; the tools are in [`tools`], their argument types (and so their JSON
-//! schemas) in [`args`]. The server reads the database directly, like the CLI, so it works
+//! version negotiation; the tools are in `listings`, `session`, `snippets` and `export` (one
+//! router each), their argument types (and so their JSON schemas) in [`args`]. The server reads the database directly, like the CLI, so it works
 //! whether or not the daemon runs, and as a reader it never holds the daemon's writer up
 //! (SQLite's WAL lets readers and the one writer proceed together).
 //!
@@ -27,8 +27,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Config;
+use crate::query::store::{Store, StoreError};
 use crate::query::{self, Page, Paged};
-use crate::store::{Store, StoreError};
 
 /// Why the server could not run.
 #[derive(Debug, thiserror::Error)]

@@ -5,8 +5,8 @@ use serde_json::{json, Value};
 
 use super::args::{ConversationArgs, LinesArgs, Parameters, SessionArgs};
 use super::{cut_text, done, store_err, Body, Gleaner};
+use crate::query::store::{EpisodeFilter, Page, SnippetFilter, SummaryFilter};
 use crate::snippet::excerpt::{self, Selection, SourceError};
-use crate::store::{EpisodeFilter, Page, SnippetFilter, SummaryFilter};
 
 type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
 

@@ -313,37 +313,6 @@ fn corpus_parses() {
     assert!(unknown.is_empty(), "all corpus top-level keys are known");
 }
 
-/// Speed report only (no timed assertion): meaningful in `--release`.
-#[test]
-fn corpus_speed_report() {
-    let mut all = Vec::new();
-    for f in crate::test_support::corpus_files() {
-        if let Ok(d) = std::fs::read(f) {
-            all.extend_from_slice(&d);
-            if !all.ends_with(b"\n") {
-                all.push(b'\n');
-            }
-        }
-    }
-    if all.is_empty() {
-        return;
-    }
-    let reps = if cfg!(debug_assertions) { 1 } else { 5 };
-    let start = std::time::Instant::now();
-    let mut records = 0usize;
-    for _ in 0..reps {
-        for line in lines(&all) {
-            records += parse_line(line).records.len();
-        }
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let mb = (all.len() * reps) as f64 / 1e6;
-    eprintln!(
-        "parse speed: {mb:.1} MB in {secs:.3}s = {:.0} MB/s ({records} records)",
-        mb / secs
-    );
-}
-
 #[test]
 fn edit_inputs_decode_on_demand() {
     let r = one(

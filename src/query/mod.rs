@@ -1,4 +1,6 @@
-//! The query layer: what every front door (CLI, MCP, web) reads the store through.
+//! The query layer: what every front door (CLI, MCP, web) reads the store through: inputs parsed
+//! here, then the store's read side (`store::read`, listings and their views) called with the
+//! typed filters this builds.
 //!
 //! Inputs are parsed once, here, into typed filters: times ([`TimeBound`]), pages ([`Page`]),
 //! the closed vocabularies ([`vocab`]) and session references ([`resolve_session`]). A value
@@ -23,6 +25,24 @@ pub use view::Evidence;
 pub use vocab::{choice, choices, Vocabulary};
 
 use crate::store::StoreError;
+
+/// The store as the doors see it: the connection, the filters this layer fills and the views
+/// the store's read side returns. The doors (`cli`, `mcp`, `web`) name these through
+/// `crate::query`, never `crate::store` (`tests/it/layout.rs` checks it), so a filter or view
+/// is added in one place and every door gets it.
+pub mod store {
+    pub use crate::store::search::{
+        self, SearchFilter, SearchHit, SearchKind, SearchPage, MAX_LIMIT,
+    };
+    pub use crate::store::{
+        redact_url, Backend, ConversationRow, EpisodeFilter, EpisodeListing, FeedbackCounts,
+        FeedbackFilter, FeedbackListing, FeedbackType, FileListing, Page, Paged, Schema,
+        SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter, SnippetListing,
+        SnippetPage, Store, StoreError, SubAgent, SummaryCounts, SummaryFilter, SummaryKind,
+        SummaryListing, Timeline, TimelineFeedback, TimelineFile, TimelineMessage, TimelineSummary,
+        TimelineTool, TokenTotals, Totals, KEYWORD_COUNT_CAP,
+    };
+}
 
 /// Why a query was not answered. Every variant but [`Error::Store`] is the caller's input.
 #[derive(Debug, thiserror::Error)]

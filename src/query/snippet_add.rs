@@ -16,7 +16,7 @@ use crate::extract::redact::Redactor;
 use crate::extract::rows::{now_iso, SnippetRow};
 use crate::snippet::excerpt::{self, Selection, SourceError};
 use crate::snippet::{self as snip, SnippetError, SnippetType};
-use crate::store::{SnippetSource, Store, StoreError, TimelineFile};
+use crate::store::{Schema, SnippetSource, Store, StoreError, TimelineFile};
 
 /// Most bytes read of a content file: far above [`snip::MAX_CONTENT_BYTES`] (redaction can
 /// shorten a text) yet bounded, so pointing at a huge file fails fast instead of loading it.
@@ -81,6 +81,12 @@ pub enum AddError {
     /// The transcript range cannot be read.
     #[error(transparent)]
     Source(#[from] SourceError),
+    /// The database was migrated by a newer gleaner: this one reads it but never writes to it.
+    #[error(
+        "the database's schema (version {0}) is newer than this gleaner's: upgrade gleaner to \
+         store snippets in it"
+    )]
+    NewerSchema(i64),
     /// The file named as the source is not a transcript Gleaner tracks for the session.
     #[error(
         "{} is not a transcript of session {session_id} (give one of the session's own files, \
@@ -150,6 +156,9 @@ pub async fn add(
     redactor: &Arc<Redactor>,
     req: AddRequest,
 ) -> Result<Added, AddError> {
+    if let Schema::Newer(v) = store.check_schema().await? {
+        return Err(AddError::NewerSchema(v));
+    }
     let session = store
         .session(&req.session_id)
         .await?

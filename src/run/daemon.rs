@@ -375,7 +375,7 @@ async fn prepare_reload(
     let new = load().map_err(|e| e.to_string())?;
     if new.data_dir != old.data_dir {
         return Err(format!(
-            "data_dir changed ({} -> {}): the lock and socket live there; restart the daemon to move it",
+            "data_dir changed ({} -> {}): the lock lives there (and the socket's name depends on it); restart the daemon to move it",
             old.data_dir.display(),
             new.data_dir.display()
         ));

@@ -6,8 +6,9 @@
 //! Rust's allocations go to jemalloc (the binary's global allocator, `src/main.rs`); glibc's
 //! malloc still serves SQLite and the other C code.
 //!
-//! These are the only `unsafe` calls of the crate: two libc functions that take plain integers
-//! and touch nothing of ours, and jemalloc's `mallctl` with a fixed name and no values. On
+//! Its `unsafe` calls (the crate has them in three modules: here, `run::priority` and
+//! `store::direct`) are two libc functions that take plain integers and touch nothing of ours,
+//! and jemalloc's `mallctl` with a fixed name and no values. On
 //! other C libraries the libc ones do nothing.
 
 /// Cap glibc's malloc arenas at `n`, before any thread is started (arenas are made as threads

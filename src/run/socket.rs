@@ -1,8 +1,10 @@
 //! The daemon's Unix socket: `gleaner status` and `gleaner hook session-end` talk to it.
 //!
-//! Protocol: one JSON object per line each way, one request per connection
-//! ([`Request`] → [`Response`]). The socket lives in the data folder, which is created private
-//! (0700), and the socket itself is chmod 0600: only its user can connect. Server shape after
+//! Protocol: one JSON object per line each way ([`Request`] → [`Response`]), several requests
+//! per connection. The socket lives in `$XDG_RUNTIME_DIR/gleaner/` when there is one (named
+//! after a hash of the data folder, so that two daemons with two data folders do not meet),
+//! else in the data folder; its folder is created private (0700) and the socket itself is
+//! chmod 0600: only its user can connect. Server shape after
 //! mini-redis: an accept loop that stops on cancellation, one task per connection, a semaphore
 //! capping connections; the socket file is removed on shutdown.
 

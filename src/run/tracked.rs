@@ -68,9 +68,27 @@ pub struct Tracked {
     /// `Extracted::waiting_for_session`): every rescan reads it again, unchanged or not, so it
     /// is decided once the file goes idle.
     pub waiting_for_session: bool,
+    /// Pumps in a row that ended in failure (a read error, a batch the database refused):
+    /// the retry waits longer each time ([`Tracked::retry_delay`]), so a file that cannot be
+    /// stored is not read again every few seconds for ever.
+    pub failures: u32,
+}
+
+/// `first`, doubled for each failure after the first, at most ten minutes.
+fn backoff(failures: u32, first: std::time::Duration) -> std::time::Duration {
+    let doublings = failures.saturating_sub(1).min(16);
+    first
+        .saturating_mul(1 << doublings)
+        .min(std::time::Duration::from_secs(600))
 }
 
 impl Tracked {
+    /// How long to wait before pumping the file again after its `failures`-th failure in a
+    /// row: `first`, doubled each time, at most ten minutes.
+    pub fn retry_delay(&self, first: std::time::Duration) -> std::time::Duration {
+        backoff(self.failures, first)
+    }
+
     /// Rebuild from a stored file row.
     pub fn from_record(root: &std::path::Path, machine: &str, r: &FileRecord) -> Tracked {
         let info = classify(root, std::path::Path::new(&r.path));
@@ -90,11 +108,26 @@ impl Tracked {
             seen: None,
             gone: r.state == "gone",
             waiting_for_session: false,
+            failures: 0,
         }
     }
 
     /// The file's path.
     pub fn path(&self) -> &std::path::Path {
         &self.ctx.info.path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::backoff;
+    use std::time::Duration;
+
+    #[test]
+    fn failing_files_wait_longer_each_time() {
+        let first = Duration::from_secs(2);
+        let waits: Vec<u64> = (0..8).map(|n| backoff(n, first).as_secs()).collect();
+        assert_eq!(waits, [2, 2, 4, 8, 16, 32, 64, 128]);
+        assert_eq!(backoff(40, first), Duration::from_secs(600));
     }
 }

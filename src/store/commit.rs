@@ -8,21 +8,11 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use super::sql::{row_chunks, Arg, Backend, Conn, Pooled, Sql};
+use super::direct::{run_now, Direct};
+use super::messages::{self, CommitStats};
+use super::sql::{row_chunks, Conn, Pooled, Sql};
 use super::{episodes, knowledge, Store, StoreError};
-use crate::extract::lexemes;
-use crate::extract::rows::{
-    now_iso, uuid_bytes, DiagnosticRow, KindCount, MessageRow, PreparedBatch, SessionUpdate,
-};
-
-/// What a commit wrote.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CommitStats {
-    /// Message rows actually inserted (duplicates are skipped).
-    pub messages: u64,
-    /// Diagnostic rows actually inserted.
-    pub diagnostics: u64,
-}
+use crate::extract::rows::{now_iso, DiagnosticRow, KindCount, PreparedBatch, SessionUpdate};
 
 /// Merge a batch's session facts: first cwd and title win, latest branch and version win,
 /// timestamps widen, the message counter adds what was actually inserted (`UPSERT_SESSION`:
@@ -107,9 +97,9 @@ impl Store {
             Store::Sqlite(pool) => {
                 let direct = match &mut conn.sqlite {
                     Some(d) => d,
-                    slot => slot.insert(super::sqlite_rows::Direct::open(pool).await?),
+                    slot => slot.insert(Direct::open(pool).await?),
                 };
-                let r = super::sqlite_rows::commit_group(direct, batches, leaves, &mut index).await;
+                let r = commit_group_direct(direct, batches, leaves, &mut index).await;
                 if r.is_err() {
                     conn.release().await;
                 }
@@ -135,11 +125,11 @@ impl Store {
 }
 
 /// What the writer keeps from one group to the next: on SQLite its own connection with the
-/// statements prepared on it (`sqlite_rows::Direct`), opened by the first group; on PostgreSQL
+/// statements prepared on it (`direct::Direct`), opened by the first group; on PostgreSQL
 /// nothing (each group checks a connection out of the pool, whose statements sqlx caches).
 #[derive(Debug, Default)]
 pub struct WriterConn {
-    sqlite: Option<super::sqlite_rows::Direct>,
+    sqlite: Option<Direct>,
 }
 
 impl WriterConn {
@@ -170,9 +160,30 @@ async fn commit_group_on(
     Ok(results)
 }
 
+/// SQLite: the group in one transaction on the writer's own handle (`store::direct`). The
+/// caller drops the connection when this fails.
+async fn commit_group_direct(
+    direct: &mut Direct,
+    batches: &[PreparedBatch],
+    leaves: &mut HashSet<i64>,
+    index_time: &mut std::time::Duration,
+) -> Result<Vec<Result<CommitStats, StoreError>>, StoreError> {
+    let t = std::time::Instant::now();
+    let mut tx = direct.begin().await?;
+    let begun_us = t.elapsed().as_micros() as u64;
+    let results = run_now(group_body(&mut tx.conn(), batches, leaves, index_time))?;
+    tx.commit()?;
+    tracing::debug!(
+        begun_us,
+        total_us = t.elapsed().as_micros() as u64,
+        "sqlite group"
+    );
+    Ok(results)
+}
+
 /// Everything a group writes, inside the transaction the caller opened and commits: on
 /// PostgreSQL through sqlx, on SQLite through its own handle ([`Conn::Direct`]).
-pub(super) async fn group_body(
+async fn group_body(
     c: &mut Conn<'_>,
     batches: &[PreparedBatch],
     leaves: &mut HashSet<i64>,
@@ -195,13 +206,7 @@ pub(super) async fn group_body(
         }
     }
     let models = super::model_names::ids(c, &accepted).await?;
-    let inserted = if let Conn::Direct(db) = c {
-        let (inserted, index) = super::sqlite_rows::write_rows(db, &accepted, &models)?;
-        *index_time += index;
-        inserted
-    } else {
-        write_messages(c, &accepted, &models).await?
-    };
+    let inserted = messages::write(c, &accepted, &models, index_time).await?;
     write_diagnostics(c, &accepted, &now).await?;
     write_kinds(c, &accepted).await?;
     knowledge::write(c, &accepted, leaves).await?;
@@ -254,127 +259,6 @@ async fn advance_checkpoints(
         moved.extend(ids.into_iter().map(|(id,)| id));
     }
     Ok(moved)
-}
-
-/// PostgreSQL: message rows of the accepted batches; what each file actually gained (SQLite
-/// writes them through its own handle: `sqlite_rows`).
-///
-/// The guard means these lines were never committed in this generation, so every row is new
-/// and per-file counts are the batch sizes. The unique keys are the belt and braces: if a
-/// conflict ever skipped rows, the totals disagree and the counts are recomputed from the table.
-async fn write_messages(
-    c: &mut Conn<'_>,
-    accepted: &[&PreparedBatch],
-    models: &HashMap<String, i64>,
-) -> Result<HashMap<i64, CommitStats>, StoreError> {
-    let backend = c.backend();
-    let mut inserted: HashMap<i64, CommitStats> = accepted
-        .iter()
-        .map(|b| {
-            let st = CommitStats {
-                messages: b.messages.len() as u64,
-                diagnostics: b.diagnostics.len() as u64,
-            };
-            (b.file_id, st)
-        })
-        .collect();
-    let messages: Vec<(&PreparedBatch, &MessageRow)> = accepted
-        .iter()
-        .flat_map(|b| b.messages.iter().map(move |m| (*b, m)))
-        .collect();
-    let mut message_rows = 0;
-    // PostgreSQL indexes message text through a `search_vec` column.
-    // Each statement is built while the previous one runs: the server works on its own core, so
-    // building the next one on this task overlaps it instead of following it (the writer is ingest's critical path).
-    let chunks: Vec<_> = row_chunks(backend, &messages).collect();
-    let mut next = chunks
-        .first()
-        .map(|ch| messages_insert(backend, ch, models));
-    let mut rest = chunks.iter().skip(1);
-    while let Some(q) = next.take() {
-        let (done, built) = tokio::join!(c.execute(&q), async {
-            rest.next().map(|ch| messages_insert(backend, ch, models))
-        });
-        message_rows += done?;
-        next = built;
-    }
-    if message_rows != messages.len() as u64 {
-        tracing::error!(
-            expected = messages.len(),
-            inserted = message_rows,
-            "duplicate message rows skipped despite the checkpoint guard; recounting"
-        );
-        for b in accepted {
-            let q = Sql::new(
-                "SELECT COUNT(*) FROM messages WHERE file_id = $1 AND generation = $2 \
-                 AND byte_start >= $3",
-            )
-            .arg(b.file_id)
-            .arg(b.checkpoint.generation)
-            .arg(b.expected.1 as i64);
-            let n = c.fetch_i64(&q).await?;
-            if let Some(st) = inserted.get_mut(&b.file_id) {
-                st.messages = n as u64;
-            }
-        }
-    }
-    Ok(inserted)
-}
-
-/// One multi-row `INSERT` of message rows (see [`write_messages`]).
-fn messages_insert<'a>(
-    backend: Backend,
-    chunk: &'a [(&'a PreparedBatch, &'a MessageRow)],
-    models: &HashMap<String, i64>,
-) -> Sql<'a> {
-    let pg = backend == Backend::Postgres;
-    let mut q = Sql::new(format!(
-        "{}messages (file_id, generation, line_no, seq, byte_start, byte_end, \
-     uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
-     model_id, tool_names, is_error, text, is_meta{}) ",
-        backend.insert_ignore(),
-        if pg { ", search_vec" } else { "" }
-    ));
-    q.push_rows(backend, chunk, |row, (b, m)| {
-        row.bind(b.file_id)
-            .bind(b.checkpoint.generation)
-            .bind(m.line_no as i64)
-            .bind(i64::from(m.seq))
-            .bind(m.byte_start as i64)
-            .bind(m.byte_end as i64)
-            .bind(m.uuid.as_deref().map(uuid_bytes))
-            .bind(m.parent_uuid.as_deref().map(uuid_bytes))
-            .bind(m.kind.as_str())
-            .bind(m.subtype.as_deref())
-            .bind(m.ts.as_deref())
-            .bind(m.is_sidechain)
-            .bind(m.agent_id.as_deref())
-            .bind(model_id(models, m))
-            .bind(m.tool_names.as_deref())
-            .bind(m.is_error)
-            .bind(m.text.as_deref())
-            .bind(m.is_meta);
-        if pg {
-            let text = m.text.as_deref().filter(|_| lexemes::searchable(m));
-            row.bind(search_vec(&m.search_vec, text));
-        }
-    });
-    q.push(&backend.on_conflict_ignore("file_id, generation, line_no, seq"));
-    q
-}
-
-/// The `models` id of a row's model name (resolved for its group by `model_names::ids`).
-pub(super) fn model_id(models: &HashMap<String, i64>, m: &MessageRow) -> Option<i64> {
-    m.model.as_deref().and_then(|n| models.get(n).copied())
-}
-
-/// A row's `search_vec` for PostgreSQL: the one the reading threads computed, else computed
-/// here from `text` (rows that did not come through a pump).
-pub(super) fn search_vec<'a>(pre: &'a Option<Vec<u8>>, text: Option<&str>) -> Arg<'a> {
-    Arg::TsVector(match pre {
-        Some(v) => Some(Cow::Borrowed(v.as_slice())),
-        None => text.map(|t| Cow::Owned(lexemes::tsvector_binary(t))),
-    })
 }
 
 /// Diagnostic rows, and each file's diagnostics counter recomputed (exact even if a

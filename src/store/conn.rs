@@ -8,6 +8,7 @@ use sqlx::sqlite::{SqliteConnection, SqliteRow};
 use sqlx::{FromRow, PgPool, Postgres, Sqlite, SqlitePool};
 
 use super::sql::{Backend, Sql};
+use super::StoreError;
 
 /// A row type both backends can decode (every `#[derive(sqlx::FromRow)]` struct and tuple of
 /// plain columns is one).
@@ -42,7 +43,7 @@ impl Conn<'_> {
     }
 
     /// Run a statement; the number of rows it changed.
-    pub(crate) async fn execute(&mut self, q: &Sql<'_>) -> Result<u64, sqlx::Error> {
+    pub(crate) async fn execute(&mut self, q: &Sql<'_>) -> Result<u64, StoreError> {
         Ok(match self {
             Conn::Sqlite(c) => sqlx::query_with(&q.lite, q.sqlite_args()?)
                 .persistent(q.persistent)
@@ -63,49 +64,49 @@ impl Conn<'_> {
     pub(crate) async fn fetch_rows<T: Record + super::lite::LiteRow>(
         &mut self,
         q: &Sql<'_>,
-    ) -> Result<Vec<T>, sqlx::Error> {
+    ) -> Result<Vec<T>, StoreError> {
         match self {
-            Conn::Direct(db) => super::lite::fetch_all(db, q),
+            Conn::Direct(db) => Ok(super::lite::fetch_all(db, q)?),
             _ => self.fetch_all(q).await,
         }
     }
 
     /// Every row of a query.
-    pub(crate) async fn fetch_all<T: Record>(
-        &mut self,
-        q: &Sql<'_>,
-    ) -> Result<Vec<T>, sqlx::Error> {
-        match self {
+    pub(crate) async fn fetch_all<T: Record>(&mut self, q: &Sql<'_>) -> Result<Vec<T>, StoreError> {
+        Ok(match self {
             Conn::Sqlite(c) => {
                 sqlx::query_as_with::<Sqlite, T, _>(&q.lite, q.sqlite_args()?)
                     .persistent(q.persistent)
                     .fetch_all(&mut **c)
-                    .await
+                    .await?
             }
             Conn::Postgres(c) => {
                 sqlx::query_as_with::<Postgres, T, _>(&q.pg, q.pg_args()?)
                     .persistent(q.persistent)
                     .fetch_all(&mut **c)
-                    .await
+                    .await?
             }
-            Conn::Direct(_) => Err(sqlx::Error::Protocol(
-                "the direct SQLite path reads tuples only (Conn::fetch_rows)".into(),
-            )),
-        }
+            Conn::Direct(_) => {
+                return Err(StoreError::Unsupported(
+                    "the direct SQLite path reads tuples only (Conn::fetch_rows)",
+                ))
+            }
+        })
     }
 
     /// The row of a query that returns at most one (a lookup by key, an aggregate).
     pub(crate) async fn fetch_optional<T: Record>(
         &mut self,
         q: &Sql<'_>,
-    ) -> Result<Option<T>, sqlx::Error> {
+    ) -> Result<Option<T>, StoreError> {
         Ok(self.fetch_all(q).await?.into_iter().next())
     }
 
     /// The single value of a one-row, one-column query (a count).
-    pub(crate) async fn fetch_i64(&mut self, q: &Sql<'_>) -> Result<i64, sqlx::Error> {
+    pub(crate) async fn fetch_i64(&mut self, q: &Sql<'_>) -> Result<i64, StoreError> {
         let row = self.fetch_rows::<(i64,)>(q).await?.into_iter().next();
-        row.map(|(n,)| n).ok_or(sqlx::Error::RowNotFound)
+        row.map(|(n,)| n)
+            .ok_or(StoreError::Unsupported("a one-value query returned no row"))
     }
 }
 

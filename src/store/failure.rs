@@ -17,7 +17,7 @@ impl StoreError {
         match self {
             StoreError::Connect { .. } | StoreError::WriterGone => true,
             StoreError::Group(inner) => inner.is_transient(),
-            StoreError::CheckpointMoved { .. } => false,
+            StoreError::CheckpointMoved { .. } | StoreError::Unsupported(_) => false,
             StoreError::Sqlx(e) => sqlx_transient(e),
             // No SQLite code: a value our side could not convert, which is the batch's.
             StoreError::Sqlite(e) => e.sqlite_error_code().is_some_and(sqlite_code_transient),

@@ -6,7 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::commit::search_vec;
+use super::search::index::tsvector_arg;
 use super::sql::{dedup_by, row_chunks, Backend, Conn, Sql};
 use super::StoreError;
 use crate::extract::lexemes;
@@ -62,7 +62,7 @@ async fn write_summaries(
                 .bind(r.line_no as i64)
                 .bind(r.leaf_uuid.as_deref().map(uuid_key));
             if pg {
-                row.bind(search_vec(&r.search_vec, r.text.as_deref()));
+                row.bind(tsvector_arg(&r.search_vec, r.text.as_deref()));
             }
         });
         q.push(&backend.on_conflict_ignore("kind, dedup_key"));
@@ -172,7 +172,7 @@ async fn write_feedback(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result
                 .bind(r.line_no as i64);
             if pg {
                 let text = lexemes::feedback_text(&r.content, r.reason.as_deref());
-                row.bind(search_vec(&r.search_vec, Some(&text)));
+                row.bind(tsvector_arg(&r.search_vec, Some(&text)));
             }
         });
         q.push(&backend.on_conflict_ignore("dedup_key"));

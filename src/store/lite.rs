@@ -1,5 +1,6 @@
 //! SQLite statements run through the connection's own `sqlite3` handle ([`Conn::Direct`]), on
-//! the calling thread: the single writer's group transaction (`sqlite_rows`).
+//! the calling thread: the single writer's group transaction (`store::direct`). Its errors
+//! are SQLite's own (`StoreError::Sqlite`).
 //!
 //! Why: through sqlx every statement is sent to the connection's worker thread with its
 //! arguments copied, and the writer waits for the answer; a group ran about fifteen such round
@@ -86,68 +87,20 @@ fn prepared<'c>(
 }
 
 /// Run a statement; the rows it changed.
-pub(super) fn execute(db: &rusqlite::Connection, q: &Sql<'_>) -> Result<u64, sqlx::Error> {
-    let run = || prepared(db, q)?.raw_execute();
-    run().map(|n| n as u64).map_err(into_sqlx)
+pub(super) fn execute(db: &rusqlite::Connection, q: &Sql<'_>) -> rusqlite::Result<u64> {
+    Ok(prepared(db, q)?.raw_execute()? as u64)
 }
 
 /// Every row of a query.
 pub(super) fn fetch_all<T: LiteRow>(
     db: &rusqlite::Connection,
     q: &Sql<'_>,
-) -> Result<Vec<T>, sqlx::Error> {
-    let run = || {
-        let mut stmt = prepared(db, q)?;
-        let mut rows = stmt.raw_query();
-        let mut out = Vec::new();
-        while let Some(r) = rows.next()? {
-            out.push(T::from_lite(r)?);
-        }
-        Ok(out)
-    };
-    run().map_err(into_sqlx)
-}
-
-/// A SQLite error of the direct path as the database error sqlx would have reported.
-pub(super) fn into_sqlx(e: rusqlite::Error) -> sqlx::Error {
-    sqlx::Error::Database(Box::new(DirectError {
-        message: e.to_string(),
-        source: e,
-    }))
-}
-
-#[derive(Debug)]
-struct DirectError {
-    message: String,
-    source: rusqlite::Error,
-}
-
-impl std::fmt::Display for DirectError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
+) -> rusqlite::Result<Vec<T>> {
+    let mut stmt = prepared(db, q)?;
+    let mut rows = stmt.raw_query();
+    let mut out = Vec::new();
+    while let Some(r) = rows.next()? {
+        out.push(T::from_lite(r)?);
     }
-}
-
-impl std::error::Error for DirectError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
-
-impl sqlx::error::DatabaseError for DirectError {
-    fn message(&self) -> &str {
-        &self.message
-    }
-    fn as_error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-    fn as_error_mut(&mut self) -> &mut (dyn std::error::Error + Send + Sync + 'static) {
-        self
-    }
-    fn into_error(self: Box<Self>) -> Box<dyn std::error::Error + Send + Sync + 'static> {
-        self
-    }
-    fn kind(&self) -> sqlx::error::ErrorKind {
-        sqlx::error::ErrorKind::Other
-    }
+    Ok(out)
 }

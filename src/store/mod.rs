@@ -2,8 +2,15 @@
 //!
 //! [`Store`] holds a pool of one of the two backends. Every statement is an [`sql::Sql`]: one
 //! text with `$n` placeholders (which SQLite accepts too) and portable SQL (`ON CONFLICT`,
-//! `CASE` instead of `min`/`LEAST`), run through [`sql::Conn`], the one place that matches on
-//! the backend; the conformance tests in `tests/it` run the same stories on both.
+//! `CASE` instead of `min`/`LEAST`), run through [`sql::Conn`], which executes it on either
+//! backend; the conformance tests in `tests/it` run the same stories on both. Where the
+//! backends store differently (search indexing, the SQLite writer's own handle:
+//! [`messages`], [`direct`]) the module says so.
+//!
+//! Where things go: a new table is a migration pair (`migrations/sqlite`,
+//! `migrations/postgres`), a row type in `extract::rows`, a write step in
+//! [`commit`]`::group_body` (and a search hook in [`search::index`] if it is searchable); a new
+//! query is a read in `read/<entity>.rs`, which the doors reach through `crate::query`.
 //!
 //! Exactly-once rests on [`Store::commit_group`] ([`commit`]): rows and each file's new
 //! checkpoint are written in one transaction, guarded by an optimistic check that the file's
@@ -16,11 +23,13 @@
 
 mod commit;
 mod conn;
+mod direct;
 mod episodes;
 mod failure;
 mod files;
 mod knowledge;
 mod lite;
+mod messages;
 mod model_names;
 mod open;
 mod page;
@@ -31,7 +40,6 @@ mod refine;
 pub mod search;
 mod sessions;
 mod snippet_query;
-mod sqlite_rows;
 mod timeline;
 mod vocab;
 pub(crate) mod sql;
@@ -46,15 +54,16 @@ pub use open::Schema;
 pub use page::{Page, Paged};
 pub use vocab::{FeedbackType, SessionStatus, SummaryKind};
 
-pub use commit::{CommitStats, WriterConn};
+pub use commit::WriterConn;
 pub use episodes::SnippetSource;
 pub use files::FileRecord;
+pub use messages::CommitStats;
 pub use read::conversation::ConversationRow;
 pub use read::feedback::{FeedbackFilter, FeedbackListing};
 pub use read::files::FileListing;
 pub use read::sessions::{
-    FeedbackCounts, SessionFilter, SessionListing, SessionSort, SubAgent, SummaryCounts,
-    TokenTotals,
+    FeedbackCounts, SessionCursor, SessionFilter, SessionListing, SessionSort, SubAgent,
+    SummaryCounts, TokenTotals,
 };
 pub use read::stats::{TableCounts, Totals};
 pub use read::summaries::{SummaryFilter, SummaryListing};
@@ -106,9 +115,14 @@ pub enum StoreError {
     /// Any other database error.
     #[error("database error: {0}")]
     Sqlx(#[from] sqlx::Error),
-    /// An error of the rows SQLite writes through its own handle (`sqlite_rows`).
+    /// An error of the statements SQLite runs through the writer's own handle
+    /// (`store::direct`, `store::lite`).
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
+    /// An operation the connection cannot run: a bug, named (the direct SQLite path reads
+    /// only tuples and never waits).
+    #[error("internal error: {0}")]
+    Unsupported(&'static str),
     /// A command that only reads was pointed at an SQLite file that does not exist.
     #[error(
         "no database at {} (start `gleaner daemon` or run `gleaner ingest` first)",
@@ -336,7 +350,7 @@ impl Store {
     }
 
     /// Begin a transaction.
-    pub(crate) async fn begin(&self) -> Result<Tx<'static>, sqlx::Error> {
+    pub(crate) async fn begin(&self) -> Result<Tx<'static>, StoreError> {
         Ok(match self {
             Store::Sqlite(p) => Tx::Sqlite(p.begin().await?),
             Store::Postgres(p) => Tx::Postgres(p.begin().await?),
@@ -344,23 +358,23 @@ impl Store {
     }
 
     /// Check a connection out of the pool.
-    pub(crate) async fn acquire(&self) -> Result<Pooled, sqlx::Error> {
-        match self {
-            Store::Sqlite(p) => Pooled::acquire_sqlite(p).await,
-            Store::Postgres(p) => Pooled::acquire_pg(p).await,
-        }
+    pub(crate) async fn acquire(&self) -> Result<Pooled, StoreError> {
+        Ok(match self {
+            Store::Sqlite(p) => Pooled::acquire_sqlite(p).await?,
+            Store::Postgres(p) => Pooled::acquire_pg(p).await?,
+        })
     }
 
     /// Run one statement outside a transaction.
     pub(crate) async fn execute(&self, q: &Sql<'_>) -> Result<u64, StoreError> {
         let mut c = self.acquire().await?;
-        Ok(c.conn().execute(q).await?)
+        c.conn().execute(q).await
     }
 
     /// Every row of one query.
     pub(crate) async fn fetch_all<T: Record>(&self, q: &Sql<'_>) -> Result<Vec<T>, StoreError> {
         let mut c = self.acquire().await?;
-        Ok(c.conn().fetch_all(q).await?)
+        c.conn().fetch_all(q).await
     }
 
     /// The first row of one query, if any.
@@ -369,12 +383,12 @@ impl Store {
         q: &Sql<'_>,
     ) -> Result<Option<T>, StoreError> {
         let mut c = self.acquire().await?;
-        Ok(c.conn().fetch_optional(q).await?)
+        c.conn().fetch_optional(q).await
     }
 
     /// The value of a one-row, one-column query (a count).
     pub(crate) async fn fetch_i64(&self, q: &Sql<'_>) -> Result<i64, StoreError> {
         let mut c = self.acquire().await?;
-        Ok(c.conn().fetch_i64(q).await?)
+        c.conn().fetch_i64(q).await
     }
 }

@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use super::sql::{Conn, Sql};
 use super::StoreError;
-use crate::extract::rows::PreparedBatch;
+use crate::extract::rows::{MessageRow, PreparedBatch};
 
 /// The id of every model name the accepted batches' messages carry.
 pub(super) async fn ids(
@@ -57,4 +57,9 @@ async fn lookup(
     q.push_in("name", names.iter().copied());
     let rows: Vec<(i64, String)> = c.fetch_rows(&q.not_persistent()).await?;
     Ok(rows.into_iter().map(|(id, name)| (name, id)).collect())
+}
+
+/// The `models` id of a row's model name (resolved for its group by [`ids`]).
+pub(super) fn model_id(models: &HashMap<String, i64>, m: &MessageRow) -> Option<i64> {
+    m.model.as_deref().and_then(|n| models.get(n).copied())
 }

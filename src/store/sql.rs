@@ -4,8 +4,10 @@
 //! would need a `where` clause per bound type and backend (trait bounds on other types are not
 //! implied by a bound-bundle trait), and the alternative, macro bodies expanded once per
 //! backend, hides types and dependencies. Instead a [`Sql`] collects its text and its arguments
-//! as plain [`Arg`] values; [`Conn`] turns them into the backend's own argument list at the one
-//! place where the backend is matched. Borrowed text stays borrowed until the driver encodes it.
+//! as plain [`Arg`] values; [`Conn`] turns them into the backend's own argument list, where the
+//! execution is matched on the backend (the dialect is decided here; the few other backend
+//! branches are where the backends store differently: search indexing, the SQLite writer's
+//! direct path, snippet-query plans). Borrowed text stays borrowed until the driver encodes it.
 //!
 //! Placeholders: a hand-written text numbers its own (`$1`, `$2`: both backends read them) and
 //! binds with [`Sql::arg`]; a built text binds with [`Sql::push_bind`], which writes `$k` for

@@ -1,8 +1,8 @@
 //! The page shell (head, navigation, style) and small view helpers shared by every page.
 //!
 //! Every value goes through maud's `(...)` splice, which escapes HTML: transcripts hold markup,
-//! scripts and anything else, and none of it may become part of the page. `PreEscaped` is used
-//! only for constant text written here (the style sheet).
+//! scripts and anything else, and none of it may become part of the page. Nothing is
+//! spliced unescaped; the style sheet is served as a file of its own (`/style.css`).
 
 use maud::{html, Markup, DOCTYPE};
 

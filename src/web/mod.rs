@@ -1,7 +1,7 @@
 //! `gleaner web`: a read-only local site over the database (works with or without the daemon).
 //!
-//! Server-rendered HTML: `axum` routes, `maud` templates compiled with the binary, a style sheet
-//! inline, no JavaScript build. Everything shown is the stored (redacted) text, escaped.
+//! Server-rendered HTML: `axum` routes, `maud` templates compiled with the binary, one style
+//! sheet (`/style.css`), no JavaScript. Everything shown is the stored (redacted) text, escaped.
 //!
 //! Bound to a loopback address it is open to this machine's users, like the database file
 //! itself. Bound to any other address it requires a token, generated at start and printed with
@@ -33,7 +33,7 @@ use axum::Router;
 use maud::html;
 
 use crate::config::Config;
-use crate::store::{Store, StoreError};
+use crate::query::store::{Store, StoreError};
 
 pub use timeline::{build as build_timeline, Band, Item, Turn};
 

@@ -11,10 +11,12 @@ use maud::{html, Markup};
 use super::layout::{clip, duration, enc, label, marked, page, when};
 use super::timeline::{self, SessionView};
 use super::{AppState, WebError};
+use crate::query::store::search::{self, SearchFilter, SearchKind};
+use crate::query::store::{
+    EpisodeFilter, SessionFilter, SessionListing, SessionSort, SnippetFilter,
+};
 use crate::query::{self, Page};
 use crate::snippet::SnippetType;
-use crate::store::search::{self, SearchFilter, SearchKind};
-use crate::store::{EpisodeFilter, SessionFilter, SessionListing, SessionSort, SnippetFilter};
 
 type Params = Query<BTreeMap<String, String>>;
 
@@ -288,10 +290,10 @@ pub async fn session(
 
 /// The transcript a page shows: a sub-agent's (`?agent=ID`) or the main one.
 fn transcript_of<'a>(
-    files: &'a [crate::store::TimelineFile],
+    files: &'a [crate::query::store::TimelineFile],
     id: &str,
     agent: Option<&str>,
-) -> Result<&'a crate::store::TimelineFile, WebError> {
+) -> Result<&'a crate::query::store::TimelineFile, WebError> {
     match agent {
         Some(a) => files.iter().find(|f| f.agent_id.as_deref() == Some(a)),
         None => files.iter().find(|f| f.kind == "main").or(files.first()),

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::layout::{clip, duration, enc, label, when};
 use crate::conversation::user_text;
-use crate::store::{
+use crate::query::store::{
     EpisodeListing, SessionListing, SnippetListing, Timeline, TimelineFile, TimelineSummary,
 };
 
@@ -75,11 +75,11 @@ pub struct Band<'a> {
 
 /// Group a transcript's rows into turns, and turns into episode bands.
 pub fn build<'a>(t: &Timeline, episodes: &'a [EpisodeListing]) -> Vec<Band<'a>> {
-    let mut tools: HashMap<i64, Vec<&crate::store::TimelineTool>> = HashMap::new();
+    let mut tools: HashMap<i64, Vec<&crate::query::store::TimelineTool>> = HashMap::new();
     for tool in &t.tools {
         tools.entry(tool.line_no).or_default().push(tool);
     }
-    let mut feedback: HashMap<i64, Vec<&crate::store::TimelineFeedback>> = HashMap::new();
+    let mut feedback: HashMap<i64, Vec<&crate::query::store::TimelineFeedback>> = HashMap::new();
     for f in &t.feedback {
         feedback.entry(f.line_no).or_default().push(f);
     }
@@ -361,7 +361,7 @@ fn render_turn(turn: &Turn, sid: &str, agent_q: &str) -> Markup {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{TimelineFeedback, TimelineMessage, TimelineTool};
+    use crate::query::store::{TimelineFeedback, TimelineMessage, TimelineTool};
 
     fn msg(line: i64, kind: &str, text: &str) -> TimelineMessage {
         TimelineMessage {

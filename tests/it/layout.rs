@@ -7,7 +7,8 @@
 //! The rules: each top-level module imports only modules listed before it in `lib.rs`
 //! (`config` excepted: it builds the stages' settings), so there is no cycle between them; a
 //! pure stage reaches no configuration, logging set-up, store, shell or door, directly or
-//! through another module; the store runs no stage; only `run` starts tasks or threads; only
+//! through another module; the doors (`cli`, `mcp`, `web`) name the store only through the
+//! query layer; the store runs no stage; only `run` starts tasks or threads; only
 //! `cli` prints (logging to stderr is `telemetry`'s).
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
@@ -470,6 +471,27 @@ fn the_store_runs_no_stage() {
         .map(|u| format!("{}:{}: {}", rel(&u.file), u.line, u.target.join("::")))
         .collect();
     assert!(bad.is_empty(), "the store reaches up:\n{}", bad.join("\n"));
+}
+
+#[test]
+fn the_doors_reach_the_store_only_through_the_query_layer() {
+    let k = parse_crate();
+    let bad: Vec<String> = k
+        .uses
+        .iter()
+        .filter(|u| {
+            u.from
+                .first()
+                .is_some_and(|m| ["cli", "mcp", "web"].contains(&m.as_str()))
+        })
+        .filter(|u| u.target.first().is_some_and(|t| t == "store"))
+        .map(|u| format!("{}:{}: {}", rel(&u.file), u.line, u.target.join("::")))
+        .collect();
+    assert!(
+        bad.is_empty(),
+        "doors naming crate::store (use crate::query):\n{}",
+        bad.join("\n")
+    );
 }
 
 #[test]

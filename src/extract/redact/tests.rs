@@ -272,65 +272,47 @@ fn corpus_texts() -> Vec<String> {
     out
 }
 
+/// The redactions over every stored text of the real corpus, kind by kind. The corpus holds a
+/// few real-looking credentials and many near misses (code, hashes, documentation keys): a rule
+/// change that moves this tally (a new false positive, a secret no longer caught) fails here,
+/// with the matches printed for review; update the tally only after reading them.
 #[test]
-fn corpus_review() {
+fn corpus_tally() {
     let r = Redactor::new(&[]).unwrap();
     let texts = corpus_texts();
-    if texts.is_empty() {
-        return;
-    }
+    assert!(
+        texts.len() > 10_000,
+        "the corpus gave {} texts",
+        texts.len()
+    );
     let mut total = BTreeMap::new();
-    let mut shown = 0;
+    let mut shown = Vec::new();
     for t in &texts {
         let mut counts = BTreeMap::new();
         let out = r.redact(t, &mut counts);
         if let Cow::Owned(o) = &out {
             for (i, _) in o.match_indices("[REDACTED:") {
-                if shown < 200 {
-                    let mut a = i.saturating_sub(60);
-                    while !o.is_char_boundary(a) {
-                        a -= 1;
-                    }
-                    let mut b = (i + 90).min(o.len());
-                    while !o.is_char_boundary(b) {
-                        b += 1;
-                    }
-                    eprintln!("MATCH {:?}", &o[a..b]);
+                let mut a = i.saturating_sub(60);
+                while !o.is_char_boundary(a) {
+                    a -= 1;
                 }
-                shown += 1;
+                let mut b = (i + 90).min(o.len());
+                while !o.is_char_boundary(b) {
+                    b += 1;
+                }
+                shown.push(o[a..b].to_string());
             }
         }
         for (k, v) in counts {
-            *total.entry(k).or_insert(0) += v;
+            *total.entry(k).or_insert(0u64) += v;
         }
     }
-    eprintln!("corpus tally over {} texts: {total:?}", texts.len());
-}
-
-#[test]
-fn speed() {
-    let r = Redactor::new(&[]).unwrap();
-    let texts = corpus_texts();
-    let bytes: usize = texts.iter().map(String::len).sum();
-    if bytes == 0 {
-        return;
-    }
-    let mut counts = BTreeMap::new();
-    let start = std::time::Instant::now();
-    let mut rounds = 0;
-    while rounds < 3 || start.elapsed().as_secs_f64() < 1.0 {
-        for t in &texts {
-            std::hint::black_box(r.redact(t, &mut counts));
-        }
-        rounds += 1;
-    }
-    let secs = start.elapsed().as_secs_f64();
-    let mb = (bytes * rounds) as f64 / 1e6;
-    eprintln!(
-        "redact: {} texts, {:.1} MB x {rounds}: {:.0} MB/s",
-        texts.len(),
-        bytes as f64 / 1e6,
-        mb / secs
+    let want = BTreeMap::from([("password_assignment", 13u64)]);
+    assert_eq!(
+        total,
+        want,
+        "corpus redactions changed; the matches:\n{}",
+        shown.join("\n")
     );
 }
 

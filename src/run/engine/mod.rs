@@ -2,11 +2,14 @@
 //! `gleaner ingest`.
 //!
 //! [`Engine`] owns the table of tracked files. Hints arrive as [`Hint`]s (file-system events,
-//! rescans); the engine queues dirty paths and runs at most `daemon.workers` pumps at once, never
-//! two for the same file, and re-queues a file that got dirty again while it was being pumped.
+//! rescans); the engine queues dirty paths and keeps many files in flight (reading is capped at
+//! `daemon.workers` by the pipeline's read slots; a file waiting for its commit costs nothing),
+//! never two pumps for the same file, and re-queues a file that got dirty again while it was being pumped.
 //! In [`Mode::Once`] it stops when every file has been pumped to its end; in [`Mode::Follow`] it
 //! runs until cancelled.
 
+mod ends;
+use ends::PendingEnd;
 mod outage;
 
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -18,7 +21,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::finish::{finish_session, sweep_idle_sessions};
+use super::finish::sweep_idle_sessions;
 use super::health::Gate;
 use super::pump::{Pipeline, PumpEnd, Tracked};
 use crate::store::StoreError;
@@ -46,13 +49,6 @@ pub enum Hint {
         /// Where the outcome goes.
         reply: oneshot::Sender<bool>,
     },
-}
-
-/// A session-end request waiting for its files to be pumped.
-struct PendingEnd {
-    session_id: String,
-    paths: Vec<PathBuf>,
-    reply: oneshot::Sender<bool>,
 }
 
 /// Whether to stop when caught up.
@@ -261,77 +257,6 @@ impl Engine {
         }
     }
 
-    /// Queue every file of a session (known ones, the reported transcript and its sub-agent
-    /// folder) and remember to finish the session once they are pumped.
-    fn session_end(
-        &mut self,
-        session_id: String,
-        transcript: Option<PathBuf>,
-        reply: oneshot::Sender<bool>,
-    ) {
-        let mut paths: Vec<PathBuf> = self
-            .slots
-            .iter()
-            .filter(|(_, slot)| match slot {
-                Slot::Idle(t) => t.ctx.session_id.as_deref() == Some(session_id.as_str()),
-                // Unknown session while busy: wait for it too, it is re-pumped anyway.
-                Slot::Busy { .. } => true,
-            })
-            .map(|(p, _)| p.clone())
-            .collect();
-        if let Some(t) = transcript.filter(|t| discovery::is_transcript(t)) {
-            // `<session>.jsonl` has its sub-agents in `<session>/subagents/`.
-            let dir = t.with_extension("");
-            if dir.is_dir() {
-                for p in discovery::scan(&dir) {
-                    paths.push(p);
-                }
-            }
-            paths.push(t);
-        }
-        paths.sort();
-        paths.dedup();
-        for p in &paths {
-            self.mark(p.clone());
-        }
-        self.pending_ends.push(PendingEnd {
-            session_id,
-            paths,
-            reply,
-        });
-    }
-
-    /// Whether `p` still has work queued or running.
-    fn in_flight(&self, p: &Path) -> bool {
-        self.queued.contains(p)
-            || self.unregistered.contains(p)
-            || matches!(self.slots.get(p), Some(Slot::Busy { .. }))
-    }
-
-    /// Finish the sessions whose end was reported and whose files are all pumped.
-    async fn settle_session_ends(&mut self) {
-        let pending = std::mem::take(&mut self.pending_ends);
-        let (ready, waiting): (Vec<PendingEnd>, Vec<PendingEnd>) = pending
-            .into_iter()
-            .partition(|e| !e.paths.iter().any(|p| self.in_flight(p)));
-        self.pending_ends = waiting;
-        for e in ready {
-            let finished = match finish_session(&self.pipeline.store, &e.session_id, "hook").await {
-                Ok(f) => f,
-                Err(err) => {
-                    tracing::error!(session = %e.session_id, error = %err, "cannot finish session");
-                    self.pipeline.stats.errors.fetch_add(1, Ordering::Relaxed);
-                    self.pipeline
-                        .health
-                        .record_error("finish session", &err.to_string());
-                    false
-                }
-            };
-            tracing::info!(session = %e.session_id, finished, "session ended by hook");
-            let _ = e.reply.send(finished);
-        }
-    }
-
     /// Finish sessions none of whose files grew for `sessions.idle_timeout` (or whose files are
     /// all gone).
     async fn sweep_idle(&self) {
@@ -403,6 +328,12 @@ impl Engine {
         if matches!(end, PumpEnd::Failed | PumpEnd::StoreDown) {
             t.seen = None;
         }
+        match end {
+            PumpEnd::Failed => t.failures = t.failures.saturating_add(1),
+            PumpEnd::Caught | PumpEnd::Gone => t.failures = 0,
+            PumpEnd::StoreDown | PumpEnd::Cancelled => {}
+        }
+        let retry_in = t.retry_delay(RETRY_DELAY);
         if self.probe.as_ref() == Some(&path) {
             self.probe = None;
             // A probe that wrote nothing (nothing new, a read error) says nothing about the
@@ -417,7 +348,7 @@ impl Engine {
         }
         self.slots.insert(path.clone(), Slot::Idle(t));
         match end {
-            PumpEnd::Failed => self.retry.push((Instant::now() + RETRY_DELAY, path)),
+            PumpEnd::Failed => self.retry.push((Instant::now() + retry_in, path)),
             // Paused, not dropped: the file waits in the queue (nothing read is kept) until a
             // probe finds the database writable again. A one-shot ingest gives up on it.
             PumpEnd::StoreDown if self.mode == Mode::Follow => self.mark(path),

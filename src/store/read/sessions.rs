@@ -210,6 +210,30 @@ pub struct SessionFilter {
     pub session_ids: Option<Vec<String>>,
     /// The order.
     pub sort: SessionSort,
+    /// Only sessions after this one in the `Recent` order (keyset paging: a walk over every
+    /// session costs the same per page at its end as at its start, where `OFFSET` would skip
+    /// all the rows before).
+    pub after: Option<SessionCursor>,
+}
+
+/// Where a walk over sessions in the `Recent` order stopped: the last session's activity time
+/// and id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCursor {
+    /// Its last activity (`None`: it had none; those come last).
+    pub last_activity_at: Option<String>,
+    /// Its id.
+    pub session_id: String,
+}
+
+impl SessionCursor {
+    /// The cursor after `s`.
+    pub fn after(s: &SessionListing) -> SessionCursor {
+        SessionCursor {
+            last_activity_at: s.last_activity_at.clone(),
+            session_id: s.session_id.clone(),
+        }
+    }
 }
 
 /// The summaries' session: the one holding the message its `leaf_uuid` names (the earliest
@@ -265,6 +289,26 @@ impl Store {
         if let Some(ids) = &f.session_ids {
             q.push(" AND ").push_in("s.session_id", ids);
         }
+        // After the cursor in `last_activity_at DESC NULLS LAST, session_id DESC`.
+        match f
+            .after
+            .as_ref()
+            .map(|c| (c.last_activity_at.as_deref(), c.session_id.as_str()))
+        {
+            // A row comparison, which both backends answer with a range of the index.
+            Some((Some(at), id)) => {
+                q.push(" AND ((s.last_activity_at, s.session_id) < (")
+                    .push_bind(at)
+                    .push(", ")
+                    .push_bind(id)
+                    .push(") OR s.last_activity_at IS NULL)");
+            }
+            Some((None, id)) => {
+                q.push(" AND s.last_activity_at IS NULL AND s.session_id < ")
+                    .push_bind(id);
+            }
+            None => {}
+        }
         q.push(&format!(" ORDER BY {} LIMIT ", f.sort.order_by()))
             .push_bind(i64::from(page.probe()))
             .push(" OFFSET ")
@@ -288,8 +332,7 @@ impl Store {
         Ok(self.sessions(&f, page).await?.items.into_iter().next())
     }
 
-    /// Every session matching `f`, fetched a page at a time (for exports and tests: its cost
-    /// is that of the answer).
+    /// Every session matching `f` (tests; exports walk with [`SessionFilter::after`]).
     pub async fn list_sessions(
         &self,
         f: &SessionFilter,

@@ -4,8 +4,9 @@
 //! every word bound as a value:
 //! - SQLite: one FTS5 index (`search_fts`, porter + unicode61) over all four kinds, ranked by
 //!   BM25, excerpts by FTS5's `snippet()`.
-//! - PostgreSQL: a generated `tsvector` column with a GIN index on each table (english
-//!   configuration), ranked by `ts_rank_cd`, excerpts by `ts_headline`.
+//! - PostgreSQL: a `tsvector` column on each table, filled by Gleaner from the same lexemes
+//!   ([`index`]), with a GIN index, ranked by `ts_rank_cd`; excerpts are cut here
+//!   (`excerpt`), not by `ts_headline`.
 //!
 //! Compaction summaries are the best index of a session: their score is multiplied by
 //! [`SUMMARY_BOOST`], so a summary ranks above a message that scores the same. The two
@@ -14,6 +15,7 @@
 //! alone (how often and how close together the words occur). README lists every difference.
 
 mod excerpt;
+pub(crate) mod index;
 mod parse;
 mod sql;
 

@@ -1,0 +1,171 @@
+//! The assistant's side of a turn: its text (decisions weighed, lessons stated, a plan
+//! abandoned) and its tool calls, as signals of the open episode.
+
+use super::super::open::push_signal;
+use super::super::text::{
+    ends_with_question, head_bytes, in_prose, laid_out_option, paragraph_around, sentence_around,
+};
+use super::super::*;
+use super::Ctx;
+use crate::parse::Record;
+use crate::snippet::clip_chars;
+
+impl Builder {
+    pub(super) fn assistant(
+        &mut self,
+        ctx: &Ctx<'_>,
+        line: u64,
+        rec: &Record<'_>,
+        text: Option<&str>,
+    ) {
+        let rules = ctx.rules;
+        let Some(open) = &mut self.open else {
+            // Before the first prompt: only remember calls so results can be matched.
+            self.remember_calls(ctx, line, rec);
+            return;
+        };
+        if let Some(text) = text.filter(|t| !t.trim().is_empty()) {
+            let first_reply = open.turn.as_ref().is_some_and(|t| !t.answered);
+            if let Some(turn) = &mut open.turn {
+                turn.answered = true;
+            }
+            // "You're right, ..." as the first words of the reply: the prompt corrected it.
+            let opening = head_bytes(text.trim_start(), 60);
+            if first_reply {
+                if let Some(hit) = rules.acknowledgement.hits(opening, 1).into_iter().next() {
+                    if opening[..hit.start]
+                        .trim_matches(|c: char| !c.is_alphanumeric())
+                        .is_empty()
+                    {
+                        push_signal(
+                            open,
+                            Signal {
+                                line,
+                                label: Label::UserCorrection,
+                                signal: "acknowledged".into(),
+                                text: clip_chars(
+                                    &sentence_around(text, hit.start, hit.end),
+                                    EVIDENCE_CHARS,
+                                ),
+                                weight: 0.8,
+                                followup: None,
+                            },
+                        );
+                    }
+                }
+            }
+            let piece = crate::snippet::truncate_bytes(text.trim(), LAST_TEXT_BYTES);
+            if let Some(i) = self.awaiting_followup.take() {
+                if let Some(sig) = open.signals.get_mut(i) {
+                    sig.followup = Some((line, piece.clone()));
+                }
+            }
+            // Judged only when a failure is waiting for what was tried (it is not cheap).
+            let wants_tried = open
+                .failures
+                .iter()
+                .any(|f| f.tried.len() < MAX_TRIED && line > f.line);
+            if wants_tried && crate::snippet::noise_reason(text).is_none() {
+                for f in &mut open.failures {
+                    if f.tried.len() < MAX_TRIED && line > f.line {
+                        f.tried
+                            .push((line, crate::snippet::truncate_bytes(text.trim(), 600)));
+                    }
+                }
+            }
+            if open.vocab.len() < MAX_VOCAB {
+                // The subject of a reply shows in its opening; a long reply's tail adds little.
+                terms::add_to(
+                    &mut open.vocab,
+                    head_bytes(text, VOCAB_SCAN_BYTES),
+                    MAX_VOCAB,
+                );
+            }
+            // A message that ends by asking the user ("Which one feels right?", "should I
+            // commit them?") decides nothing: no rationale is kept from it. When it also
+            // recommends nothing, its options were handed over for the user to pick: the
+            // option labels ("A) ...", "Option 2") are then no design-decision signal either.
+            let asks_user = ends_with_question(text);
+            let handed_over = asks_user
+                && !rules
+                    .decision
+                    .hits(text, 8)
+                    .iter()
+                    .any(|h| in_prose(text, h.start) && !is_option_label(&h.phrase));
+            // Alternatives laid out side by side ("A) ... B) ...", "Option 1 ... Option 2").
+            if let Some(opt) = laid_out_option(text).filter(|_| !handed_over) {
+                push_signal(
+                    open,
+                    Signal {
+                        line,
+                        label: Label::DesignDecision,
+                        signal: "options".into(),
+                        text: clip_chars(opt, EVIDENCE_CHARS),
+                        weight: 0.7,
+                        followup: None,
+                    },
+                );
+            }
+            let prev = self.last_text.clone();
+            for (kind, phrases, label, weight) in [
+                (NoteKind::Pivot, &rules.pivot, Label::Pivot, 0.75),
+                (
+                    NoteKind::Decision,
+                    &rules.decision,
+                    Label::DesignDecision,
+                    0.7,
+                ),
+                (NoteKind::Learning, &rules.learning, Label::Routine, 0.0),
+            ] {
+                for hit in phrases
+                    .hits(text, 4)
+                    .into_iter()
+                    .filter(|h| in_prose(text, h.start))
+                    .take(2)
+                {
+                    let sentence = sentence_around(text, hit.start, hit.end);
+                    if hit.needs_choice && rules.choice.hits(&sentence, 1).is_empty() {
+                        continue;
+                    }
+                    if label != Label::Routine && !(handed_over && is_option_label(&hit.phrase)) {
+                        push_signal(
+                            open,
+                            Signal {
+                                line,
+                                label,
+                                signal: format!("phrase:{}", hit.phrase),
+                                text: clip_chars(&sentence, EVIDENCE_CHARS),
+                                weight,
+                                followup: None,
+                            },
+                        );
+                    }
+                    let n = open.notes.iter().filter(|n| n.kind == kind).count();
+                    // A question ("should I use option 1?") weighs nothing yet.
+                    let question = sentence.trim_end().ends_with('?');
+                    if n < MAX_NOTES_PER_KIND
+                        && !question
+                        && (kind != NoteKind::Decision || !asks_user)
+                        && !open.notes.iter().any(|n| n.kind == kind && n.line == line)
+                    {
+                        open.notes.push(Note {
+                            kind,
+                            line,
+                            phrase: hit.phrase.clone(),
+                            sentence,
+                            text: paragraph_around(text, hit.start, kind != NoteKind::Learning),
+                            context: prev.clone().filter(|(l, _)| *l < line),
+                        });
+                    }
+                }
+            }
+            self.last_text = Some((line, piece));
+        }
+        self.remember_calls(ctx, line, rec);
+    }
+}
+
+/// A decision phrase that only names an option ("option a", "option 2"), not a choice.
+fn is_option_label(phrase: &str) -> bool {
+    phrase.starts_with("option ")
+}
