@@ -329,6 +329,19 @@ fn store_figures(o: &Ctx, url: &str, projects: &Path) -> Result<String> {
     ))
 }
 
+/// PostgreSQL: refresh the planner's statistics (what autovacuum does on a store in use).
+fn analyze(url: &str) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    rt.block_on(async {
+        use sqlx::Connection;
+        let mut c = sqlx::PgConnection::connect(url).await?;
+        sqlx::query("ANALYZE").execute(&mut c).await?;
+        Ok(())
+    })
+}
+
 fn sql_count(url: &str, q: &str) -> Result<i64> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -388,7 +401,7 @@ fn run(opts: Opts) -> Result<()> {
     let o = Ctx {
         bin,
         home,
-        corpus: Corpus::scan(&opts.corpus)?,
+        corpus: Corpus::scan(&opts.corpus)?.with_fresh_ids(),
         runs: opts.runs,
     };
     let part = (opts.gb * 1e9) as u64;
@@ -430,10 +443,17 @@ fn run(opts: Opts) -> Result<()> {
     let time_all = |label: f64, results: &mut Vec<(String, Vec<Row>)>| -> Result<()> {
         let sid = pick_session(&tree)?;
         for (name, url) in &backends {
+            // A store in use has its statistics kept by autovacuum; one just built in minutes
+            // has not had them yet.
+            if *name == "PostgreSQL" {
+                analyze(url)?;
+            }
             let figures = store_figures(&o, url, &work)?;
             eprintln!("{name}: {figures}; timing on session {sid}");
             let rows = measure(&o, url, &work, &sid)?;
-            results.push((format!("{name}, {label} GB tree: {figures}"), rows));
+            let title = format!("{name}, {label} GB tree: {figures}");
+            report(&title, &rows);
+            results.push((title, rows));
         }
         Ok(())
     };
@@ -454,6 +474,7 @@ fn run(opts: Opts) -> Result<()> {
             "DROP DATABASE IF EXISTS gleaner_qbench WITH (FORCE)",
         ))?;
     }
+    println!("\n(every table above, again)");
     for (title, rows) in &results {
         report(title, rows);
     }

@@ -21,6 +21,9 @@ pub struct Corpus {
     /// Its `*.jsonl` files (relative) and their sizes.
     pub files: Vec<(PathBuf, u64)>,
     ids: HashSet<Vec<u8>>,
+    /// Every UUID of a line is made fresh (message, tool and leaf ids too), not only the
+    /// session ids: copies then share no key, as distinct real sessions would.
+    every_id: bool,
 }
 
 /// Whether `b` is a UUID.
@@ -89,7 +92,18 @@ impl Corpus {
                 ids.extend(re.captures_iter(&buf).map(|c| c[1].to_vec()));
             }
         }
-        Ok(Corpus { root, files, ids })
+        Ok(Corpus {
+            root,
+            files,
+            ids,
+            every_id: false,
+        })
+    }
+
+    /// Make every UUID of each copy fresh, not only the session ids (see `every_id`).
+    pub fn with_fresh_ids(mut self) -> Corpus {
+        self.every_id = true;
+        self
     }
 
     /// What a finished tree's `tree.done` holds: its target size and how it was made (a tree
@@ -133,11 +147,12 @@ impl Corpus {
                     buf.clear();
                     r.read_until(b'\n', &mut buf)? > 0
                 } {
-                    let line =
-                        re.replace_all(&buf, |c: &Captures| match self.ids.contains(&c[0]) {
+                    let line = re.replace_all(&buf, |c: &Captures| {
+                        match self.every_id || self.ids.contains(&c[0]) {
                             true => map_uuid(k, &c[0]).into_bytes(),
                             false => c[0].to_vec(),
-                        });
+                        }
+                    });
                     w.write_all(&line).with_context(ctx)?;
                     bytes += line.len() as u64;
                 }
