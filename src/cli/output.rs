@@ -370,8 +370,9 @@ pub fn print_search(page: &SearchPage, offset: u32, json: bool) -> std::io::Resu
     let first = u64::from(offset) + 1;
     let last = u64::from(offset) + page.results.len() as u64;
     eprintln!(
-        "results {first}-{last} of {}{}",
+        "results {first}-{last} of {}{}{}",
         page.total_count,
+        if page.total_count_exact { "" } else { "+" },
         if page.has_more {
             format!(" (next page: --offset {last})")
         } else {

@@ -90,7 +90,11 @@ impl Gleaner {
             total: Some(r.total_count.max(0) as u64),
             items: r.results,
         };
-        Ok(page("results", &paged, p.offset, &[], self.cap()))
+        let mut v = page("results", &paged, p.offset, &[], self.cap());
+        if !r.total_count_exact {
+            v["total_count_exact"] = Value::Bool(false);
+        }
+        Ok(v)
     }
 
     async fn list_sessions_body(&self, a: ListSessionsArgs) -> Body {

@@ -149,7 +149,7 @@ async fn search_results(
         offset + 20
     );
     Ok(html! {
-        h2 { (page.total_count) " results" }
+        h2 { @if !page.total_count_exact { "More than " } (page.total_count) " results" }
         @for hit in &page.results {
             div.hit {
                 span.pill { (hit.kind.as_str()) } " "

@@ -264,13 +264,29 @@ async fn a_missing_projects_folder_is_waited_for() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("spawn daemon");
-    // Up, and looking for a folder that is not there yet.
-    let sock = env.dir.path().join("data/gleaner/gleaner.sock");
+    // Up, and looking for a folder that is not there yet: its log says so.
+    let log = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let log = log.clone();
+        let stderr = daemon.stderr.take().expect("stderr");
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let mut l = log.lock().expect("log");
+                l.push_str(&line);
+                l.push('\n');
+            }
+        })
+    };
     let started = std::time::Instant::now();
-    while status_pid(&sock) != Some(daemon.id()) {
+    while !log.lock().expect("log").contains("does not exist yet") {
         assert!(
             started.elapsed() < std::time::Duration::from_secs(20),
-            "daemon did not start"
+            "the daemon never said the folder is missing: {}",
+            log.lock().expect("log")
         );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
@@ -298,15 +314,8 @@ async fn a_missing_projects_folder_is_waited_for() {
     }
     let (status, _) = terminate(&mut daemon);
     assert!(status.success());
-    let mut err = String::new();
-    use std::io::Read;
-    daemon
-        .stderr
-        .take()
-        .expect("stderr")
-        .read_to_string(&mut err)
-        .expect("read stderr");
-    assert!(err.contains("does not exist yet"), "{err}");
+    reader.join().expect("log reader");
+    let err = log.lock().expect("log").clone();
     assert_eq!(
         files, 1,
         "the transcript was ingested once the folder appeared: {err}"

@@ -315,3 +315,43 @@ async fn page_size(p: &sqlx::SqlitePool) -> i64 {
         .await
         .expect("page size")
 }
+
+/// A word found in more documents than a search ranks or counts: the count stops at its cap
+/// and says it is a lower bound, pages go on, and (SQLite) no page starts past the newest
+/// matches it ranks.
+async fn common_word(backend: Backend) {
+    const SID: &str = "c0330000-0000-4000-8000-000000000025";
+    let env = TestEnv::new(backend).await;
+    let path = env.path(&format!("-home-u-p/{SID}.jsonl"));
+    let mut text = String::new();
+    for i in 0..2_100 {
+        text.push_str(&user_line(
+            SID,
+            &format!("w{i}"),
+            &format!("wombat number {i} went by"),
+        ));
+    }
+    append(&path, text.as_bytes());
+    env.ingest();
+    let v = json(&env, &["wombat", "--limit", "20"]);
+    assert_eq!(results(&v).len(), 20);
+    assert_eq!(v["total_count"], 1000, "{}", v["total_count"]);
+    assert_eq!(v["total_count_exact"], false);
+    assert_eq!(v["has_more"], true);
+    let v = json(&env, &["wombat", "--limit", "20", "--offset", "1980"]);
+    assert_eq!(results(&v).len(), 20);
+    match backend {
+        // The newest 2,000 matches are ranked: this is the last page.
+        Backend::Sqlite => assert_eq!(v["has_more"], false, "{}", v["has_more"]),
+        Backend::Postgres => assert_eq!(v["has_more"], true, "{}", v["has_more"]),
+    }
+    // A narrower query is counted and ranked whole.
+    let v = json(&env, &["wombat number 7*"]);
+    assert_eq!(v.get("total_count_exact"), None, "{v}");
+    env.cleanup().await;
+}
+
+both_backends!(
+    common_words_are_counted_and_ranked_within_bounds,
+    common_word
+);

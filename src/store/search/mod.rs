@@ -32,6 +32,16 @@ pub const SUMMARY_BOOST: f64 = 1.25;
 /// Most results in one page.
 pub const MAX_LIMIT: u32 = 200;
 
+/// SQLite ranks at most this many matches, the newest: a word found in a hundred thousand
+/// messages would otherwise be scored in all of them for every page (the cost of a search then
+/// grows with the store). Results are the best of the newest matches; a query narrower than
+/// this (most are) is ranked whole.
+pub const RANKED_CANDIDATES: u32 = 2_000;
+
+/// Matches counted exactly up to this many; past it `total_count` is a lower bound and
+/// `total_count_exact` false (as snippet keyword counts, `KEYWORD_COUNT_CAP`).
+pub const COUNT_CAP: i64 = 1_000;
+
 /// Marks the start of a match in an excerpt as the database returns it (never in stored text:
 /// a control character).
 const START: char = '\u{2}';
@@ -148,8 +158,16 @@ pub struct SearchPage {
     pub results: Vec<SearchHit>,
     /// Results matching the query and filters, ignoring limit and offset.
     pub total_count: i64,
+    /// Whether `total_count` is exact: past [`COUNT_CAP`] matches it is a lower bound (left
+    /// out of JSON when exact).
+    #[serde(skip_serializing_if = "is_true")]
+    pub total_count_exact: bool,
     /// More results follow this page.
     pub has_more: bool,
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 /// A result before its excerpt and details are fetched.
@@ -221,6 +239,7 @@ impl Store {
             return Ok(SearchPage {
                 results: Vec::new(),
                 total_count: 0,
+                total_count_exact: true,
                 has_more: false,
             });
         }
@@ -231,17 +250,31 @@ impl Store {
         let returned = ranked.len() as i64;
         let offset = i64::from(f.offset);
         let end = offset + returned;
-        let total_count = if returned < i64::from(limit) && (returned > 0 || offset == 0) {
-            end
+        let full = returned == i64::from(limit);
+        let (total_count, exact) = if !full && (returned > 0 || offset == 0) {
+            (end, true)
         } else {
-            self.fetch_i64(&sql::count(backend, f).not_persistent())
-                .await?
+            let n = self
+                .fetch_i64(&sql::count(backend, f).not_persistent())
+                .await?;
+            if n > COUNT_CAP {
+                (COUNT_CAP.max(end + i64::from(full)), false)
+            } else {
+                (n, true)
+            }
         };
+        // SQLite ranks the newest RANKED_CANDIDATES matches: no page starts past them.
+        let reachable = match backend {
+            Backend::Sqlite => i64::from(RANKED_CANDIDATES),
+            Backend::Postgres => i64::MAX,
+        };
+        let has_more = end < reachable && if exact { end < total_count } else { full };
         let results = self.complete(f, ranked).await?;
         Ok(SearchPage {
-            has_more: end < total_count,
+            has_more,
             results,
             total_count,
+            total_count_exact: exact,
         })
     }
 

@@ -1,7 +1,10 @@
 //! The SQL of a search, built from the parsed query: the user's words only ever travel as bound
 //! values.
 
-use super::{Query, Ranked, SearchFilter, SearchKind, START, STOP, SUMMARY_BOOST};
+use super::{
+    Query, Ranked, SearchFilter, SearchKind, COUNT_CAP, RANKED_CANDIDATES, START, STOP,
+    SUMMARY_BOOST,
+};
 use crate::extract::lexemes::lexeme;
 use crate::store::read::push_project_filter;
 use crate::store::sql::{Backend, Sql};
@@ -72,7 +75,7 @@ pub(super) fn ranked<'a>(
         Backend::Sqlite => {
             let mut q = Sql::new(format!(
                 "SELECT h.doc_id, h.kind, {} AS session_id, {} AS ts, h.file_id, h.generation, \
-                 h.line_no, h.seq, h.ref_id, h.score FROM (\
+                 h.line_no, h.seq, h.ref_id, h.score FROM (SELECT * FROM (\
                  SELECT d.id AS doc_id, d.kind, d.session_id, d.ts, d.file_id, \
                  d.generation, d.line_no, d.seq, d.ref_id, -bm25(search_fts) * \
                  (CASE d.kind WHEN 'summary' THEN {SUMMARY_BOOST:.2} ELSE 1.0 END) AS score ",
@@ -80,7 +83,12 @@ pub(super) fn ranked<'a>(
                 sqlite_doc_ts("h"),
             ));
             sqlite_matches(&mut q, f);
-            q.push(" ORDER BY score DESC, d.id DESC");
+            // The newest matches only (the index walks them newest first and stops): what a
+            // page costs then depends on the page, not on how common the words are.
+            q.push(&format!(
+                " ORDER BY search_fts.rowid DESC LIMIT {RANKED_CANDIDATES}) c \
+                 ORDER BY c.score DESC, c.doc_id DESC"
+            ));
             q
         }
         Backend::Postgres => {
@@ -103,18 +111,20 @@ pub(super) fn ranked<'a>(
     q
 }
 
-/// The number of results.
+/// The number of results, counted up to [`COUNT_CAP`] + 1 (a larger count is reported as a
+/// lower bound: counting every match of a common word costs what ranking them all did).
 pub(super) fn count<'a>(backend: Backend, f: &'a SearchFilter) -> Sql<'a> {
     match backend {
         Backend::Sqlite => {
-            let mut q = Sql::new("SELECT COUNT(*) ");
+            let mut q = Sql::new("SELECT COUNT(*) FROM (SELECT 1 ");
             sqlite_matches(&mut q, f);
+            q.push(&format!(" LIMIT {}) capped", COUNT_CAP + 1));
             q
         }
         Backend::Postgres => {
             let mut q = Sql::new("SELECT COUNT(*) FROM (");
             pg_union(&mut q, f, false);
-            q.push(") hits");
+            q.push(&format!(" LIMIT {}) hits", COUNT_CAP + 1));
             q
         }
     }
