@@ -57,6 +57,10 @@ struct Opts {
     /// Do not benchmark SQLite.
     #[arg(long)]
     skip_sqlite: bool,
+    /// Build nothing: time the stores already in `--work` (built by an earlier run, its last
+    /// part's tree still there), reporting them as a tree of this many GB.
+    #[arg(long, value_name = "GB")]
+    time_only: Option<f64>,
 }
 
 /// One probe's timings.
@@ -421,7 +425,7 @@ fn run(opts: Opts) -> Result<()> {
     }
     let tree = work.join("tree");
     let rt = tokio::runtime::Runtime::new()?;
-    for (name, url) in &backends {
+    for (name, url) in backends.iter().filter(|_| opts.time_only.is_none()) {
         match *name {
             "SQLite" => {
                 let path = url.trim_start_matches("sqlite://");
@@ -457,6 +461,10 @@ fn run(opts: Opts) -> Result<()> {
         }
         Ok(())
     };
+    if let Some(gb) = opts.time_only {
+        time_all(gb, &mut results)?;
+        return Ok(());
+    }
     eprintln!("building the {} GB stores", opts.gb);
     let mut next = add_part(&o, &backends, &tree, part, 0)?;
     time_all(opts.gb, &mut results)?;
