@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::super::sql::Sql;
 use super::super::{Page, Paged, Store, StoreError, SummaryKind};
-use super::sessions::SUMMARY_SESSION;
+use super::sessions::{push_summary_candidates, SUMMARY_SESSION};
 use super::{every_page, push_project_filter};
 
 /// A summary row: the one view every door lists.
@@ -69,11 +69,9 @@ impl Store {
         if let Some(ids) = &f.session_ids {
             // Candidates by index (read from these sessions' files, or naming a leaf they
             // hold), then the exact owner.
-            q.push(" AND (")
-                .push_in("s.session_id", ids)
-                .push(" OR s.leaf_uuid IN (SELECT leaf_uuid FROM summary_leaves WHERE ")
-                .push_in("session_id", ids)
-                .push(")) AND ");
+            q.push(" AND s.id IN (");
+            push_summary_candidates(&mut q, ids);
+            q.push(") AND ");
             q.push_in(SUMMARY_SESSION, ids);
         }
         if let Some(k) = f.kind {
