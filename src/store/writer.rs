@@ -37,9 +37,24 @@ const GROUP_GAP: std::time::Duration = std::time::Duration::from_millis(5);
 /// idle too: `run::memory`).
 const RELEASE_AFTER: std::time::Duration = std::time::Duration::from_secs(1);
 
-struct Job {
-    batch: PreparedBatch,
-    ack: oneshot::Sender<Result<CommitStats, StoreError>>,
+/// What the writer is asked to do. (Nearly every job is a batch, which the queue held by
+/// value before `Gone` existed: boxing it would add an allocation per batch for nothing.)
+#[allow(clippy::large_enum_variant)]
+enum Job {
+    /// Commit a batch (with whatever else has queued up).
+    Batch {
+        batch: PreparedBatch,
+        ack: oneshot::Sender<Result<CommitStats, StoreError>>,
+    },
+    /// Mark a file whose path no longer exists ([`Store::mark_gone`]). It goes through the
+    /// writer like every other write: from a pump, beside a backfill's back-to-back group
+    /// commits, SQLite's busy handler (which sleeps and retries, first come not first served)
+    /// missed the gaps between them for its whole timeout, and an ingest of 25,000 replaced
+    /// files failed with "database is locked".
+    Gone {
+        file_id: i64,
+        ack: oneshot::Sender<Result<(), StoreError>>,
+    },
 }
 
 /// Handle to send batches to the writer task. Cloneable; the task ends when every handle is
@@ -51,9 +66,13 @@ pub struct Writer {
 
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Job")
-            .field("file_id", &self.batch.file_id)
-            .finish()
+        match self {
+            Job::Batch { batch, .. } => f
+                .debug_struct("Batch")
+                .field("file_id", &batch.file_id)
+                .finish(),
+            Job::Gone { file_id, .. } => f.debug_struct("Gone").field("file_id", file_id).finish(),
+        }
     }
 }
 
@@ -88,7 +107,17 @@ impl Writer {
     pub async fn commit(&self, batch: PreparedBatch) -> Result<CommitStats, StoreError> {
         let (ack, rx) = oneshot::channel();
         self.tx
-            .send(Job { batch, ack })
+            .send(Job::Batch { batch, ack })
+            .await
+            .map_err(|_| StoreError::WriterGone)?;
+        rx.await.unwrap_or(Err(StoreError::WriterGone))
+    }
+
+    /// Mark a file gone (its rows are kept), between two group commits.
+    pub async fn mark_gone(&self, file_id: i64) -> Result<(), StoreError> {
+        let (ack, rx) = oneshot::channel();
+        self.tx
+            .send(Job::Gone { file_id, ack })
             .await
             .map_err(|_| StoreError::WriterGone)?;
         rx.await.unwrap_or(Err(StoreError::WriterGone))
@@ -166,14 +195,14 @@ async fn run(
         };
         let Some(first) = next else { break };
         let waited = idle_since.elapsed();
-        let mut rows = first.batch.messages.len();
-        let mut jobs = vec![first];
-        while rows < GROUP_ROWS && jobs.len() < GROUP_BATCHES {
+        let mut jobs = Vec::new();
+        let mut rows = 0;
+        // A file marked gone is written at once, alone (it is one row, and rare): the jobs
+        // queued behind it form the next group.
+        let mut gone = take(first, &mut jobs, &mut rows);
+        while gone.is_none() && rows < GROUP_ROWS && jobs.len() < GROUP_BATCHES {
             match rx.try_recv() {
-                Ok(j) => {
-                    rows += j.batch.messages.len();
-                    jobs.push(j);
-                }
+                Ok(j) => gone = take(j, &mut jobs, &mut rows),
                 Err(_) => break,
             }
         }
@@ -182,65 +211,114 @@ async fn run(
         // rows. A lone append to an idle file never waits.
         if jobs.len() > 1 {
             let deadline = tokio::time::Instant::now() + GROUP_LINGER;
-            while rows < GROUP_ROWS && jobs.len() < GROUP_BATCHES {
+            while gone.is_none() && rows < GROUP_ROWS && jobs.len() < GROUP_BATCHES {
                 let until = deadline.min(tokio::time::Instant::now() + GROUP_GAP);
                 match tokio::time::timeout_at(until, rx.recv()).await {
-                    Ok(Some(j)) => {
-                        rows += j.batch.messages.len();
-                        jobs.push(j);
-                    }
+                    Ok(Some(j)) => gone = take(j, &mut jobs, &mut rows),
                     Ok(None) | Err(_) => break,
                 }
             }
         }
-        let (batches, acks): (Vec<PreparedBatch>, Vec<_>) =
-            jobs.into_iter().map(|j| (j.batch, j.ack)).unzip();
-        let t0 = std::time::Instant::now();
-        let r = store.commit_group(&mut conn, &batches, &mut leaves).await;
-        tracing::debug!(
-            batches = batches.len(),
-            rows,
-            waited_us = waited.as_micros() as u64,
-            commit_us = t0.elapsed().as_micros() as u64,
-            "group"
-        );
+        if !jobs.is_empty() {
+            commit(
+                &store,
+                &mut conn,
+                jobs,
+                rows,
+                waited,
+                &mut leaves,
+                committed,
+                &spent,
+            )
+            .await;
+        }
+        if let Some((file_id, ack)) = gone {
+            let _ = ack.send(store.mark_gone(file_id).await);
+        }
         idle_since = std::time::Instant::now();
-        match r {
-            Ok(results) => {
-                committed.notify_one();
-                for (ack, r) in acks.into_iter().zip(results) {
-                    let _ = ack.send(r);
-                }
-            }
-            // One batch's data failed the whole group: commit each batch alone, so that only
-            // that batch fails (its file's, see `StoreError::is_transient`) and the others
-            // are stored.
-            Err(e) if !e.is_transient() && batches.len() > 1 => {
-                tracing::debug!(batches = batches.len(), error = %e, "group failed on its data; committing its batches one by one");
-                for (ack, b) in acks.into_iter().zip(&batches) {
-                    let r = store
-                        .commit_group(&mut conn, std::slice::from_ref(b), &mut leaves)
-                        .await
-                        .and_then(|mut r| r.pop().unwrap_or(Err(StoreError::WriterGone)));
-                    if r.is_ok() {
-                        committed.notify_one();
-                    }
-                    let _ = ack.send(r);
-                }
-            }
-            Err(e) => {
-                // Each batch's pump reports it (counted exactly, logged once a minute).
-                tracing::debug!(batches = batches.len(), error = %e, "group commit failed");
-                let e = std::sync::Arc::new(e);
-                for ack in acks {
-                    let _ = ack.send(Err(StoreError::Group(e.clone())));
-                }
-            }
-        }
-        if let Some(spent) = &spent {
-            // A closed receiver gives the batches back: then they are freed here.
-            let _ = spent.send(batches);
-        }
     }
     conn.release().await;
+}
+
+/// Commit one group of batches and answer each batch's pump.
+#[allow(clippy::too_many_arguments)]
+async fn commit(
+    store: &Store,
+    conn: &mut WriterConn,
+    jobs: Vec<(
+        PreparedBatch,
+        oneshot::Sender<Result<CommitStats, StoreError>>,
+    )>,
+    rows: usize,
+    waited: std::time::Duration,
+    leaves: &mut std::collections::HashSet<i64>,
+    committed: &tokio::sync::Notify,
+    spent: &Option<Spent>,
+) {
+    let (batches, acks): (Vec<PreparedBatch>, Vec<_>) = jobs.into_iter().unzip();
+    let t0 = std::time::Instant::now();
+    let r = store.commit_group(conn, &batches, leaves).await;
+    tracing::debug!(
+        batches = batches.len(),
+        rows,
+        waited_us = waited.as_micros() as u64,
+        commit_us = t0.elapsed().as_micros() as u64,
+        "group"
+    );
+    match r {
+        Ok(results) => {
+            committed.notify_one();
+            for (ack, r) in acks.into_iter().zip(results) {
+                let _ = ack.send(r);
+            }
+        }
+        // One batch's data failed the whole group: commit each batch alone, so that only
+        // that batch fails (its file's, see `StoreError::is_transient`) and the others
+        // are stored.
+        Err(e) if !e.is_transient() && batches.len() > 1 => {
+            tracing::debug!(batches = batches.len(), error = %e, "group failed on its data; committing its batches one by one");
+            for (ack, b) in acks.into_iter().zip(&batches) {
+                let r = store
+                    .commit_group(conn, std::slice::from_ref(b), leaves)
+                    .await
+                    .and_then(|mut r| r.pop().unwrap_or(Err(StoreError::WriterGone)));
+                if r.is_ok() {
+                    committed.notify_one();
+                }
+                let _ = ack.send(r);
+            }
+        }
+        Err(e) => {
+            // Each batch's pump reports it (counted exactly, logged once a minute).
+            tracing::debug!(batches = batches.len(), error = %e, "group commit failed");
+            let e = std::sync::Arc::new(e);
+            for ack in acks {
+                let _ = ack.send(Err(StoreError::Group(e.clone())));
+            }
+        }
+    }
+    if let Some(spent) = &spent {
+        // A closed receiver gives the batches back: then they are freed here.
+        let _ = spent.send(batches);
+    }
+}
+
+/// Put `j` in the group (`None`) or hand back the file to mark gone.
+#[allow(clippy::type_complexity)]
+fn take(
+    j: Job,
+    jobs: &mut Vec<(
+        PreparedBatch,
+        oneshot::Sender<Result<CommitStats, StoreError>>,
+    )>,
+    rows: &mut usize,
+) -> Option<(i64, oneshot::Sender<Result<(), StoreError>>)> {
+    match j {
+        Job::Batch { batch, ack } => {
+            *rows += batch.messages.len();
+            jobs.push((batch, ack));
+            None
+        }
+        Job::Gone { file_id, ack } => Some((file_id, ack)),
+    }
 }

@@ -543,3 +543,48 @@ async fn status_figures(backend: Backend) {
 }
 
 both_backends!(status_reports_database_figures, status_figures);
+
+/// A tree whose files are all replaced at once (a backfill of new files while as many are
+/// marked gone): every file marked gone goes through the one writer, between its group
+/// commits, so none waits on SQLite's lock (it once failed an ingest: "database is locked").
+async fn replaced_tree(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let sid = |part: usize, i: usize| format!("aaaaaaaa-bbbb-4ccc-8ddd-{part:06}{i:06}");
+    let write_part = |part: usize| {
+        for i in 0..150 {
+            let p = env.path(&format!("p{part}/{}.jsonl", sid(part, i)));
+            let lines: String = (0..20)
+                .map(|n| user_line(&sid(part, i), &format!("u{n}"), "a line of the backfill"))
+                .collect();
+            append(&p, lines.as_bytes());
+        }
+    };
+    write_part(1);
+    env.ingest();
+    std::fs::remove_dir_all(env.path("p1")).expect("remove part 1");
+    write_part(2);
+    let summary = env.ingest();
+    assert_eq!(
+        (&summary["errors"], &summary["rows"]),
+        (&0.into(), &3000.into()),
+        "{summary}"
+    );
+    let store = env.store().await;
+    let all = files(&store).await;
+    let state = |prefix: &str| {
+        let mut s: Vec<&str> = all
+            .iter()
+            .filter(|f| f.path.contains(prefix))
+            .map(|f| f.state.as_str())
+            .collect();
+        s.dedup();
+        (all.iter().filter(|f| f.path.contains(prefix)).count(), s)
+    };
+    assert_eq!(state("/p1/"), (150, vec!["gone"]));
+    assert_eq!(state("/p2/"), (150, vec!["active"]));
+    assert_eq!(counts(&store).await.messages, 2 * 150 * 20);
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(a_tree_replaced_at_once_is_marked_gone, replaced_tree);

@@ -120,7 +120,7 @@ impl Pipeline {
         t.tailer = None;
         if let TailError::Gone { .. } = e {
             if !t.gone {
-                if let Err(err) = self.store.mark_gone(t.ctx.file_id).await {
+                if let Err(err) = self.writer.mark_gone(t.ctx.file_id).await {
                     return self.store_down(t, "mark file gone", &err);
                 }
                 tracing::info!(path = %t.path().display(), "file gone; rows kept");
