@@ -10,7 +10,8 @@
 //! ```text
 //! cargo build --release
 //! cargo run --release --example query_bench -- [--gb 5] [--grow 10] [--runs 30]
-//!     [--work DIR] [--skip-postgres] [--skip-sqlite]
+//!     [--work DIR] [--skip-postgres] [--skip-sqlite] [--build-only] [--pg-db NAME]
+//!     [--time-only GB]
 //! ```
 //! PostgreSQL admin URL: `GLEANER_BENCH_PG_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
 //! A work folder given with `--work` is kept (its stores are built anew each run).
@@ -61,6 +62,14 @@ struct Opts {
     /// part's tree still there), reporting them as a tree of this many GB.
     #[arg(long, value_name = "GB")]
     time_only: Option<f64>,
+    /// Build (and grow) the stores, time nothing, keep the last part's tree: the stores are
+    /// then timed with `--time-only`, several sizes back to back with one binary (a build runs
+    /// for long; timing wants a quiet machine).
+    #[arg(long)]
+    build_only: bool,
+    /// The PostgreSQL database of the store (two sizes side by side need two names).
+    #[arg(long, default_value = "gleaner_qbench")]
+    pg_db: String,
 }
 
 /// One probe's timings.
@@ -421,7 +430,7 @@ fn run(opts: Opts) -> Result<()> {
         ));
     }
     if !opts.skip_postgres {
-        backends.push(("PostgreSQL", pg_url(&admin, "gleaner_qbench")));
+        backends.push(("PostgreSQL", pg_url(&admin, &opts.pg_db)));
     }
     let tree = work.join("tree");
     let rt = tokio::runtime::Runtime::new()?;
@@ -434,11 +443,12 @@ fn run(opts: Opts) -> Result<()> {
                 }
             }
             _ => {
+                let db = &opts.pg_db;
                 rt.block_on(pg_exec(
                     &admin,
-                    "DROP DATABASE IF EXISTS gleaner_qbench WITH (FORCE)",
+                    &format!("DROP DATABASE IF EXISTS {db} WITH (FORCE)"),
                 ))?;
-                rt.block_on(pg_exec(&admin, "CREATE DATABASE gleaner_qbench"))?;
+                rt.block_on(pg_exec(&admin, &format!("CREATE DATABASE {db}")))?;
             }
         }
     }
@@ -467,19 +477,32 @@ fn run(opts: Opts) -> Result<()> {
     }
     eprintln!("building the {} GB stores", opts.gb);
     let mut next = add_part(&o, &backends, &tree, part, 0)?;
-    time_all(opts.gb, &mut results)?;
+    if !opts.build_only {
+        time_all(opts.gb, &mut results)?;
+    }
     if opts.grow > 1 {
         eprintln!("growing the stores to {}x", opts.grow);
         for _ in 1..opts.grow {
             next = add_part(&o, &backends, &tree, part, next)?;
         }
-        time_all(opts.gb * opts.grow as f64, &mut results)?;
+        if !opts.build_only {
+            time_all(opts.gb * opts.grow as f64, &mut results)?;
+        }
+    }
+    if opts.build_only {
+        for (name, url) in &backends {
+            if *name == "PostgreSQL" {
+                analyze(url)?;
+            }
+            eprintln!("{name}: {}", store_figures(&o, url, &work)?);
+        }
+        return Ok(());
     }
     let _ = std::fs::remove_dir_all(&tree);
     if !keep && !opts.skip_postgres {
         rt.block_on(pg_exec(
             &admin,
-            "DROP DATABASE IF EXISTS gleaner_qbench WITH (FORCE)",
+            &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", opts.pg_db),
         ))?;
     }
     println!("\n(every table above, again)");

@@ -238,18 +238,13 @@ impl TestEnv {
     pub fn spawn_daemon(&self, env: &[(&str, &str)]) -> Child {
         let mut child = self.spawn_daemon_unready(env);
         let sock = self.dir.path().join("data/gleaner/gleaner.sock");
-        let start = std::time::Instant::now();
         // A socket file may be left over by a killed daemon: ask, and check the pid.
-        while status_pid(&sock) != Some(child.id()) {
+        poll_until(Duration::from_secs(20), "the daemon to start", || {
             if let Ok(Some(status)) = child.try_wait() {
                 panic!("daemon exited during startup: {status:?}");
             }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "daemon did not start"
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
+            status_pid(&sock) == Some(child.id())
+        });
         child
     }
 
@@ -305,6 +300,19 @@ pub async fn file(store: &Store, path: &Path) -> Option<FileListing> {
 
 pub async fn counts(store: &Store) -> TableCounts {
     store.counts().await.expect("counts")
+}
+
+/// Call `check` every 10 ms until it returns true; panic naming `what` once `timeout` passes.
+/// (The blocking twin of [`wait_for`], for checks that run a command or read a socket.)
+pub fn poll_until(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !check() {
+        assert!(
+            start.elapsed() < timeout,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 /// Poll `check` every 10 ms until it returns true or `timeout` passes.

@@ -55,17 +55,12 @@ fn spawn_with_config(env: &TestEnv, config: &Path) -> Child {
         .spawn()
         .expect("spawn daemon");
     let sock = sock_of(env);
-    let start = std::time::Instant::now();
-    while status_pid(&sock) != Some(child.id()) {
+    poll_until(Duration::from_secs(20), "the daemon to start", || {
         if let Ok(Some(s)) = child.try_wait() {
             panic!("daemon exited during startup: {s:?}");
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "daemon did not start"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        status_pid(&sock) == Some(child.id())
+    });
     child
 }
 
@@ -121,11 +116,10 @@ async fn reload_applies_valid_config_and_keeps_running_one_on_invalid() {
     wait_offset(&store, &file_a, la.len() as u64).await;
     // The daemon counts a batch's bytes just after its commit: wait for the count.
     let mut s = status(&sock);
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while s["bytes"].as_u64().unwrap_or(0) == 0 && std::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    poll_until(Duration::from_secs(10), "bytes counted in status", || {
         s = status(&sock);
-    }
+        s["bytes"].as_u64().unwrap_or(0) > 0
+    });
     assert_eq!(s["reloads"], 0);
     assert!(
         s["ingest_rate_bytes_per_sec"].as_f64().unwrap_or(0.0) > 0.0,

@@ -28,6 +28,8 @@ async fn live_file_lifecycle(backend: Backend) {
     let l2 = user_line(SID, "u2", "second prompt, written in pieces");
     let (a, b) = l2.as_bytes().split_at(40);
     let (b, c) = b.split_at(60);
+    // A negative check (the partial line must not be committed): the daemon gets a moment
+    // after each piece to do the wrong thing.
     append(&main, a);
     tokio::time::sleep(Duration::from_millis(150)).await;
     append(&main, b);
@@ -281,15 +283,11 @@ async fn a_missing_projects_folder_is_waited_for() {
             }
         })
     };
-    let started = std::time::Instant::now();
-    while !log.lock().expect("log").contains("does not exist yet") {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(20),
-            "the daemon never said the folder is missing: {}",
-            log.lock().expect("log")
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    poll_until(
+        Duration::from_secs(20),
+        "the daemon to say the folder is missing",
+        || log.lock().expect("log").contains("does not exist yet"),
+    );
     let project = missing.join("-home-u-proj");
     std::fs::create_dir_all(&project).expect("create projects");
     std::fs::copy(
@@ -298,24 +296,26 @@ async fn a_missing_projects_folder_is_waited_for() {
         project.join("11111111-2222-4333-8444-555555555555.jsonl"),
     )
     .expect("copy transcript");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
     let mut files = 0;
-    while std::time::Instant::now() < deadline && files == 0 {
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let out = env
-            .cmd_for(&missing)
-            .args(["files", "--json"])
-            .output()
-            .expect("files");
-        if out.status.success() {
-            let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-            files = v.as_array().map_or(0, |a| a.len());
-        }
-    }
+    let ingested = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        poll_until(Duration::from_secs(15), "the transcript ingested", || {
+            let out = env
+                .cmd_for(&missing)
+                .args(["files", "--json"])
+                .output()
+                .expect("files");
+            if out.status.success() {
+                let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+                files = v.as_array().map_or(0, |a| a.len());
+            }
+            files > 0
+        })
+    }));
     let (status, _) = terminate(&mut daemon);
     assert!(status.success());
     reader.join().expect("log reader");
     let err = log.lock().expect("log").clone();
+    assert!(ingested.is_ok(), "never ingested: {err}");
     assert_eq!(
         files, 1,
         "the transcript was ingested once the folder appeared: {err}"
@@ -401,18 +401,21 @@ async fn socket_in_the_runtime_folder() {
     let run_s = run.display().to_string();
     let mut daemon = env.spawn_daemon_unready(&[("XDG_RUNTIME_DIR", run_s.as_str())]);
     let folder = run.join("gleaner");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     let mut sock = None;
-    while std::time::Instant::now() < deadline && sock.is_none() {
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        sock = std::fs::read_dir(&folder).ok().and_then(|mut d| {
-            d.find_map(|e| {
-                e.ok()
-                    .map(|e| e.path())
-                    .filter(|p| p.extension().is_some_and(|x| x == "sock"))
-            })
-        });
-    }
+    poll_until(
+        Duration::from_secs(10),
+        "a socket in $XDG_RUNTIME_DIR/gleaner",
+        || {
+            sock = std::fs::read_dir(&folder).ok().and_then(|mut d| {
+                d.find_map(|e| {
+                    e.ok()
+                        .map(|e| e.path())
+                        .filter(|p| p.extension().is_some_and(|x| x == "sock"))
+                })
+            });
+            sock.is_some()
+        },
+    );
     let sock = sock.expect("a socket in $XDG_RUNTIME_DIR/gleaner");
     let mode =
         |p: &std::path::Path| std::fs::metadata(p).expect("stat").permissions().mode() & 0o777;
@@ -460,33 +463,28 @@ async fn a_second_sigterm_exits_at_once() {
                     .is_ok_and(|c| !c.trim().is_empty())
             })
     };
-    let started = std::time::Instant::now();
-    while !has_child() {
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(30),
-            "the refine command never started"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    poll_until(
+        Duration::from_secs(30),
+        "the refine command to start",
+        has_child,
+    );
     let pid = daemon.id().to_string();
     let started = std::time::Instant::now();
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status();
+    // The second signal comes while the first one's shutdown waits on the refine command: a
+    // set moment after the first, not a condition.
     std::thread::sleep(std::time::Duration::from_millis(300));
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status();
-    let status = loop {
-        if let Some(s) = daemon.try_wait().expect("wait") {
-            break s;
-        }
-        assert!(
-            started.elapsed() < std::time::Duration::from_secs(4),
-            "still running"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
+    let mut status = None;
+    poll_until(Duration::from_secs(4), "the daemon to exit", || {
+        status = daemon.try_wait().expect("wait");
+        status.is_some()
+    });
+    let status = status.expect("exited");
     assert!(status.code() == Some(130) || status.success(), "{status:?}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(2),
@@ -506,9 +504,8 @@ async fn status_figures(backend: Backend) {
     std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
     std::fs::copy(&src, &dst).expect("copy");
     let mut daemon = env.spawn_daemon(&[]);
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     let mut last = serde_json::Value::Null;
-    while std::time::Instant::now() < deadline {
+    poll_until(Duration::from_secs(20), "the session in status", || {
         let out = env
             .cmd()
             .args(["status", "--json"])
@@ -516,14 +513,10 @@ async fn status_figures(backend: Backend) {
             .expect("status");
         if out.status.success() {
             last = serde_json::from_slice(&out.stdout).expect("json");
-            if last["figures"]["rows"]["messages"].as_i64().unwrap_or(0) > 0
-                && last["figures"]["bytes_behind"] == 0
-            {
-                break;
-            }
         }
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
+        last["figures"]["rows"]["messages"].as_i64().unwrap_or(0) > 0
+            && last["figures"]["bytes_behind"] == 0
+    });
     let (status, _) = terminate(&mut daemon);
     assert!(status.success());
     assert_eq!(last["watch_mode"], "events", "{last}");

@@ -112,13 +112,12 @@ async fn pre_compact_returns_at_once_with_stdin_left_open() {
     stdin.write_all(input.to_string().as_bytes()).unwrap();
     stdin.flush().unwrap();
     // stdin stays open, as Claude Code may leave it.
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(started.elapsed() < Duration::from_secs(3), "hook hung");
-        std::thread::sleep(Duration::from_millis(10));
-    };
+    let mut status = None;
+    poll_until(Duration::from_secs(3), "the hook to exit", || {
+        status = child.try_wait().unwrap();
+        status.is_some()
+    });
+    let status = status.expect("exited");
     drop(stdin);
     assert_eq!(status.code(), Some(0));
     assert!(

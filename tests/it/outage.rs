@@ -455,7 +455,9 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
                 .await
                 .is_some_and(|f| f.offset as u64 == end);
         }
-        std::thread::sleep(Duration::from_millis(50));
+        if !caught_up {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
     }
     let s = status(&env);
     let (exit, _) = terminate(&mut daemon);
