@@ -138,6 +138,15 @@ impl TestEnv {
     }
 
     pub fn cmd_for(&self, projects: &Path) -> Command {
+        self.command(projects, &self.url)
+    }
+
+    /// `gleaner` with the test's folders but another database URL.
+    pub fn cmd_with_url(&self, url: &str) -> Command {
+        self.command(&self.projects, url)
+    }
+
+    fn command(&self, projects: &Path, url: &str) -> Command {
         let mut c = Command::new(bin());
         let home = self.dir.path().join("home");
         c.env_clear()
@@ -149,7 +158,7 @@ impl TestEnv {
             .arg("--projects-dir")
             .arg(projects)
             .arg("--database-url")
-            .arg(&self.url)
+            .arg(url)
             .arg("--machine-id")
             .arg("test");
         c

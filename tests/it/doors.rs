@@ -279,22 +279,6 @@ async fn the_web_view_refuses_other_hosts_and_origins() {
     env.cleanup().await;
 }
 
-/// `env.cmd()` with another database URL.
-fn cmd_with_url(env: &TestEnv, url: &str) -> std::process::Command {
-    let mut c = std::process::Command::new(bin());
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.dir.path().join("home"))
-        .env("XDG_DATA_HOME", env.dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
-        .env("GLEANER_LOG__LEVEL", "warn")
-        .arg("--projects-dir")
-        .arg(&env.projects)
-        .arg("--database-url")
-        .arg(url);
-    c
-}
-
 #[tokio::test]
 async fn read_commands_create_no_database() {
     let env = TestEnv::new(Backend::Sqlite).await;
@@ -311,7 +295,7 @@ async fn read_commands_create_no_database() {
         vec!["export", "--format", "json"],
         vec!["text", "abcd"],
     ] {
-        let out = cmd_with_url(&env, &url).args(&args).output().expect("run");
+        let out = env.cmd_with_url(&url).args(&args).output().expect("run");
         let err = stderr_of(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(
@@ -325,10 +309,7 @@ async fn read_commands_create_no_database() {
         );
     }
     // doctor says so too, and creates nothing either.
-    let out = cmd_with_url(&env, &url)
-        .arg("doctor")
-        .output()
-        .expect("run");
+    let out = env.cmd_with_url(&url).arg("doctor").output().expect("run");
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("no database at"), "{text}");
     assert!(!env.dir.path().join("some").exists());

@@ -133,23 +133,6 @@ impl Drop for PrivatePg {
     }
 }
 
-/// `gleaner` with the test's folders but another database URL.
-fn cmd_with_url(env: &TestEnv, url: &str) -> Command {
-    let mut c = Command::new(bin());
-    c.env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_default())
-        .env("HOME", env.dir.path().join("home"))
-        .env("XDG_DATA_HOME", env.dir.path().join("data"))
-        .env("XDG_CONFIG_HOME", env.dir.path().join("config"))
-        .env("GLEANER_LOG__LEVEL", "warn")
-        .arg("--projects-dir")
-        .arg(&env.projects)
-        .arg("--database-url")
-        .arg(url)
-        .args(["--machine-id", "test"]);
-    c
-}
-
 fn status(env: &TestEnv) -> serde_json::Value {
     let out = env
         .cmd()
@@ -251,7 +234,8 @@ async fn postgres_stopped_and_killed_mid_transaction_loses_and_duplicates_nothin
     let live = env.path("-outage-live/eeeeeeee-0000-4000-8000-000000000001.jsonl");
     let stop = Arc::new(AtomicBool::new(false));
     let writer = appender(live.clone(), real_lines(100_000, 2), stop.clone());
-    let mut daemon = cmd_with_url(&env, &pg.url())
+    let mut daemon = env
+        .cmd_with_url(&pg.url())
         .env("GLEANER_BATCH__MAX_LINES", "40")
         .arg("daemon")
         .stdout(Stdio::null())

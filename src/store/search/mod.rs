@@ -32,11 +32,11 @@ pub const SUMMARY_BOOST: f64 = 1.25;
 /// Most results in one page.
 pub const MAX_LIMIT: u32 = 200;
 
-/// SQLite ranks at most this many matches, the newest: a word found in a hundred thousand
-/// messages would otherwise be scored in all of them for every page (the cost of a search then
-/// grows with the store). Results are the best of the newest matches; a query narrower than
-/// this (most are) is ranked whole.
-pub const RANKED_CANDIDATES: u32 = 2_000;
+/// A search ranks at most this many matches, the newest (on PostgreSQL, of each kind): a word
+/// found in a hundred thousand messages would otherwise be scored in all of them for every
+/// page (the cost of a search then grows with the store). Results are the best of the newest
+/// matches; a query narrower than this (most are) is ranked whole.
+pub const RANKED_CANDIDATES: u32 = 1_000;
 
 /// Matches counted exactly up to this many; past it `total_count` is a lower bound and
 /// `total_count_exact` false (as snippet keyword counts, `KEYWORD_COUNT_CAP`).
@@ -263,11 +263,8 @@ impl Store {
                 (n, true)
             }
         };
-        // SQLite ranks the newest RANKED_CANDIDATES matches: no page starts past them.
-        let reachable = match backend {
-            Backend::Sqlite => i64::from(RANKED_CANDIDATES),
-            Backend::Postgres => i64::MAX,
-        };
+        // Only the newest RANKED_CANDIDATES matches are ranked: no page starts past them.
+        let reachable = i64::from(RANKED_CANDIDATES);
         let has_more = end < reachable && if exact { end < total_count } else { full };
         let results = self.complete(f, ranked).await?;
         Ok(SearchPage {
