@@ -13,7 +13,7 @@ pub async fn run(
     allow_hosts: Vec<String>,
     open: bool,
 ) -> Outcome {
-    let store = super::open_store(&cfg).await?;
+    let store = super::open_shared_store(&cfg).await?;
     // An address given on the command line is insisted on; the configured default falls back
     // to a free port when taken (another gleaner web, another program).
     let (addr, fallback) = match bind {
