@@ -83,11 +83,8 @@ pub(super) fn unit_path(target: Target) -> anyhow::Result<PathBuf> {
 
 /// The unit text for `bin`.
 pub fn render(target: Target, bin: &Path, home: &Path) -> String {
-    let doc = format!("file://{}/README.md", env!("CARGO_MANIFEST_DIR"));
     match target {
-        Target::Systemd => SYSTEMD_TEMPLATE
-            .replace("@BIN@", &bin.display().to_string())
-            .replace("@DOC@", &doc),
+        Target::Systemd => SYSTEMD_TEMPLATE.replace("@BIN@", &bin.display().to_string()),
         Target::Launchd => LAUNCHD_TEMPLATE
             .replace("@BIN@", &xml_escape(&bin.display().to_string()))
             .replace(
@@ -137,11 +134,14 @@ pub fn run(cmd: ServiceCommand) -> Outcome {
                 std::fs::create_dir_all(dir)
                     .with_context(|| format!("cannot create {}", dir.display()))?;
             }
-            if target == Target::Launchd {
-                let logs = home()?.join("Library/Logs/gleaner");
-                std::fs::create_dir_all(&logs)
-                    .with_context(|| format!("cannot create {}", logs.display()))?;
-            }
+            // The folders the service writes: the unit's sandbox makes the home read-only
+            // but for the data folder, which must exist before it starts.
+            let writes = match target {
+                Target::Launchd => home()?.join("Library/Logs/gleaner"),
+                Target::Systemd => home()?.join(".local/share/gleaner"),
+            };
+            std::fs::create_dir_all(&writes)
+                .with_context(|| format!("cannot create {}", writes.display()))?;
             let unchanged = std::fs::read_to_string(&path).is_ok_and(|old| old == text);
             if !unchanged {
                 std::fs::write(&path, &text)

@@ -32,7 +32,9 @@ async fn the_systemd_unit_is_valid_and_runs_this_binary() {
     ] {
         assert!(unit.contains(key), "{key}");
     }
-    assert!(unit.contains("Documentation=file://"), "{unit}");
+    // No link into the checkout the binary was built from.
+    assert!(!unit.contains("Documentation="), "{unit}");
+    assert!(unit.contains("ReadWritePaths=-"), "{unit}");
     assert!(!unit.contains('@'), "every placeholder filled: {unit}");
     let file = env.dir.path().join("gleaner.service");
     std::fs::write(&file, &unit).expect("write unit");
@@ -60,6 +62,19 @@ async fn the_launchd_agent_parses_as_a_plist() {
         .output()
         .expect("run");
     assert_ok(&out);
+    // Well-formed XML by a strict reader (plist readers forgive a comment holding `--`;
+    // Python's plistlib does not).
+    let mut xml = quick_xml::Reader::from_reader(out.stdout.as_slice());
+    xml.config_mut().check_comments = true;
+    xml.config_mut().check_end_names = true;
+    let mut buf = Vec::new();
+    loop {
+        match xml.read_event_into(&mut buf) {
+            Ok(quick_xml::events::Event::Eof) => break,
+            Ok(_) => buf.clear(),
+            Err(e) => panic!("not well-formed XML: {e}"),
+        }
+    }
     let v = plist::Value::from_reader_xml(out.stdout.as_slice()).expect("valid plist XML");
     let d = v.as_dictionary().expect("a dict");
     assert_eq!(d["Label"].as_string(), Some("dev.gleaner.daemon"));
@@ -99,6 +114,14 @@ async fn install_status_uninstall_in_a_temporary_home() {
     assert_ok(&out);
     let path = env.dir.path().join("config/systemd/user/gleaner.service");
     assert!(path.is_file(), "{}", stdout_of(&out));
+    // The folder the unit may write is created, and a missing one would not fail its start.
+    assert!(env.dir.path().join("home/.local/share/gleaner").is_dir());
+    let unit = std::fs::read_to_string(&path).expect("unit");
+    assert!(
+        unit.contains("ReadWritePaths=-%h/.local/share/gleaner"),
+        "{unit}"
+    );
+    assert!(!unit.contains("README"), "{unit}");
     assert!(
         stdout_of(&out).contains("systemctl --user"),
         "{}",
