@@ -42,11 +42,21 @@ impl PageArgs {
     }
 }
 
-/// Tell a person at the end of a page where the next one starts (stderr: stdout stays the
-/// data, for scripts).
-fn say_more<T>(p: &Paged<T>, json: bool) {
-    if let (Some(next), false) = (p.next_offset, json) {
+/// Tell a person at the end of a page where the next one starts, or that there is nothing
+/// (stderr: stdout stays the data, for scripts). An empty listing is not an error: exit 0
+/// (README, "Exit codes").
+fn say_more<T>(p: &Paged<T>, json: bool, page: Page, what: &str) {
+    if json {
+        return;
+    }
+    if let Some(next) = p.next_offset {
         eprintln!("{} shown; more with --offset {next}", p.items.len());
+    } else if p.items.is_empty() {
+        if page.offset > 0 {
+            eprintln!("no {what} at offset {}", page.offset);
+        } else {
+            eprintln!("no {what}");
+        }
     }
 }
 
@@ -56,7 +66,7 @@ pub async fn files(cfg: &Config, page: &PageArgs, json: bool) -> Outcome {
     let store = open_store(cfg).await?;
     let p = store.files(&cfg.machine_id, page).await?;
     print_files(&p.items, json)?;
-    say_more(&p, json);
+    say_more(&p, json, page, "files");
     Ok(EXIT_OK)
 }
 
@@ -99,7 +109,7 @@ pub async fn sessions(cfg: &Config, a: SessionsArgs) -> Outcome {
     let store = open_store(cfg).await?;
     let p = store.sessions(&filter, page).await?;
     print_sessions(&p.items, a.json)?;
-    say_more(&p, a.json);
+    say_more(&p, a.json, page, "sessions");
     Ok(EXIT_OK)
 }
 
@@ -189,7 +199,7 @@ pub async fn summaries(cfg: &Config, a: SummariesArgs) -> Outcome {
     };
     let p = s.store.summaries(&filter, s.page).await?;
     print_summaries(&p.items, a.scope.json)?;
-    say_more(&p, a.scope.json);
+    say_more(&p, a.scope.json, s.page, "summaries");
     Ok(EXIT_OK)
 }
 
@@ -226,7 +236,7 @@ pub async fn feedback(cfg: &Config, a: FeedbackArgs) -> Outcome {
     };
     let p = s.store.feedback(&filter, s.page).await?;
     print_feedback(&p.items, a.scope.json)?;
-    say_more(&p, a.scope.json);
+    say_more(&p, a.scope.json, s.page, "feedback");
     Ok(EXIT_OK)
 }
 
@@ -270,6 +280,6 @@ pub async fn episodes(cfg: &Config, a: EpisodesArgs) -> Outcome {
         )
         .await?;
     print_episodes(&p.items, a.json)?;
-    say_more(&p, a.json);
+    say_more(&p, a.json, page, "episodes");
     Ok(EXIT_OK)
 }

@@ -324,3 +324,46 @@ async fn log_level_from_gleaner_log_and_log_format_flag() {
         stderr_of(&out)
     );
 }
+
+/// An empty answer is not an error: exit 0, nothing on stdout, a word on stderr; a closed pipe
+/// ends quietly.
+async fn empty_answers(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    append(
+        &env.path(&format!("-home-u-p/{SID}.jsonl")),
+        user_line(SID, "u1", "a prompt about wombats").as_bytes(),
+    );
+    env.ingest();
+    for (args, said) in [
+        (
+            &["sessions", "--project", "no-such-project"][..],
+            "no sessions",
+        ),
+        (&["summaries"][..], "no summaries"),
+        (
+            &["feedback", "--offset", "40"][..],
+            "no feedback at offset 40",
+        ),
+        (&["search", "zebra"][..], "no results"),
+    ] {
+        let out = env.cmd().args(args).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr_of(&out));
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(stderr_of(&out).trim(), said, "{args:?}");
+    }
+    // `gleaner sessions | head -0`: the reader is gone before anything is written.
+    let mut child = env
+        .cmd()
+        .args(["feedback"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    drop(child.stdout.take());
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr_of(&out));
+    assert!(stderr_of(&out).is_empty(), "{}", stderr_of(&out));
+    env.cleanup().await;
+}
+
+both_backends!(empty_answers_exit_0_and_say_so, empty_answers);
