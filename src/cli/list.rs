@@ -4,7 +4,8 @@
 
 use clap::Args;
 
-use super::output::{print_episodes, print_feedback, print_files, print_sessions, print_summaries};
+use super::output::{print_episodes, print_feedback, print_files, print_summaries};
+use super::session_table::print_sessions;
 use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::episode::Label;

@@ -14,6 +14,8 @@ mod search;
 mod service;
 mod snippet_add;
 mod snippets;
+mod session_table;
+mod table;
 mod text;
 mod web;
 

@@ -11,14 +11,13 @@ use crate::config::Config;
 use crate::query::store::redact_url;
 use crate::query::store::search::SearchPage;
 use crate::query::store::{
-    EpisodeListing, FeedbackListing, FileListing, SessionListing, SnippetListing, SnippetPage,
-    SummaryListing,
+    EpisodeListing, FeedbackListing, FileListing, SnippetListing, SnippetPage, SummaryListing,
 };
 use crate::run::once::IngestSummary;
 use crate::run::socket::StatusReport;
 use crate::snippet::text::{clip, first_line};
 
-fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
+pub(super) fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, v)?;
     writeln!(out)
@@ -53,23 +52,6 @@ pub fn print_files(files: &[FileListing], json: bool) -> std::io::Result<()> {
             f.generation,
             f.state,
             f.path
-        )?;
-    }
-    Ok(())
-}
-
-/// `gleaner sessions`: `[<first 8 chars of id>] <title>`, most recent first.
-pub fn print_sessions(sessions: &[SessionListing], json: bool) -> std::io::Result<()> {
-    if json {
-        return print_json(sessions);
-    }
-    let mut out = std::io::stdout().lock();
-    for s in sessions {
-        writeln!(
-            out,
-            "[{}] {}",
-            short_id(&s.session_id),
-            ellipsize(first_line(s.title.as_deref().unwrap_or("(no title)")), 80)
         )?;
     }
     Ok(())
@@ -200,7 +182,7 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
     Ok(())
 }
 
-fn short_id(id: &str) -> String {
+pub(super) fn short_id(id: &str) -> String {
     id.chars().take(8).collect()
 }
 

@@ -25,7 +25,7 @@ use crate::tail::discovery::{FileInfo, FileKind};
 use crate::tail::{Batch, Line, TailDiagnostic};
 
 /// Longest title kept, in characters.
-const TITLE_CHARS: usize = 200;
+pub const TITLE_CHARS: usize = 200;
 
 /// What extraction needs to know about the file being read. Lives as long as the file is tracked.
 #[derive(Debug, Clone)]

@@ -211,8 +211,15 @@ async fn json_shapes(backend: Backend) {
     let out = env.cmd().arg("sessions").output().expect("run");
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let head: Vec<&str> = lines.next().expect("header").split_whitespace().collect();
+    assert_eq!(
+        head,
+        ["ID", "STARTED", "DUR", "PROJECT", "MSGS", "FB", "SNIP", "STATUS", "TITLE"]
+    );
+    let row = lines.next().expect("a row");
     assert!(
-        text.contains("[dddddddd]") && text.contains("Make the build green"),
+        row.starts_with("dddddddd ") && row.ends_with("Make the build green"),
         "{text}"
     );
     env.cleanup().await;
@@ -367,3 +374,61 @@ async fn empty_answers(backend: Backend) {
 }
 
 both_backends!(empty_answers_exit_0_and_say_so, empty_answers);
+
+/// The sessions table fits the width it is given, and wide (CJK, emoji) titles keep the
+/// columns aligned: compared by display width.
+async fn table_width(backend: Backend) {
+    use unicode_width::UnicodeWidthStr;
+    let env = TestEnv::new(backend).await;
+    let titles = [
+        "日本語のセッションタイトル、とても長いタイトルがここに続きます",
+        "修复数据库连接池的问题并添加测试",
+        "Fix the flaky test 🚀 and ship it before the weekend, with a long tail",
+        "short",
+    ];
+    for (i, t) in titles.iter().enumerate() {
+        let sid = format!("eeeeeeee-0000-4000-8000-00000000000{i}");
+        append(
+            &env.path(&format!("-home-u-p{i}/{sid}.jsonl")),
+            user_line(&sid, "u1", t).as_bytes(),
+        );
+    }
+    env.ingest();
+    for cols in [60usize, 200] {
+        let out = env
+            .cmd()
+            .env("COLUMNS", cols.to_string())
+            .arg("sessions")
+            .output()
+            .expect("run");
+        assert_ok(&out);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = text.lines();
+        let head = lines.next().expect("header");
+        let title_at = head[..head.find("TITLE").expect("TITLE")].width();
+        let mut rows = 0;
+        for line in lines {
+            assert!(line.width() <= cols, "{} > {cols}: {line}", line.width());
+            let t = titles
+                .iter()
+                .find(|t| line.contains(&t.chars().take(2).collect::<String>()))
+                .expect("a known title");
+            let at = line
+                .find(&t.chars().take(2).collect::<String>())
+                .expect("title");
+            assert_eq!(
+                line[..at].width(),
+                title_at,
+                "misaligned at {cols}:\n{text}"
+            );
+            if cols == 200 {
+                assert!(line.ends_with(t), "whole at 200 columns: {line}");
+            }
+            rows += 1;
+        }
+        assert_eq!(rows, titles.len(), "{text}");
+    }
+    env.cleanup().await;
+}
+
+both_backends!(session_table_fits_the_width_with_wide_titles, table_width);
