@@ -15,6 +15,7 @@ mod service;
 mod snippet_add;
 mod snippets;
 mod session_table;
+mod show;
 mod table;
 mod text;
 mod web;
@@ -114,6 +115,9 @@ enum Command {
     Refine(refine::RefineArgs),
     /// A session's conversation as plain text (user and assistant text, in order).
     Text(text::TextArgs),
+    /// One session at a glance: times, place, size, tokens, summaries, feedback, episodes with
+    /// their labels and evidence, snippets, sub-agents (`--json`: what MCP `get_session` gives).
+    Show(show::ShowArgs),
     /// Serve the Model Context Protocol on stdin/stdout (for coding agents).
     Mcp,
     /// Serve a read-only web view of the database (sessions as timelines, search, snippets).
@@ -430,6 +434,7 @@ impl Command {
             Command::Snippets(args) => snippets::snippets(&cfg, args).await,
             Command::Search(args) => search::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,
+            Command::Show(args) => show::run(&cfg, args).await,
             Command::Export(args) => export::run(&cfg, args).await,
             Command::Refine(args) => refine::run(&cfg, args).await,
             Command::Doctor { json } => doctor::run(&cfg, config_problem, json).await,

@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::config::Config;
+use crate::query::overview::cut_text;
 use crate::query::store::{Store, StoreError};
 use crate::query::{self, Page, Paged};
 
@@ -216,15 +217,6 @@ fn page<T: Serialize>(
         }
     }
     build(lo)
-}
-
-/// `s` cut to `max` characters, and whether it was cut.
-fn cut_text(s: &str, max: usize) -> (String, bool) {
-    if s.chars().count() <= max {
-        (s.to_string(), false)
-    } else {
-        (s.chars().take(max).collect(), true)
-    }
 }
 
 /// Run `gleaner mcp`.

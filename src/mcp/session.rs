@@ -5,13 +5,10 @@ use serde_json::{json, Value};
 
 use super::args::{ConversationArgs, LinesArgs, Parameters, SessionArgs};
 use super::{cut_text, done, store_err, Body, Gleaner};
-use crate::query::store::{EpisodeFilter, Page, SnippetFilter, SummaryFilter};
+use crate::query::overview::session_overview;
 use crate::snippet::excerpt::{self, Selection, SourceError};
 
 type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
-
-/// Most summaries, episodes and snippets an overview lists (it says `truncated` past them).
-const OVERVIEW_ITEMS: u32 = 100;
 
 #[tool_router(router = session_router, vis = "pub(super)")]
 impl Gleaner {
@@ -40,100 +37,11 @@ impl Gleaner {
 impl Gleaner {
     async fn get_session_body(&self, a: SessionArgs) -> Body {
         let id = self.resolve(&a.session_id).await?;
-        let ids = Some(vec![id.clone()]);
-        let items = Page {
-            limit: OVERVIEW_ITEMS,
-            offset: 0,
-        };
-        let s = self
-            .store
-            .session(&id)
+        let overview = session_overview(&self.store, &id)
             .await
-            .map_err(store_err)?
+            .map_err(|e| e.to_string())?
             .ok_or_else(|| format!("no session {id}"))?;
-        let summaries = self
-            .store
-            .summaries(
-                &SummaryFilter {
-                    session_ids: ids.clone(),
-                    oldest_first: true,
-                    ..SummaryFilter::default()
-                },
-                items,
-            )
-            .await
-            .map_err(store_err)?;
-        let episodes = self
-            .store
-            .episodes(
-                &EpisodeFilter {
-                    session_ids: ids.clone(),
-                    triage: None,
-                },
-                items,
-            )
-            .await
-            .map_err(store_err)?;
-        let snippets = self
-            .store
-            .list_snippets(&SnippetFilter {
-                session_ids: ids,
-                limit: OVERVIEW_ITEMS,
-                ..SnippetFilter::default()
-            })
-            .await
-            .map_err(store_err)?;
-        let listed_all = !summaries.has_more && !episodes.has_more && !snippets.has_more;
-        // Share the budget: summaries are cut first, each to a readable length.
-        let per_summary = (self.cap() / 2 / summaries.items.len().max(1)).clamp(200, 2000);
-        let summaries: Vec<Value> = summaries
-            .items
-            .iter()
-            .map(|x| {
-                let (text, cut) = cut_text(x.text.as_deref().unwrap_or(""), per_summary);
-                json!({"kind": x.kind, "timestamp": x.timestamp, "line": x.line,
-                       "trigger": x.trigger, "pre_tokens": x.pre_tokens,
-                       "text": text, "text_truncated": cut})
-            })
-            .collect();
-        // Oldest first, as a session reads.
-        let episodes: Vec<Value> = episodes
-            .items
-            .iter()
-            .rev()
-            .map(|e| {
-                json!({"id": e.id, "ordinal": e.ordinal, "start_line": e.start_line,
-                       "end_line": e.end_line, "turns": e.turns, "status": e.status,
-                       "triage": e.triage, "confidence": e.confidence, "title": e.title})
-            })
-            .collect();
-        let snippets: Vec<Value> = snippets
-            .snippets
-            .iter()
-            .map(|x| json!({"id": x.id, "snippet_type": x.snippet_type, "title": x.title}))
-            .collect();
-        let mut v = json!({
-            "session": s,
-            "summaries": summaries,
-            "episodes": episodes,
-            "snippets": snippets,
-        });
-        if !listed_all {
-            v["truncated"] = Value::Bool(true);
-        }
-        // Still too long: drop list items from the end, saying so.
-        for key in ["snippets", "episodes", "summaries"] {
-            while v.to_string().chars().count() > self.cap() {
-                let Some(list) = v[key].as_array_mut() else {
-                    break;
-                };
-                if list.pop().is_none() {
-                    break;
-                }
-                v["truncated"] = Value::Bool(true);
-            }
-        }
-        Ok(v)
+        Ok(overview.to_json(self.cap()))
     }
 
     async fn transcript_lines_body(&self, a: LinesArgs) -> Body {

@@ -9,6 +9,7 @@
 //! a 400 page). Listings are paged in SQL ([`Page::probe`]), so what a call costs depends on
 //! the page, not on the size of the store.
 
+pub mod overview;
 mod page;
 mod session_ref;
 pub mod snippet_add;

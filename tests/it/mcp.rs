@@ -157,6 +157,35 @@ async fn mcp_session(backend: Backend) {
         .expect("get_session");
     assert_eq!(overview["session"]["session_id"], sid);
     assert!(overview["episodes"].is_array() && overview["summaries"].is_array());
+    // `gleaner show --json` is the same view; the human form shows its parts.
+    let out = env
+        .cmd()
+        .args(["show", &sid[..8], "--json"])
+        .output()
+        .expect("show");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: Value = serde_json::from_slice(&out.stdout).expect("show json");
+    if overview.get("truncated").is_none() {
+        assert_eq!(shown, overview);
+    } else {
+        assert_eq!(shown["session"], overview["session"]);
+    }
+    let out = env
+        .cmd()
+        .env("COLUMNS", "100")
+        .args(["show", &sid[..8]])
+        .output()
+        .expect("show");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with(&format!("Session   {sid}\n")), "{text}");
+    for part in ["\nWhen      ", "\nFeedback  ", "\nEpisodes ("] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    assert!(text.lines().all(|l| l.chars().count() <= 100), "{text}");
     let sums = c
         .call(
             "get_summaries",

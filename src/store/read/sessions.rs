@@ -68,6 +68,8 @@ pub struct SessionListing {
     pub session_id: String,
     /// Project folder.
     pub project: String,
+    /// The machine whose transcripts it came from (a shared store holds several).
+    pub machine: String,
     /// Working directory.
     pub cwd: Option<String>,
     /// Git branch.
@@ -285,7 +287,7 @@ impl Store {
         page: Page,
     ) -> Result<Paged<SessionListing>, StoreError> {
         let mut q = Sql::new(
-            "SELECT s.session_id, s.project, s.cwd, s.git_branch, s.version, s.slug, s.title, \
+            "SELECT s.session_id, s.project, s.machine, s.cwd, s.git_branch, s.version, s.slug, s.title, \
              s.started_at, s.last_activity_at, s.status, s.ended_at, s.duration_ms, \
              s.end_reason, s.message_count FROM sessions s WHERE 1 = 1",
         );

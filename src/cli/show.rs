@@ -1,0 +1,212 @@
+//! `gleaner show SESSION_PREFIX`: one session at a glance (times, place, size, tokens,
+//! summaries, feedback, episodes with their labels and evidence, snippets, sub-agents);
+//! `--json` prints what MCP `get_session` answers (the same view: `query::overview`).
+
+use std::io::Write;
+
+use clap::Args;
+
+use super::table;
+use super::{open_store, resolve_prefix, Outcome, EXIT_OK};
+use crate::config::Config;
+use crate::query::overview::{session_overview, SessionOverview};
+use crate::query::Evidence;
+
+/// `gleaner show` flags.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// The session (a unique prefix of its id is enough).
+    #[arg(value_name = "SESSION_PREFIX")]
+    pub session: String,
+    /// Print the overview as JSON (what MCP `get_session` answers).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner show`.
+pub async fn run(cfg: &Config, args: ShowArgs) -> Outcome {
+    let store = open_store(cfg).await?;
+    let id = match resolve_prefix(&store, &args.session).await? {
+        Ok(id) => id,
+        Err(code) => return Ok(code),
+    };
+    let Some(o) = session_overview(&store, &id).await? else {
+        anyhow::bail!("session {id} vanished while it was read");
+    };
+    store.close().await;
+    if args.json {
+        super::output::print_json(&o.to_json(usize::MAX))?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        for line in render(&o, table::width()) {
+            writeln!(out, "{line}")?;
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+/// Thousands separated by commas.
+fn count(n: i64) -> String {
+    let s = n.abs().to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n < 0 {
+        format!("-{out}")
+    } else {
+        out
+    }
+}
+
+/// The overview as lines for a person, each cut to `width` columns when one is given.
+fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
+    let s = &o.session;
+    let mut l: Vec<String> = Vec::new();
+    let mut field = |name: &str, value: String| {
+        if !value.is_empty() {
+            l.push(format!("{name:<10}{value}"));
+        }
+    };
+    field("Session", s.session_id.clone());
+    field("Title", s.title.clone().unwrap_or_else(|| "(empty)".into()));
+    let status = match (&s.status[..], s.end_reason.as_deref()) {
+        ("finished", Some(r)) => format!("finished ({r})"),
+        (st, _) => st.to_string(),
+    };
+    field("Status", status);
+    let start = table::local_time(s.started_at.as_deref(), false);
+    let end = table::local_time(s.last_activity_at.as_deref(), false);
+    let span = match s.duration_ms {
+        Some(ms) => format!(" ({})", table::duration(ms)),
+        None => String::new(),
+    };
+    field("When", format!("{start} -> {end}{span} local time"));
+    field("Project", s.project.clone());
+    field("Cwd", s.cwd.clone().unwrap_or_default());
+    field("Branch", s.git_branch.clone().unwrap_or_default());
+    field("Machine", s.machine.clone());
+    field("Version", s.version.clone().unwrap_or_default());
+    field(
+        "Size",
+        format!(
+            "{} messages, {} lines in {} files ({} sub-agents)",
+            count(s.messages),
+            count(s.lines),
+            s.files,
+            s.subagent_count
+        ),
+    );
+    field(
+        "Tools",
+        format!(
+            "{} calls, {} errors",
+            count(s.tool_calls),
+            count(s.tool_errors)
+        ),
+    );
+    let t = &s.tokens;
+    field(
+        "Tokens",
+        format!(
+            "input {} · output {} · cache write {} · cache read {}",
+            count(t.input),
+            count(t.output),
+            count(t.cache_creation),
+            count(t.cache_read)
+        ),
+    );
+    let f = &s.feedback;
+    field(
+        "Feedback",
+        format!(
+            "{} prompts, {} tool denials, {} interruptions",
+            f.message, f.tool_denial, f.interruption
+        ),
+    );
+    let section = |l: &mut Vec<String>, name: &str, n: usize| {
+        l.push(String::new());
+        l.push(format!("{name} ({n})"));
+    };
+    if !o.summaries.is_empty() {
+        section(&mut l, "Summaries", o.summaries.len());
+        for x in &o.summaries {
+            let what = match x.kind.as_str() {
+                "compact_boundary" => format!(
+                    "{} compaction at {} tokens",
+                    x.trigger.as_deref().unwrap_or("?"),
+                    x.pre_tokens.map_or("?".into(), count)
+                ),
+                _ => crate::snippet::text::first_line(x.text.as_deref().unwrap_or("")).to_string(),
+            };
+            l.push(format!(
+                "  {} L{:<6} {:<16} {what}",
+                table::local_time(x.timestamp.as_deref(), true),
+                x.line,
+                x.kind
+            ));
+        }
+    }
+    if !o.episodes.is_empty() {
+        section(&mut l, "Episodes", o.episodes.len());
+        for e in &o.episodes {
+            l.push(format!(
+                "  #{:<3} L{}-{} {} ({:.2}, {} turns, {}) {}",
+                e.ordinal,
+                e.start_line,
+                e.end_line,
+                e.triage,
+                e.confidence,
+                e.turns,
+                e.status,
+                e.title.as_deref().unwrap_or("")
+            ));
+            if e.triage != "routine" {
+                for ev in Evidence::list(&e.evidence).iter().take(3) {
+                    l.push(format!("        {}", ev.line_text(160)));
+                }
+            }
+        }
+    }
+    if !o.snippets.is_empty() {
+        section(&mut l, "Snippets", o.snippets.len());
+        for x in &o.snippets {
+            l.push(format!("  [{}] {:<10} {}", x.id, x.snippet_type, x.title));
+        }
+    }
+    if !s.subagents.is_empty() {
+        section(&mut l, "Sub-agents", s.subagents.len());
+        for a in &s.subagents {
+            l.push(format!(
+                "  {} {} {}",
+                a.agent_id.as_deref().unwrap_or("?"),
+                a.agent_type.as_deref().unwrap_or(""),
+                a.description.as_deref().unwrap_or("")
+            ));
+        }
+    }
+    if o.truncated {
+        l.push(String::new());
+        l.push(format!(
+            "(more than {} items of a kind: see `gleaner summaries`, `episodes`, `snippets` with --session)",
+            crate::query::overview::OVERVIEW_ITEMS
+        ));
+    }
+    match width {
+        Some(w) => l.into_iter().map(|x| table::fit(&x, w)).collect(),
+        None => l,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn counts_have_separators() {
+        assert_eq!(super::count(1_234_567), "1,234,567");
+        assert_eq!(super::count(999), "999");
+        assert_eq!(super::count(0), "0");
+    }
+}
