@@ -4,7 +4,9 @@
 
 use clap::Args;
 
-use super::output::{print_episodes, print_feedback, print_files, print_summaries};
+use super::output::{
+    print_diagnostics, print_episodes, print_feedback, print_files, print_summaries,
+};
 use super::session_table::print_sessions;
 use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
@@ -65,9 +67,57 @@ fn say_more<T>(p: &Paged<T>, json: bool, page: Page, what: &str) {
 pub async fn files(cfg: &Config, page: &PageArgs, json: bool) -> Outcome {
     let page = page.page()?;
     let store = open_store(cfg).await?;
-    let p = store.files(&cfg.machine_id, page).await?;
+    let mut p = store.files(&cfg.machine_id, page).await?;
+    for f in p.items.iter_mut().filter(|f| f.state == "active") {
+        see_unreadable(f);
+    }
     print_files(&p.items, json)?;
     say_more(&p, json, page, "files");
+    Ok(EXIT_OK)
+}
+
+/// A tracked file this machine cannot open is shown as it is: state `unreadable` (the reason
+/// on stderr) and its size on disk; the stored size is what was last read, 0 for a file never
+/// read. (`files` lists this machine's files only, so the paths are local.)
+fn see_unreadable(f: &mut crate::query::store::FileListing) {
+    let path = std::path::Path::new(&f.path);
+    if let Err(e) = std::fs::File::open(path) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            eprintln!("cannot read {}: {e}", f.path);
+            f.state = "unreadable".into();
+            if let Ok(m) = std::fs::metadata(path) {
+                f.size = i64::try_from(m.len()).unwrap_or(i64::MAX);
+            }
+        }
+    }
+}
+
+/// `gleaner diagnostics` flags.
+#[derive(Debug, Args)]
+pub struct DiagnosticsArgs {
+    /// Only this transcript (its path as `gleaner files` prints it).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub page: PageArgs,
+    /// Print a JSON array.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner diagnostics`: what was skipped or went wrong while reading this machine's
+/// transcripts, newest first.
+pub async fn diagnostics(cfg: &Config, a: DiagnosticsArgs) -> Outcome {
+    let page = a.page.page()?;
+    // A relative path names the file it would name from here.
+    let file = a.file.map(|f| std::path::absolute(&f).unwrap_or(f));
+    let file = file.as_deref().map(|f| f.to_string_lossy().into_owned());
+    let store = open_store(cfg).await?;
+    let p = store
+        .diagnostics(&cfg.machine_id, file.as_deref(), page)
+        .await?;
+    print_diagnostics(&p.items, a.json)?;
+    say_more(&p, a.json, page, "diagnostics");
     Ok(EXIT_OK)
 }
 

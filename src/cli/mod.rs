@@ -115,6 +115,9 @@ enum Command {
     Refine(refine::RefineArgs),
     /// A session's conversation as plain text (user and assistant text, in order).
     Text(text::TextArgs),
+    /// What was skipped or went wrong while reading this machine's transcripts (malformed or
+    /// over-long lines, ...), newest first.
+    Diagnostics(list::DiagnosticsArgs),
     /// One session at a glance: times, place, size, tokens, summaries, feedback, episodes with
     /// their labels and evidence, snippets, sub-agents (`--json`: what MCP `get_session` gives).
     Show(show::ShowArgs),
@@ -195,6 +198,14 @@ enum HookCommand {
 enum SnippetCommand {
     /// Store a snippet written by hand or cut from a transcript.
     Add(snippets::AddArgs),
+    /// Print one snippet whole, with its metadata (`gleaner snippets` lists their ids).
+    Show {
+        /// The snippet's id.
+        id: i64,
+        /// Print it as JSON (the fields of `gleaner snippets --json`).
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `--type` values of snippets.
@@ -435,6 +446,7 @@ impl Command {
             Command::Search(args) => search::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,
             Command::Show(args) => show::run(&cfg, args).await,
+            Command::Diagnostics(args) => list::diagnostics(&cfg, args).await,
             Command::Export(args) => export::run(&cfg, args).await,
             Command::Refine(args) => refine::run(&cfg, args).await,
             Command::Doctor { json } => doctor::run(&cfg, config_problem, json).await,
@@ -452,6 +464,9 @@ impl Command {
             Command::Snippet {
                 command: SnippetCommand::Add(args),
             } => snippet_add::run(&cfg, args).await,
+            Command::Snippet {
+                command: SnippetCommand::Show { id, json },
+            } => snippets::show(&cfg, id, json).await,
             Command::Hook { .. } => Ok(EXIT_OK),
         }
     }

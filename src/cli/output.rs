@@ -11,7 +11,7 @@ use crate::config::Config;
 use crate::query::store::redact_url;
 use crate::query::store::search::SearchPage;
 use crate::query::store::{
-    EpisodeListing, FeedbackListing, FileListing, SnippetListing, SnippetPage, SummaryListing,
+    DiagnosticListing, EpisodeListing, FeedbackListing, FileListing, SnippetPage, SummaryListing,
 };
 use crate::run::once::IngestSummary;
 use crate::run::socket::StatusReport;
@@ -52,6 +52,30 @@ pub fn print_files(files: &[FileListing], json: bool) -> std::io::Result<()> {
             f.generation,
             f.state,
             f.path
+        )?;
+    }
+    Ok(())
+}
+
+/// `gleaner diagnostics`: when, where (path:line), what, and the detail.
+pub fn print_diagnostics(rows: &[DiagnosticListing], json: bool) -> std::io::Result<()> {
+    if json {
+        return print_json(rows);
+    }
+    let mut out = std::io::stdout().lock();
+    for d in rows {
+        writeln!(
+            out,
+            "{} {}:{} {} ({} bytes){}",
+            when(Some(&d.created_at)),
+            d.path,
+            d.line_no,
+            d.kind,
+            d.byte_len,
+            d.detail
+                .as_deref()
+                .map(|x| format!(": {}", ellipsize(first_line(x), 200)))
+                .unwrap_or_default()
         )?;
     }
     Ok(())
@@ -217,14 +241,39 @@ pub fn print_snippets(page: &SnippetPage, offset: u32, json: bool) -> std::io::R
         .max()
         .unwrap_or(2)
         .max(2);
+    let lines: Vec<String> = page
+        .snippets
+        .iter()
+        .map(|s| format!("{}-{}", s.line_start, s.line_end))
+        .collect();
+    let lines_width = lines.iter().map(String::len).max().unwrap_or(5).max(5);
+    let width = super::table::width();
+    // The title comes last and takes what is left of the terminal (all of it when piped).
+    let title_width = width.map(|w| {
+        w.saturating_sub(id_width + 16 + 18 + 8 + lines_width + 5)
+            .max(10)
+    });
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{:>id_width$} {:<16} {:<18} {:<60} {:<8} LINES",
-        "ID", "CREATED", "TYPE", "TITLE", "SESSION"
+        "{:>id_width$} {:<16} {:<18} {:<8} {:<lines_width$} TITLE",
+        "ID", "CREATED", "TYPE", "SESSION", "LINES"
     )?;
-    for s in &page.snippets {
-        write_snippet_row(&mut out, s, id_width)?;
+    for (s, l) in page.snippets.iter().zip(&lines) {
+        let title = first_line(&s.title);
+        let title = match title_width {
+            Some(w) => super::table::fit(title, w),
+            None => title.to_string(),
+        };
+        writeln!(
+            out,
+            "{:>id_width$} {:<16} {:<18} {:<8} {:<lines_width$} {title}",
+            s.id,
+            when(Some(&s.created_at)),
+            s.snippet_type,
+            short_id(&s.session_id),
+            l
+        )?;
     }
     drop(out);
     let first = u64::from(offset) + 1;
@@ -240,24 +289,6 @@ pub fn print_snippets(page: &SnippetPage, offset: u32, json: bool) -> std::io::R
         }
     );
     Ok(())
-}
-
-fn write_snippet_row(
-    out: &mut impl Write,
-    s: &SnippetListing,
-    id_width: usize,
-) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "{:>id_width$} {:<16} {:<18} {:<60} {:<8} {}-{}",
-        s.id,
-        when(Some(&s.created_at)),
-        s.snippet_type,
-        ellipsize(first_line(&s.title), 60),
-        short_id(&s.session_id),
-        s.line_start,
-        s.line_end
-    )
 }
 
 /// Table columns: session, #ordinal, lines, turns, status, label, confidence, title; then one

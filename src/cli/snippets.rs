@@ -10,7 +10,9 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::output::print_snippets;
-use super::{open_store, resolve_optional_prefix, Outcome, SnippetKind, EXIT_OK};
+use std::io::Write;
+
+use super::{open_store, resolve_optional_prefix, Outcome, SnippetKind, EXIT_NOT_FOUND, EXIT_OK};
 use crate::config::Config;
 use crate::query;
 use crate::query::store::SnippetFilter;
@@ -38,6 +40,46 @@ pub async fn snippets(cfg: &Config, args: SnippetsArgs) -> Outcome {
     };
     let page = store.list_snippets(&filter).await?;
     print_snippets(&page, filter.offset, args.json)?;
+    Ok(EXIT_OK)
+}
+
+/// Run `gleaner snippet show ID`: the whole snippet and its metadata; exit 1 when no snippet
+/// has that id.
+pub async fn show(cfg: &Config, id: i64, json: bool) -> Outcome {
+    let store = open_store(cfg).await?;
+    let Some(s) = store.snippet(id).await? else {
+        eprintln!("No snippet with id {id}");
+        return Ok(EXIT_NOT_FOUND);
+    };
+    if json {
+        super::output::print_json(&s)?;
+        return Ok(EXIT_OK);
+    }
+    let mut out = std::io::stdout().lock();
+    let lines = if s.line_start > 0 {
+        format!(":{}-{}", s.line_start, s.line_end)
+    } else {
+        String::new()
+    };
+    writeln!(out, "Snippet   {} ({}, {})", s.id, s.snippet_type, s.origin)?;
+    writeln!(out, "Title     {}", s.title)?;
+    writeln!(out, "Session   {}", s.session_id)?;
+    if let Some(e) = s.episode_id {
+        writeln!(out, "Episode   {e}")?;
+    }
+    writeln!(out, "Project   {}", s.project)?;
+    if !s.source_file.is_empty() {
+        writeln!(out, "Source    {}{lines}", s.source_file)?;
+    }
+    if !s.tags.is_empty() {
+        writeln!(out, "Tags      {}", s.tags.join(", "))?;
+    }
+    writeln!(out, "Created   {}", s.created_at)?;
+    if s.metadata.as_object().is_some_and(|m| !m.is_empty()) {
+        writeln!(out, "Metadata  {}", s.metadata)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "{}", s.content.trim_end())?;
     Ok(EXIT_OK)
 }
 

@@ -189,13 +189,22 @@ fn extract_rows(
                 line_no,
                 offset,
                 len,
-            } => out.diagnostics.push(DiagnosticRow {
-                line_no: *line_no,
-                byte_start: *offset,
-                byte_len: *len,
-                kind: "too_long",
-                detail: Some(format!("line of {len} bytes exceeds tail.max_line_bytes")),
-            }),
+            } => {
+                // Skipped, so said: the line is not stored anywhere else.
+                tracing::warn!(
+                    path = %ctx.info.path.display(),
+                    line = line_no,
+                    bytes = len,
+                    "line skipped: longer than tail.max_line_bytes (recorded; see gleaner diagnostics)"
+                );
+                out.diagnostics.push(DiagnosticRow {
+                    line_no: *line_no,
+                    byte_start: *offset,
+                    byte_len: *len,
+                    kind: "too_long",
+                    detail: Some(format!("line of {len} bytes exceeds tail.max_line_bytes")),
+                })
+            }
         }
     }
 

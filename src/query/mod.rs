@@ -36,12 +36,12 @@ pub mod store {
         self, SearchFilter, SearchHit, SearchKind, SearchPage, MAX_LIMIT,
     };
     pub use crate::store::{
-        redact_url, Backend, ConversationRow, EpisodeFilter, EpisodeListing, FeedbackCounts,
-        FeedbackFilter, FeedbackListing, FeedbackType, FileListing, Page, Paged, Schema,
-        SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter, SnippetListing,
-        SnippetPage, Store, StoreError, SubAgent, SummaryCounts, SummaryFilter, SummaryKind,
-        SummaryListing, Timeline, TimelineFeedback, TimelineFile, TimelineMessage, TimelineSummary,
-        TimelineTool, TokenTotals, Totals, KEYWORD_COUNT_CAP,
+        redact_url, Backend, ConversationRow, DiagnosticListing, EpisodeFilter, EpisodeListing,
+        FeedbackCounts, FeedbackFilter, FeedbackListing, FeedbackType, FileListing, Page, Paged,
+        Schema, SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter,
+        SnippetListing, SnippetPage, Store, StoreError, SubAgent, SummaryCounts, SummaryFilter,
+        SummaryKind, SummaryListing, Timeline, TimelineFeedback, TimelineFile, TimelineMessage,
+        TimelineSummary, TimelineTool, TokenTotals, Totals, KEYWORD_COUNT_CAP,
     };
 }
 

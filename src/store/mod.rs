@@ -59,6 +59,7 @@ pub use episodes::SnippetSource;
 pub use files::FileRecord;
 pub use messages::CommitStats;
 pub use read::conversation::ConversationRow;
+pub use read::diagnostics::DiagnosticListing;
 pub use read::feedback::{FeedbackFilter, FeedbackListing};
 pub use read::files::FileListing;
 pub use read::sessions::{

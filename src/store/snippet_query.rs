@@ -390,6 +390,15 @@ impl Store {
         self.list_snippets_with(f, super::plan::DRIVE_MAX).await
     }
 
+    /// One snippet by its id.
+    pub async fn snippet(&self, id: i64) -> Result<Option<SnippetListing>, StoreError> {
+        let q = Sql::new(format!(
+            "SELECT {SNIPPET_COLUMNS} FROM snippets s WHERE s.id = $1"
+        ))
+        .arg(id);
+        self.fetch_optional(&q).await
+    }
+
     /// [`Store::list_snippets`] with another selectivity threshold for SQLite's plan: the tests
     /// run every query with `0` (every id list is tested against the walk) as well, so both
     /// plans are checked against the same oracle. Not for other callers.

@@ -136,7 +136,7 @@ pub enum TailError {
         path: PathBuf,
     },
     /// Any other I/O failure (permissions, EIO, ...); retrying later may work.
-    #[error("I/O error on {}", .path.display())]
+    #[error("cannot read {}: {source}", .path.display())]
     Io {
         /// The path that was tailed.
         path: PathBuf,

@@ -432,3 +432,93 @@ async fn table_width(backend: Backend) {
 }
 
 both_backends!(session_table_fits_the_width_with_wide_titles, table_width);
+
+/// Skipped lines are logged and listed by `gleaner diagnostics` (all, or one file's); a file
+/// this user cannot read is named with the OS's reason and shown `unreadable` with its size.
+async fn diagnostics_listed(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let p = env.path(&format!("-home-u-p/{SID}.jsonl"));
+    let big = user_line(SID, "big", &"x".repeat(5000));
+    append(&p, big.as_bytes());
+    append(&p, b"{not json\n");
+    append(&p, user_line(SID, "after", "still here").as_bytes());
+    let out = env
+        .cmd()
+        .env("GLEANER_TAIL__MAX_LINE_BYTES", "2048")
+        .env("GLEANER_LOG__LEVEL", "warn")
+        .args(["ingest"])
+        .output()
+        .expect("ingest");
+    assert_ok(&out);
+    let log = stderr_of(&out);
+    assert!(
+        log.contains("line skipped") && log.contains(&p.display().to_string()),
+        "{log}"
+    );
+    let out = env
+        .cmd()
+        .args(["diagnostics", "--json"])
+        .output()
+        .expect("diagnostics");
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let kinds: Vec<(&str, i64)> = v
+        .as_array()
+        .expect("array")
+        .iter()
+        .map(|d| {
+            (
+                d["kind"].as_str().unwrap_or(""),
+                d["line_no"].as_i64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(kinds, [("malformed_json", 2), ("too_long", 1)], "{v}");
+    let out = env
+        .cmd()
+        .args(["diagnostics", "--file"])
+        .arg(&p)
+        .output()
+        .expect("diagnostics --file");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("{}:1 too_long", p.display())),
+        "{text}"
+    );
+    let out = env
+        .cmd()
+        .args(["diagnostics", "--file", "/no/such/file.jsonl"])
+        .output()
+        .expect("diagnostics --file");
+    assert_ok(&out);
+    assert_eq!(stderr_of(&out).trim(), "no diagnostics");
+
+    // Unreadable: only a user without CAP_DAC_OVERRIDE can be refused (root reads anything).
+    let root = std::process::Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if !root {
+        use std::os::unix::fs::PermissionsExt;
+        let q = env.path("-home-u-p/aaaaaaaa-0000-4000-8000-00000000dead.jsonl");
+        append(&q, user_line(SID, "q", "locked away").as_bytes());
+        std::fs::set_permissions(&q, std::fs::Permissions::from_mode(0o000)).expect("chmod");
+        let out = env.cmd().args(["ingest"]).output().expect("ingest");
+        assert!(
+            stderr_of(&out).contains("Permission denied"),
+            "{}",
+            stderr_of(&out)
+        );
+        let out = env.cmd().args(["files"]).output().expect("files");
+        let text = String::from_utf8_lossy(&out.stdout);
+        let row = text
+            .lines()
+            .find(|l| l.contains("dead.jsonl"))
+            .expect("row");
+        assert!(row.contains("unreadable"), "{row}");
+        std::fs::set_permissions(&q, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+    }
+    env.cleanup().await;
+}
+
+both_backends!(diagnostics_are_logged_and_listed, diagnostics_listed);

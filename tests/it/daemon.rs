@@ -581,3 +581,44 @@ async fn replaced_tree(backend: Backend) {
 }
 
 both_backends!(a_tree_replaced_at_once_is_marked_gone, replaced_tree);
+
+/// A fresh daemon over old transcripts says once that it has caught up, and finishes the
+/// sessions already idle then, as `ingest` does (not at the next sweep, a minute later).
+async fn first_pass(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let p = env.path(&format!("old/{SID}.jsonl"));
+    append(&p, user_line(SID, "u1", "an old session").as_bytes());
+    let two_hours_ago = std::time::SystemTime::now() - Duration::from_secs(7200);
+    std::fs::File::options()
+        .append(true)
+        .open(&p)
+        .and_then(|f| f.set_modified(two_hours_ago))
+        .expect("mtime");
+    let mut daemon = env.spawn_daemon(&[("GLEANER_LOG__LEVEL", "info")]);
+    let store = env.store().await;
+    wait_for(
+        Duration::from_secs(10),
+        "the old session finished",
+        || async {
+            store
+                .session(SID)
+                .await
+                .ok()
+                .flatten()
+                .is_some_and(|s| s.status == "finished")
+        },
+    )
+    .await;
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success());
+    let mut err = String::new();
+    if let Some(mut e) = daemon.stderr.take() {
+        use std::io::Read;
+        let _ = e.read_to_string(&mut err);
+    }
+    assert_eq!(err.matches("caught up").count(), 1, "{err}");
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(first_pass_catches_up_and_finishes_idle_sessions, first_pass);

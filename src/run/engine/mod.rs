@@ -418,6 +418,10 @@ impl Engine {
         );
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut hints_open = true;
+        // The first pass over the folder (the backlog) is done once nothing is queued, in flight
+        // or waiting for registration: said once, and the sessions it found already idle are
+        // finished then (as `ingest` does), not at the next sweep a minute later.
+        let (started, mut caught_up) = (Instant::now(), mode != Mode::Follow);
         // Memory is given back once the daemon has been quiet a moment after work.
         let (mut worked, mut quiet_at) = (false, None);
 
@@ -441,6 +445,23 @@ impl Engine {
             );
             if mode == Mode::Once && tasks.is_empty() && self.queue.is_empty() {
                 break;
+            }
+            if !caught_up
+                && tasks.is_empty()
+                && self.queue.is_empty()
+                && self.unregistered.is_empty()
+                && !cancel.is_cancelled()
+            {
+                caught_up = true;
+                let stats = &self.pipeline.stats;
+                tracing::info!(
+                    files = self.slots.len(),
+                    bytes = stats.bytes.load(Ordering::Relaxed),
+                    lines = stats.lines.load(Ordering::Relaxed),
+                    seconds = format_args!("{:.1}", started.elapsed().as_secs_f64()),
+                    "caught up"
+                );
+                self.sweep_idle().await;
             }
             if cancel.is_cancelled() && tasks.is_empty() {
                 break;

@@ -25,7 +25,7 @@ pub struct FileListing {
     pub diagnostics: i64,
     /// Generation (+1 per truncation or rewrite).
     pub generation: i64,
-    /// `active` or `gone`.
+    /// `active` or `gone` (`gleaner files` also shows `unreadable`: a file it cannot open).
     pub state: String,
 }
 

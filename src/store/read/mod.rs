@@ -9,6 +9,7 @@
 //! over those keys is exact by construction.
 
 pub(super) mod conversation;
+pub(super) mod diagnostics;
 pub(super) mod feedback;
 pub(super) mod files;
 pub(super) mod sessions;
