@@ -212,6 +212,9 @@ pub struct ConversationArgs {
     /// Keep only the last N characters (cut at a paragraph boundary). Default and maximum: the
     /// server's result limit.
     pub max_chars: Option<usize>,
+    /// Include the sub-agents' conversations, interleaved by time (default false). A session
+    /// whose main transcript holds no conversation says so, pointing here.
+    pub subagents: Option<bool>,
 }
 
 /// `list_episodes`.

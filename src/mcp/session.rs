@@ -130,9 +130,10 @@ impl Gleaner {
         if max == 0 {
             return Err("max_chars must be at least 1".into());
         }
+        let subagents = a.subagents.unwrap_or(false);
         let rows = self
             .store
-            .conversation_rows(&id, false)
+            .conversation_rows(&id, subagents)
             .await
             .map_err(store_err)?;
         let c = crate::conversation::from_stored(
@@ -140,12 +141,25 @@ impl Gleaner {
                 .map(|r| (r.kind.as_str(), r.text.as_str(), r.agent_id.as_deref())),
             Some(max),
         );
-        Ok(json!({
+        let mut v = json!({
             "session_id": id,
             "text": c.text,
             "turns": c.turns,
             "total_chars": c.total_chars,
             "dropped_chars": c.dropped_chars,
-        }))
+        });
+        if c.turns == 0
+            && !subagents
+            && self
+                .store
+                .has_subagent_conversation(&id)
+                .await
+                .map_err(store_err)?
+        {
+            v["note"] = json!(
+                "the main transcript holds no conversation; its sub-agents do: call again with subagents: true"
+            );
+        }
+        Ok(v)
     }
 }

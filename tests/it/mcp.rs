@@ -364,3 +364,61 @@ async fn mcp_session(backend: Backend) {
 }
 
 both_backends!(every_tool_valid_and_invalid_over_stdio, mcp_session);
+
+/// A session whose only transcript is a sub-agent's: `text` says so and how to see it, and MCP
+/// `get_conversation` says so and takes `subagents: true`.
+async fn only_subagents(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let sid = "5ab00000-0000-4000-8000-000000000001";
+    let line = user_line(sid, "a1", "explore the parser and report").replace(
+        r#""isSidechain":false"#,
+        r#""isSidechain":true,"agentId":"x1""#,
+    );
+    append(
+        &env.path(&format!("-home-u-p/{sid}/subagents/agent-x1.jsonl")),
+        line.as_bytes(),
+    );
+    env.ingest();
+    let out = env.cmd().args(["text", &sid[..8]]).output().expect("text");
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--subagents"), "{err}");
+    let out = env
+        .cmd()
+        .args(["text", &sid[..8], "--subagents"])
+        .output()
+        .expect("text");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("explore the parser"));
+
+    let mut c = Client::start(&env);
+    c.request(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+               "clientInfo": {"name": "gleaner-test", "version": "1"}}),
+    );
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let v = c
+        .call("get_conversation", json!({"session_id": sid}))
+        .expect("get_conversation");
+    assert!(
+        v["note"].as_str().is_some_and(|n| n.contains("subagents")),
+        "{v}"
+    );
+    let v = c
+        .call(
+            "get_conversation",
+            json!({"session_id": sid, "subagents": true}),
+        )
+        .expect("get_conversation");
+    assert!(
+        v["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("explore the parser")),
+        "{v}"
+    );
+    assert!(v.get("note").is_none(), "{v}");
+    env.cleanup().await;
+}
+
+both_backends!(a_session_of_sub_agents_only_points_at_them, only_subagents);

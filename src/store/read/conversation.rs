@@ -43,4 +43,17 @@ impl Store {
         .arg(session_id);
         self.fetch_all(&q.not_persistent()).await
     }
+
+    /// Whether a sub-agent of the session said anything (so that a door showing an empty main
+    /// conversation can point at them). Stops at the first such message.
+    pub async fn has_subagent_conversation(&self, session_id: &str) -> Result<bool, StoreError> {
+        let q = Sql::new(
+            "SELECT CAST(1 AS BIGINT) FROM messages m JOIN files f ON f.id = m.file_id \
+             AND m.generation = f.generation \
+             WHERE f.session_id = $1 AND f.kind = 'agent' AND m.kind IN ('user', 'assistant') \
+             AND m.text IS NOT NULL AND NOT m.is_meta LIMIT 1",
+        )
+        .arg(session_id);
+        Ok(self.fetch_optional::<(i64,)>(&q).await?.is_some())
+    }
 }
