@@ -338,7 +338,7 @@ impl Command {
                 Ok(EXIT_OK)
             }
             Command::Config { .. } => {
-                output::print_config(&cfg);
+                print!("{}", config::effective_toml(&self_overrides, &cfg)?);
                 Ok(EXIT_OK)
             }
             Command::Daemon => {

@@ -7,8 +7,6 @@ use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
 
-use crate::config::Config;
-use crate::query::store::redact_url;
 use crate::query::store::search::SearchPage;
 use crate::query::store::{
     DiagnosticListing, EpisodeListing, FeedbackListing, FileListing, SnippetPage, SummaryListing,
@@ -419,21 +417,6 @@ pub fn print_ingest(s: &IngestSummary, json: bool) -> std::io::Result<()> {
         writeln!(out, "{} errors (see log)", s.errors)?;
     }
     Ok(())
-}
-
-/// `gleaner config`: the effective settings.
-pub fn print_config(c: &Config) {
-    println!(
-        "config_file   = {}",
-        c.file
-            .as_ref()
-            .map_or("(none)".into(), |p| p.display().to_string())
-    );
-    println!("projects_dir  = {}", c.projects_dir.display());
-    println!("data_dir      = {}", c.data_dir.display());
-    println!("machine_id    = {}", c.machine_id);
-    println!("database.url  = {}", redact_url(&c.database.url));
-    println!("{:#?}", (&c.tail, &c.batch, &c.daemon, &c.log));
 }
 
 #[cfg(test)]

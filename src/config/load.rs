@@ -141,14 +141,14 @@ struct RawLog {
 }
 
 /// The process environment as the variables the loader looks at.
-fn process_env() -> Env {
+pub(super) fn process_env() -> Env {
     Env {
         vars: std::env::vars().collect(),
     }
 }
 
 /// The variable holding a log filter (tracing's syntax), like `RUST_LOG`.
-const LOG_ENV: &str = "GLEANER_LOG";
+pub(super) const LOG_ENV: &str = "GLEANER_LOG";
 
 /// Environment snapshot, injectable so tests do not mutate the process environment.
 #[derive(Debug, Clone, Default)]
@@ -171,7 +171,7 @@ impl Env {
             .unwrap_or_else(|| PathBuf::from("/"))
     }
 
-    fn gleaner_vars(&self) -> HashMap<String, String> {
+    pub(super) fn gleaner_vars(&self) -> HashMap<String, String> {
         self.vars
             .iter()
             .filter(|(k, _)| k.starts_with(&format!("{ENV_PREFIX}_")))
@@ -189,6 +189,19 @@ pub fn load(overrides: &Overrides) -> Result<Config, ConfigError> {
 
 /// Load with an explicit environment (used by tests).
 pub fn load_with_env(overrides: &Overrides, env: &Env) -> Result<Config, ConfigError> {
+    let (merged, file) = merged(overrides, env)?;
+    let raw: RawConfig = merged
+        .try_deserialize()
+        .map_err(|e| ConfigError::Merge(collapse_whitespace(&e.to_string())))?;
+    Config::from_raw(raw, file, env)
+}
+
+/// The layers merged (embedded defaults, file, `GLEANER_*` variables, flags), not yet
+/// validated, and the file that was read.
+pub(super) fn merged(
+    overrides: &Overrides,
+    env: &Env,
+) -> Result<(config::Config, Option<PathBuf>), ConfigError> {
     use config::{Config as Cfg, Environment, File, FileFormat};
 
     let file = match (&overrides.config_file, overrides.ignore_file) {
@@ -260,8 +273,7 @@ pub fn load_with_env(overrides: &Overrides, env: &Env) -> Result<Config, ConfigE
         },
         None => merge_err(e),
     })?;
-    let raw: RawConfig = merged.try_deserialize().map_err(merge_err)?;
-    Config::from_raw(raw, file, env)
+    Ok((merged, file))
 }
 
 /// Reject keys in the user's file that the embedded defaults do not have: a typo would otherwise
@@ -294,7 +306,7 @@ fn check_file_keys(path: &Path) -> Result<(), ConfigError> {
     Ok(())
 }
 
-fn key_paths(cfg: &config::Config) -> BTreeSet<String> {
+pub(super) fn key_paths(cfg: &config::Config) -> BTreeSet<String> {
     fn walk(prefix: &str, table: config::Map<String, config::Value>, out: &mut BTreeSet<String>) {
         for (k, v) in table {
             let key = if prefix.is_empty() {

@@ -7,6 +7,7 @@
 //! sources into [`RawConfig`], then [`Config::from_raw`] validates once and resolves paths, so
 //! the rest of the program only ever sees a valid [`Config`].
 
+mod effective;
 mod load;
 #[cfg(test)]
 mod tests;
@@ -20,6 +21,7 @@ use crate::extract::redact::Redactor;
 use crate::store::Options;
 
 pub use crate::DEFAULT_CONFIG_TOML;
+pub use effective::{effective_toml, effective_toml_with_env};
 pub use load::{check_log_level, config_file, load, load_with_env, Env, Overrides, RawConfig};
 
 /// Prefix of the environment variables that override configuration keys.

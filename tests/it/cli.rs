@@ -309,8 +309,41 @@ async fn log_level_from_gleaner_log_and_log_format_flag() {
         .expect("run");
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("gleaner=debug,sqlx=warn"), "{text}");
-    assert!(text.contains("Json"), "{text}");
+    // The effective configuration is TOML: every key, its value and where it came from.
+    let v: toml::Table = text.parse().expect("config prints TOML");
+    assert_eq!(v["log"]["level"].as_str(), Some("gleaner=debug,sqlx=warn"));
+    assert_eq!(v["log"]["format"].as_str(), Some("json"));
+    assert!(
+        text.contains("level = \"gleaner=debug,sqlx=warn\"  # from: env"),
+        "{text}"
+    );
+    assert!(text.contains("format = \"json\"  # from: flag"), "{text}");
+    let defaults: toml::Table = gleaner::config::DEFAULT_CONFIG_TOML
+        .parse()
+        .expect("defaults");
+    for (table, keys) in &defaults {
+        match keys.as_table() {
+            Some(keys) => {
+                for k in keys.keys() {
+                    assert!(v[table].get(k).is_some(), "{table}.{k} missing:\n{text}");
+                }
+            }
+            None => assert!(v.contains_key(table), "{table} missing"),
+        }
+    }
+    // A value from the file says so; a password in the URL is hidden.
+    let file = env.dir.path().join("cfg.toml");
+    std::fs::write(&file, "[batch]\nmax_lines = 321\n").expect("write");
+    let out = env
+        .cmd_with_url("postgres://u:hunter2@127.0.0.1:1/x")
+        .arg("--config")
+        .arg(&file)
+        .arg("config")
+        .output()
+        .expect("run");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("max_lines = 321  # from: file"), "{text}");
+    assert!(!text.contains("hunter2"), "{text}");
     // --log-level wins over GLEANER_LOG; a bad format is one line and exit 2.
     let out = env
         .cmd()
@@ -318,7 +351,7 @@ async fn log_level_from_gleaner_log_and_log_format_flag() {
         .args(["--log-level", "warn", "config"])
         .output()
         .expect("run");
-    assert!(String::from_utf8_lossy(&out.stdout).contains("level: \"warn\""));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("level = \"warn\"  # from: flag"));
     let out = env
         .cmd()
         .args(["--log-format", "xml", "config"])
