@@ -15,6 +15,8 @@ use crate::run::once::IngestSummary;
 use crate::run::socket::StatusReport;
 use crate::snippet::text::{clip, first_line};
 
+use super::table;
+
 pub(super) fn print_json<T: Serialize + ?Sized>(v: &T) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     serde_json::to_writer_pretty(&mut out, v)?;
@@ -62,19 +64,20 @@ pub fn print_diagnostics(rows: &[DiagnosticListing], json: bool) -> std::io::Res
     }
     let mut out = std::io::stdout().lock();
     for d in rows {
-        writeln!(
-            out,
-            "{} {}:{} {} ({} bytes){}",
+        let prefix = format!(
+            "{} {}:{} {} ({} bytes)",
             when(Some(&d.created_at)),
             d.path,
             d.line_no,
             d.kind,
             d.byte_len,
-            d.detail
-                .as_deref()
-                .map(|x| format!(": {}", ellipsize(first_line(x), 200)))
-                .unwrap_or_default()
-        )?;
+        );
+        let detail = d
+            .detail
+            .as_deref()
+            .map(|x| format!(": {}", first_line(x)))
+            .unwrap_or_default();
+        writeln!(out, "{}", table::line(&prefix, &detail))?;
     }
     Ok(())
 }
@@ -94,14 +97,13 @@ pub fn print_summaries(rows: &[SummaryListing], json: bool) -> std::io::Result<(
             ),
             _ => first_line(r.text.as_deref().unwrap_or("")).to_string(),
         };
-        writeln!(
-            out,
-            "{} [{}] {:<16} {}",
+        let prefix = format!(
+            "{} [{}] {:<16} ",
             when(r.timestamp.as_deref()),
             short_id(&r.session_id),
             r.kind,
-            ellipsize(&detail, 100)
-        )?;
+        );
+        writeln!(out, "{}", table::line(&prefix, &detail))?;
     }
     Ok(())
 }
@@ -122,14 +124,13 @@ pub fn print_feedback(rows: &[FeedbackListing], json: bool) -> std::io::Result<(
             ("tool_denial", None) => "denied".to_string(),
             _ => first_line(&r.content).to_string(),
         };
-        writeln!(
-            out,
-            "{} [{}] {:<12} {}",
+        let prefix = format!(
+            "{} [{}] {:<12} ",
             when(r.timestamp.as_deref()),
             who,
             r.feedback_type,
-            ellipsize(&text, 100)
-        )?;
+        );
+        writeln!(out, "{}", table::line(&prefix, &text))?;
     }
     Ok(())
 }
@@ -306,9 +307,8 @@ pub fn print_episodes(rows: &[EpisodeListing], json: bool) -> std::io::Result<()
         "SESSION", "#", "LINES", "TURNS", "STATUS", "LABEL", "CONF"
     )?;
     for e in rows {
-        writeln!(
-            out,
-            "{:<8} {:>4} {:<13} {:>5} {:<6} {:<16} {:>4.2} {}",
+        let prefix = format!(
+            "{:<8} {:>4} {:<13} {:>5} {:<6} {:<16} {:>4.2} ",
             short_id(&e.session_id),
             format!("#{}", e.ordinal),
             format!("{}-{}", e.start_line, e.end_line),
@@ -316,8 +316,9 @@ pub fn print_episodes(rows: &[EpisodeListing], json: bool) -> std::io::Result<()
             e.status,
             e.triage,
             e.confidence,
-            ellipsize(first_line(e.title.as_deref().unwrap_or("(no title)")), 80)
-        )?;
+        );
+        let title = first_line(e.title.as_deref().unwrap_or("(no title)"));
+        writeln!(out, "{}", table::line(&prefix, title))?;
         // The other labels its turns hold, with the turns that hold them.
         for t in e.turn_labels.as_array().into_iter().flatten() {
             let label = t["triage"].as_str().unwrap_or("?");
@@ -365,16 +366,20 @@ pub fn print_search(page: &SearchPage, offset: u32, json: bool) -> std::io::Resu
             (Some(f), None) => f.clone(),
             _ => String::new(),
         };
-        writeln!(
-            out,
-            "{:<8} [{}] {} {:>6.2} {} {}",
+        let head = format!(
+            "{:<8} [{}] {} {:>6.2} {} ",
             h.kind.as_str(),
             short_id(&h.session_id),
             when(h.timestamp.as_deref()),
             h.score,
             h.project.as_deref().unwrap_or("-"),
-            place
-        )?;
+        );
+        // The file's path is cut from the left: its end (name and line) says the most.
+        let place = match table::width() {
+            Some(w) => table::fit_left(&place, w.saturating_sub(table::cells(&head)).max(12)),
+            None => place,
+        };
+        writeln!(out, "{head}{place}")?;
         writeln!(out, "    {}", h.marked(open, close))?;
     }
     drop(out);

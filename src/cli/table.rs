@@ -23,6 +23,18 @@ pub fn width() -> Option<usize> {
     terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
 }
 
+/// `prefix` then `text`, the text cut with `…` to what the terminal has left after the prefix
+/// (whole when there is no width: piped).
+pub fn line(prefix: &str, text: &str) -> String {
+    match width() {
+        Some(w) => format!(
+            "{prefix}{}",
+            fit(text, w.saturating_sub(cells(prefix)).max(10))
+        ),
+        None => format!("{prefix}{text}"),
+    }
+}
+
 /// Display width of `s`.
 pub fn cells(s: &str) -> usize {
     s.width()

@@ -423,7 +423,7 @@ async fn table_width(backend: Backend) {
         let sid = format!("eeeeeeee-0000-4000-8000-00000000000{i}");
         append(
             &env.path(&format!("-home-u-p{i}/{sid}.jsonl")),
-            user_line(&sid, "u1", t).as_bytes(),
+            user_line(&sid, &format!("u{i}"), t).as_bytes(),
         );
     }
     env.ingest();
@@ -460,6 +460,18 @@ async fn table_width(backend: Backend) {
             rows += 1;
         }
         assert_eq!(rows, titles.len(), "{text}");
+        // The other listings cut their last column to the width too.
+        let out = env
+            .cmd()
+            .env("COLUMNS", cols.to_string())
+            .arg("feedback")
+            .output()
+            .expect("run");
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert_eq!(text.lines().count(), titles.len(), "{text}");
+        for line in text.lines() {
+            assert!(line.width() <= cols, "{} > {cols}: {line}", line.width());
+        }
     }
     env.cleanup().await;
 }
