@@ -294,6 +294,9 @@ async fn read_commands_create_no_database() {
         vec!["snippets"],
         vec!["export", "--format", "json"],
         vec!["text", "abcd"],
+        vec!["show", "abcd"],
+        vec!["diagnostics"],
+        vec!["snippet", "show", "1"],
     ] {
         let out = env.cmd_with_url(&url).args(&args).output().expect("run");
         let err = stderr_of(&out);
