@@ -12,7 +12,7 @@ use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::episode::Label;
 use crate::query::store::{
-    EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionStatus, Store,
+    EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionSort, SessionStatus, Store,
     SummaryFilter, SummaryKind,
 };
 use crate::query::{self, Page, Paged};
@@ -136,6 +136,9 @@ pub struct SessionsArgs {
     /// Only sessions with this status: active or finished.
     #[arg(long, value_name = "S")]
     pub status: Option<String>,
+    /// Least recent activity first (default: most recent first).
+    #[arg(long)]
+    pub reverse: bool,
     #[command(flatten)]
     pub page: PageArgs,
     /// Print a JSON array.
@@ -154,6 +157,11 @@ pub async fn sessions(cfg: &Config, a: SessionsArgs) -> Outcome {
             .as_deref()
             .map(|s| query::choice::<SessionStatus>("--status", s))
             .transpose()?,
+        sort: if a.reverse {
+            SessionSort::Oldest
+        } else {
+            SessionSort::Recent
+        },
         ..SessionFilter::default()
     };
     let page = a.page.page()?;

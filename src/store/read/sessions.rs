@@ -139,6 +139,9 @@ pub enum SessionSort {
     /// Most recent activity first (sessions without a time last). Served by an index.
     #[default]
     Recent,
+    /// Least recent activity first: [`SessionSort::Recent`] reversed (sessions without a time
+    /// first), served by the same index read backwards.
+    Oldest,
     /// Earliest start first.
     Started,
     /// Longest first.
@@ -157,6 +160,7 @@ impl SessionSort {
     /// Every order, as the doors list them.
     pub const ALL: &'static [SessionSort] = &[
         SessionSort::Recent,
+        SessionSort::Oldest,
         SessionSort::Started,
         SessionSort::Duration,
         SessionSort::Feedback,
@@ -169,6 +173,7 @@ impl SessionSort {
     pub fn as_str(self) -> &'static str {
         match self {
             SessionSort::Recent => "recent",
+            SessionSort::Oldest => "oldest",
             SessionSort::Started => "started",
             SessionSort::Duration => "duration",
             SessionSort::Feedback => "feedback",
@@ -183,6 +188,7 @@ impl SessionSort {
     fn order_by(self) -> &'static str {
         match self {
             SessionSort::Recent => "s.last_activity_at DESC NULLS LAST, s.session_id DESC",
+            SessionSort::Oldest => "s.last_activity_at ASC NULLS FIRST, s.session_id ASC",
             SessionSort::Started => "s.started_at ASC NULLS LAST, s.session_id",
             SessionSort::Duration => "s.duration_ms DESC NULLS LAST, s.session_id",
             SessionSort::Feedback => {
