@@ -89,13 +89,7 @@ async fn bad_inputs(backend: Backend) {
     assert_eq!(listed[0]["session_id"], SID, "{listed}");
 
     // MCP: an error result naming the field and the value; the server keeps serving.
-    let mut c = Client::start(&env);
-    c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "gleaner-test", "version": "1"}}),
-    );
-    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut c = Client::ready(&env);
     let outside = env.dir.path().join("not-a-transcript.jsonl");
     std::fs::write(
         &outside,

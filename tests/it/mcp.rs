@@ -37,6 +37,18 @@ impl Client {
         }
     }
 
+    /// Started and initialized (protocol 2025-06-18), ready for tool calls.
+    pub(crate) fn ready(env: &TestEnv) -> Client {
+        let mut c = Client::start(env);
+        c.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "gleaner-test", "version": "1"}}),
+        );
+        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        c
+    }
+
     pub(crate) fn send(&mut self, v: &Value) {
         writeln!(self.stdin, "{v}").expect("write request");
         self.stdin.flush().expect("flush");
@@ -391,13 +403,7 @@ async fn only_subagents(backend: Backend) {
         .expect("text");
     assert!(String::from_utf8_lossy(&out.stdout).contains("explore the parser"));
 
-    let mut c = Client::start(&env);
-    c.request(
-        "initialize",
-        json!({"protocolVersion": "2025-06-18", "capabilities": {},
-               "clientInfo": {"name": "gleaner-test", "version": "1"}}),
-    );
-    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let mut c = Client::ready(&env);
     let v = c
         .call("get_conversation", json!({"session_id": sid}))
         .expect("get_conversation");
