@@ -175,6 +175,39 @@ async fn stores_from_each_source(backend: Backend) {
     ));
     let note_id = v["id"].as_i64().expect("id");
     assert_eq!(v["duplicate"], false);
+    // `snippet show ID`: the whole snippet (its title not cut), its metadata; JSON the same
+    // fields as a listing; an unknown id is exit 1.
+    let shown = env
+        .cmd()
+        .args(["snippet", "show", &note_id.to_string()])
+        .output()
+        .expect("snippet show");
+    let text = stdout_of(&shown);
+    assert!(
+        text.starts_with(&format!("Snippet   {note_id} (learning_pattern, ")),
+        "{text}"
+    );
+    assert!(text.contains(&format!("Session   {SID}")), "{text}");
+    assert!(
+        text.contains("broke deploys") && !text.contains(TOKEN),
+        "{text}"
+    );
+    let shown = env
+        .cmd()
+        .args(["snippet", "show", &note_id.to_string(), "--json"])
+        .output()
+        .expect("snippet show --json");
+    let j = json_of(&shown);
+    assert_eq!(
+        (j["id"].as_i64(), j["session_id"].as_str()),
+        (Some(note_id), Some(SID))
+    );
+    let missing = env
+        .cmd()
+        .args(["snippet", "show", "999999"])
+        .output()
+        .expect("snippet show");
+    assert_eq!(missing.status.code(), Some(1));
     assert_eq!(v["session_id"], SID);
     assert_eq!(v["type"], "learning_pattern");
     assert_eq!(
