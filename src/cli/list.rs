@@ -309,6 +309,9 @@ pub struct EpisodesArgs {
     /// turn's, `--json` lists every turn's under `turn_labels`).
     #[arg(long, value_name = "L")]
     pub triage: Option<String>,
+    /// Oldest first (default: newest first).
+    #[arg(long)]
+    pub reverse: bool,
     #[command(flatten)]
     pub page: PageArgs,
     /// Print a JSON array.
@@ -334,6 +337,7 @@ pub async fn episodes(cfg: &Config, a: EpisodesArgs) -> Outcome {
             &EpisodeFilter {
                 session_ids,
                 triage: triage.map(Label::as_str),
+                oldest_first: a.reverse,
             },
             page,
         )

@@ -37,6 +37,7 @@ pub async fn snippets(cfg: &Config, args: SnippetsArgs) -> Outcome {
         until,
         limit: args.limit,
         offset: args.offset,
+        oldest_first: args.reverse,
     };
     let page = store.list_snippets(&filter).await?;
     print_snippets(&page, filter.offset, args.json)?;
@@ -114,6 +115,9 @@ pub struct SnippetsArgs {
     /// Skip this many (for paging).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub offset: u32,
+    /// Oldest first (default: newest first).
+    #[arg(long)]
+    pub reverse: bool,
     /// Print `{snippets, total_count, has_more}` as JSON.
     #[arg(long)]
     pub json: bool,

@@ -129,7 +129,7 @@ where
         let mut episodes = store
             .list_episodes(&EpisodeFilter {
                 session_ids: only.clone(),
-                triage: None,
+                ..EpisodeFilter::default()
             })
             .await?;
         episodes.reverse();

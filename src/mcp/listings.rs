@@ -150,6 +150,7 @@ impl Gleaner {
             limit: p.limit,
             offset: p.offset,
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
+            oldest_first: false,
         };
         let r = self.store.list_snippets(&filter).await.map_err(store_err)?;
         let paged = Paged {
@@ -179,6 +180,7 @@ impl Gleaner {
         let filter = EpisodeFilter {
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
             triage: triage.map(Label::as_str),
+            oldest_first: false,
         };
         let rows = self.store.episodes(&filter, p).await.map_err(store_err)?;
         Ok(page("episodes", &rows, p.offset, &[], self.cap()))

@@ -51,7 +51,7 @@ pub async fn session_overview(store: &Store, id: &str) -> Result<Option<SessionO
         .episodes(
             &EpisodeFilter {
                 session_ids: ids.clone(),
-                triage: None,
+                ..EpisodeFilter::default()
             },
             items,
         )

@@ -49,6 +49,8 @@ pub struct SnippetFilter {
     pub limit: u32,
     /// Rows skipped before the page (newest first).
     pub offset: u32,
+    /// Oldest first (the listing index read forwards).
+    pub oldest_first: bool,
 }
 
 impl Default for SnippetFilter {
@@ -64,6 +66,7 @@ impl Default for SnippetFilter {
             until: None,
             limit: 50,
             offset: 0,
+            oldest_first: false,
         }
     }
 }
@@ -140,6 +143,8 @@ pub struct EpisodeFilter {
     /// Episodes holding a turn with this label (an `episode::Label::as_str()`: the store
     /// knows the column's values, not the stage that decides them).
     pub triage: Option<&'static str>,
+    /// Oldest first (the newest-first index read backwards: episodes without a time first).
+    pub oldest_first: bool,
 }
 
 /// One episode as `gleaner episodes` shows it. JSON columns are decoded (see
@@ -425,7 +430,11 @@ impl Store {
             "SELECT {SNIPPET_COLUMNS} FROM snippets s WHERE 1 = 1"
         ));
         push_snippet_filters(&mut q, f, backend, &plan);
-        q.push(" ORDER BY s.created_at DESC, s.id DESC LIMIT ")
+        q.push(if f.oldest_first {
+            " ORDER BY s.created_at ASC, s.id ASC LIMIT "
+        } else {
+            " ORDER BY s.created_at DESC, s.id DESC LIMIT "
+        })
             .push_bind(i64::from(f.limit))
             .push(" OFFSET ")
             .push_bind(i64::from(f.offset));
@@ -488,7 +497,11 @@ impl Store {
                 .push_bind(format!("%\"{t}\"%"))
                 .push(")");
         }
-        q.push(" ORDER BY e.started_at DESC NULLS LAST, e.id DESC LIMIT ")
+        q.push(if f.oldest_first {
+            " ORDER BY e.started_at ASC NULLS FIRST, e.id ASC LIMIT "
+        } else {
+            " ORDER BY e.started_at DESC NULLS LAST, e.id DESC LIMIT "
+        })
             .push_bind(i64::from(page.probe()))
             .push(" OFFSET ")
             .push_bind(i64::from(page.offset));

@@ -263,7 +263,7 @@ pub async fn session(
         .store
         .list_episodes(&EpisodeFilter {
             session_ids: Some(vec![id.clone()]),
-            triage: None,
+            ..EpisodeFilter::default()
         })
         .await?;
     episodes.retain(|e| e.source_file == file.path);
@@ -367,6 +367,7 @@ pub async fn snippets(
         until: None,
         limit: 30,
         offset,
+        oldest_first: false,
     };
     let page_ = st.store.list_snippets(&f).await?;
     let projects = st.store.projects().await?;

@@ -721,9 +721,23 @@ async fn episodes(backend: Backend) {
     assert!((all[2].confidence - 1.0).abs() < 1e-9);
     let f = EpisodeFilter {
         session_ids: Some(vec![SESSIONS[1].into()]),
-        triage: None,
+        ..EpisodeFilter::default()
     };
     assert_eq!(store.list_episodes(&f).await.expect("episodes").len(), 1);
+    // Oldest first: the same rows reversed (no timestamp first).
+    let oldest = store
+        .list_episodes(&EpisodeFilter {
+            oldest_first: true,
+            ..EpisodeFilter::default()
+        })
+        .await
+        .expect("episodes");
+    let reversed: Vec<(&str, i64)> = oldest
+        .iter()
+        .rev()
+        .map(|e| (&e.session_id[..4], e.ordinal))
+        .collect();
+    assert_eq!(reversed, order);
 
     // CLI.
     let episodes = |args: &[&str]| {
