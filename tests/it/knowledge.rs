@@ -642,8 +642,13 @@ async fn prefix_errors(backend: Backend) {
         .expect("run");
     assert_ok(&out);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(text.lines().count(), 2, "{text}");
-    assert!(text.contains("[eeeeeeee] alpha"), "{text}");
+    // A header and the two active sessions.
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("eeeeeeee ") && l.ends_with(" alpha")),
+        "{text}"
+    );
     let out = env
         .cmd()
         .args(["sessions", "--status", "finished", "--json"])
