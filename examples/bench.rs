@@ -470,7 +470,8 @@ impl Bench {
             let mut best = f64::MAX;
             for _ in 0..3 {
                 let info = classify(&root, &path);
-                let mut ctx = FileContext::new(1, MACHINE.into(), info, Some(SID.into()));
+                let mut ctx =
+                    FileContext::new(1, (MACHINE.into(), MACHINE.into()), info, Some(SID.into()));
                 let cfg = TailerConfig {
                     max_line_bytes: 64 << 20,
                     read_chunk: 1 << 20,

@@ -196,6 +196,7 @@ async fn bench_backend(name: &str, url: &str, runs: usize, sqlite: Option<&Path>
             query: parse(c.query)?,
             kinds: c.kinds.clone(),
             project: c.project.map(str::to_string),
+            origin: Default::default(),
             session_ids: None,
             since: None,
             until: None,

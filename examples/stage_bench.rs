@@ -112,7 +112,7 @@ fn run(rt: &tokio::runtime::Runtime, opts: &Opts, url: &str) -> Result<()> {
         .iter()
         .map(|p| discovery::classify(&opts.projects, p))
         .collect();
-    let records = rt.block_on(store.register_files("bench", &infos))?;
+    let records = rt.block_on(store.register_files(("bench", "bench"), &infos))?;
 
     // The reading side, one thread.
     let redactor = Redactor::builtin();
@@ -127,7 +127,12 @@ fn run(rt: &tokio::runtime::Runtime, opts: &Opts, url: &str) -> Result<()> {
     for r in &records {
         let info = discovery::classify(&opts.projects, std::path::Path::new(&r.path));
         let kind = info.kind;
-        let mut ctx = FileContext::new(r.id, "bench".into(), info, r.session_id.clone());
+        let mut ctx = FileContext::new(
+            r.id,
+            ("bench".into(), "bench".into()),
+            info,
+            r.session_id.clone(),
+        );
         let (mut tailer, _) = Tailer::open(std::path::Path::new(&r.path), None, cfg)
             .with_context(|| r.path.clone())?;
         let mut episodes = None;

@@ -48,7 +48,7 @@ fn predict(
 ) -> anyhow::Result<HashMap<u64, (String, String)>> {
     let root = path.parent().unwrap_or(path);
     let info = gleaner::tail::discovery::classify(root, path);
-    let mut ctx = FileContext::new(1, "eval".into(), info, None);
+    let mut ctx = FileContext::new(1, ("eval".into(), "eval".into()), info, None);
     let (mut t, _) = Tailer::open(path, None, TailerConfig::default())?;
     let redactor = Redactor::builtin();
     let how = Feed {

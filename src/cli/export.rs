@@ -32,6 +32,8 @@ pub struct ExportArgs {
     /// Only sessions whose project folder or working directory contains this text.
     #[arg(long, value_name = "P", allow_hyphen_values = true)]
     pub project: Option<String>,
+    #[command(flatten)]
+    pub origin: super::list::OriginArgs,
     /// Only sessions active at or after T (ISO date/time, or an age such as 7d).
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
@@ -50,6 +52,7 @@ pub struct ExportArgs {
 pub async fn run(cfg: &Config, args: ExportArgs) -> Outcome {
     let since = crate::query::time_opt("--since", args.since.as_deref())?;
     let until = crate::query::time_opt("--until", args.until.as_deref())?;
+    let origin = args.origin.origin()?;
     let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
         Ok(ids) => ids,
@@ -58,6 +61,7 @@ pub async fn run(cfg: &Config, args: ExportArgs) -> Outcome {
     let filter = ExportFilter {
         session_ids,
         project: args.project,
+        origin,
         since,
         until,
         limit: None,

@@ -12,8 +12,8 @@ use super::{open_store, resolve_optional_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::episode::Label;
 use crate::query::store::{
-    EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionSort, SessionStatus, Store,
-    SummaryFilter, SummaryKind,
+    EpisodeFilter, FeedbackFilter, FeedbackType, Origin, SessionFilter, SessionSort, SessionStatus,
+    Store, SummaryFilter, SummaryKind,
 };
 use crate::query::{self, Page, Paged};
 
@@ -45,6 +45,28 @@ impl PageArgs {
     }
 }
 
+/// `--machine`/`--user`, shared by every listing, search and export: who and where.
+#[derive(Debug, Clone, Default, Args)]
+pub struct OriginArgs {
+    /// Only sessions with a transcript on this machine (its machine id, as `gleaner sessions`
+    /// shows it).
+    #[arg(long, value_name = "ID")]
+    pub machine: Option<String>,
+    /// Only sessions of this user (the `user` of the machine that holds them).
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+}
+
+impl OriginArgs {
+    /// The filter, or an error naming the flag.
+    pub fn origin(&self) -> Result<Origin, query::Error> {
+        query::origin(
+            ("--machine", self.machine.clone()),
+            ("--user", self.user.clone()),
+        )
+    }
+}
+
 /// Tell a person at the end of a page where the next one starts, or that there is nothing
 /// (stderr: stdout stays the data, for scripts). An empty listing is not an error: exit 0
 /// (README, "Exit codes").
@@ -63,13 +85,23 @@ fn say_more<T>(p: &Paged<T>, json: bool, page: Page, what: &str) {
     }
 }
 
-/// Run `gleaner files`: this machine's tracked files, a page of them.
-pub async fn files(cfg: &Config, page: &PageArgs, json: bool) -> Outcome {
+/// Run `gleaner files`: this machine's tracked files (or `machine`'s), a page of them. A
+/// shared store holds every machine's: the first line on stderr says whose these are.
+pub async fn files(cfg: &Config, machine: Option<String>, page: &PageArgs, json: bool) -> Outcome {
+    let origin = query::origin(("--machine", machine), ("--user", None))?;
     let page = page.page()?;
     let store = open_store(cfg).await?;
-    let mut p = store.files(&cfg.machine_id, page).await?;
-    for f in p.items.iter_mut().filter(|f| f.state == "active") {
-        see_unreadable(f);
+    let local = origin.machine.is_none();
+    let machine = origin.machine.unwrap_or_else(|| cfg.machine_id.clone());
+    let mut p = store.files(&machine, page).await?;
+    if local {
+        for f in p.items.iter_mut().filter(|f| f.state == "active") {
+            see_unreadable(f);
+        }
+    }
+    if !json {
+        let whose = if local { " (this machine)" } else { "" };
+        eprintln!("files of machine {machine}{whose}");
     }
     print_files(&p.items, json)?;
     say_more(&p, json, page, "files");
@@ -140,6 +172,8 @@ pub struct SessionsArgs {
     #[arg(long)]
     pub reverse: bool,
     #[command(flatten)]
+    pub origin: OriginArgs,
+    #[command(flatten)]
     pub page: PageArgs,
     /// Print a JSON array.
     #[arg(long)]
@@ -157,6 +191,7 @@ pub async fn sessions(cfg: &Config, a: SessionsArgs) -> Outcome {
             .as_deref()
             .map(|s| query::choice::<SessionStatus>("--status", s))
             .transpose()?,
+        origin: a.origin.origin()?,
         sort: if a.reverse {
             SessionSort::Oldest
         } else {
@@ -188,6 +223,8 @@ pub struct ScopeArgs {
     #[arg(long)]
     pub reverse: bool,
     #[command(flatten)]
+    pub origin: OriginArgs,
+    #[command(flatten)]
     pub page: PageArgs,
     /// Print a JSON array.
     #[arg(long)]
@@ -198,6 +235,7 @@ pub struct ScopeArgs {
 struct Scope {
     since: Option<String>,
     until: Option<String>,
+    origin: Origin,
     page: Page,
     store: Store,
     session_ids: Option<Vec<String>>,
@@ -210,12 +248,14 @@ impl ScopeArgs {
     async fn open(&self, cfg: &Config, prefix: Option<&str>) -> anyhow::Result<Result<Scope, u8>> {
         let since = query::time_opt("--since", self.since.as_deref())?;
         let until = query::time_opt("--until", self.until.as_deref())?;
+        let origin = self.origin.origin()?;
         let page = self.page.page()?;
         let store = open_store(cfg).await?;
         Ok(match resolve_optional_prefix(&store, prefix).await? {
             Ok(session_ids) => Ok(Scope {
                 since,
                 until,
+                origin,
                 page,
                 store,
                 session_ids,
@@ -252,6 +292,7 @@ pub async fn summaries(cfg: &Config, a: SummariesArgs) -> Outcome {
         session_ids: s.session_ids,
         kind,
         project: a.scope.project,
+        origin: s.origin,
         since: s.since,
         until: s.until,
         oldest_first: a.scope.reverse,
@@ -289,6 +330,7 @@ pub async fn feedback(cfg: &Config, a: FeedbackArgs) -> Outcome {
         session_ids: s.session_ids,
         feedback_type,
         project: a.scope.project,
+        origin: s.origin,
         since: s.since,
         until: s.until,
         oldest_first: a.scope.reverse,
@@ -313,6 +355,8 @@ pub struct EpisodesArgs {
     #[arg(long)]
     pub reverse: bool,
     #[command(flatten)]
+    pub origin: OriginArgs,
+    #[command(flatten)]
     pub page: PageArgs,
     /// Print a JSON array.
     #[arg(long)]
@@ -326,6 +370,7 @@ pub async fn episodes(cfg: &Config, a: EpisodesArgs) -> Outcome {
         .as_deref()
         .map(|t| query::choice::<Label>("--triage", t))
         .transpose()?;
+    let origin = a.origin.origin()?;
     let page = a.page.page()?;
     let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, a.session_prefix.as_deref()).await? {
@@ -337,6 +382,7 @@ pub async fn episodes(cfg: &Config, a: EpisodesArgs) -> Outcome {
             &EpisodeFilter {
                 session_ids,
                 triage: triage.map(Label::as_str),
+                origin,
                 oldest_first: a.reverse,
             },
             page,

@@ -85,8 +85,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List tracked transcript files with their checkpoints, by path.
+    /// List this machine's tracked transcript files with their checkpoints, by path.
     Files {
+        /// Another machine's files (its machine id) in a shared store.
+        #[arg(long, value_name = "ID")]
+        machine: Option<String>,
         #[command(flatten)]
         page: list::PageArgs,
         /// Print a JSON array.
@@ -384,7 +387,11 @@ impl Command {
                     EXIT_OK
                 })
             }
-            Command::Files { page, json } => list::files(&cfg, &page, json).await,
+            Command::Files {
+                machine,
+                page,
+                json,
+            } => list::files(&cfg, machine, &page, json).await,
             Command::Sessions(args) => list::sessions(&cfg, args).await,
             Command::Summaries(args) => list::summaries(&cfg, args).await,
             Command::Feedback(args) => list::feedback(&cfg, args).await,

@@ -148,6 +148,9 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
     )?;
     writeln!(out, "projects  {}", r.projects_dir)?;
     writeln!(out, "database  {}", r.database)?;
+    // This machine's figures first, then the store's (all machines): a shared store's totals
+    // are not this machine's work.
+    writeln!(out, "this machine {} (user {}):", r.machine, r.user)?;
     writeln!(
         out,
         "files {}  since start: {:.1} MB, {} lines, {} messages, {} diagnostics, {} batches, {} errors",
@@ -179,10 +182,14 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
     if let Some(f) = &r.figures {
         writeln!(
             out,
-            "backlog   {:.1} MB behind   sessions {} active, {} finished",
-            f.bytes_behind as f64 / 1e6,
-            f.sessions_active,
-            f.sessions_finished
+            "backlog   {:.1} MB behind",
+            f.bytes_behind as f64 / 1e6
+        )?;
+        writeln!(out, "the store (all machines):")?;
+        writeln!(
+            out,
+            "sessions  {} active, {} finished",
+            f.sessions_active, f.sessions_finished
         )?;
         let rows: Vec<String> = f.rows.iter().map(|(k, v)| format!("{v} {k}")).collect();
         writeln!(out, "rows      {}", rows.join(", "))?;

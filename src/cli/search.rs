@@ -43,6 +43,8 @@ pub struct SearchArgs {
     /// Only sessions whose project folder or working directory contains this text.
     #[arg(long, value_name = "P", allow_hyphen_values = true)]
     pub project: Option<String>,
+    #[command(flatten)]
+    pub origin: super::list::OriginArgs,
     /// Only this session (a unique prefix of its id is enough).
     #[arg(long, value_name = "PREFIX")]
     pub session: Option<String>,
@@ -69,6 +71,7 @@ pub async fn run(cfg: &Config, args: SearchArgs) -> Outcome {
     let query = search::parse(&args.query).map_err(|e| anyhow::anyhow!("{e}"))?;
     let since = crate::query::time_opt("--since", args.since.as_deref())?;
     let until = crate::query::time_opt("--until", args.until.as_deref())?;
+    let origin = args.origin.origin()?;
     let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
         Ok(ids) => ids,
@@ -78,6 +81,7 @@ pub async fn run(cfg: &Config, args: SearchArgs) -> Outcome {
         query,
         kinds: args.kinds.into_iter().map(SearchKind::from).collect(),
         project: args.project,
+        origin,
         session_ids,
         since,
         until,

@@ -31,6 +31,8 @@ struct SessionRow {
     started: Option<String>,
     duration: String,
     project: String,
+    /// `user@machine` (machines joined by `,` when several hold it).
+    who: String,
     messages: String,
     feedback: String,
     snippets: String,
@@ -60,6 +62,7 @@ impl SessionRow {
             started: s.started_at.clone(),
             duration: ms.map(table::duration).unwrap_or_default(),
             project: place,
+            who: who(s),
             messages: s.messages.to_string(),
             feedback: s.feedback.total().to_string(),
             snippets: s.snippets.to_string(),
@@ -69,9 +72,24 @@ impl SessionRow {
     }
 }
 
+/// `user@machine`: who a session came from and where it is held.
+fn who(s: &SessionListing) -> String {
+    let machines = if s.machines.is_empty() {
+        s.machine.clone()
+    } else {
+        s.machines.join(",")
+    };
+    match s.user.as_deref().filter(|u| !u.is_empty()) {
+        Some(u) => format!("{u}@{machines}"),
+        None => machines,
+    }
+}
+
 /// The lines of the sessions table within `width` columns (`None`: no limit). Narrower than
 /// 100 columns the dates lose their year; narrower than 80 the project and the feedback and
-/// snippet counts go; the title takes what is left, cut with `…` by display width.
+/// snippet counts go; the title takes what is left, cut with `…` by display width. A `WHO`
+/// column (`user@machine`) appears when the rows come from more than one user or machine (a
+/// shared store): on one laptop it would say the same thing on every line.
 fn session_table(rows: &[SessionRow], width: Option<usize>) -> Vec<String> {
     let w = width.unwrap_or(usize::MAX);
     let short = w < 100;
@@ -99,6 +117,13 @@ fn session_table(rows: &[SessionRow], width: Option<usize>) -> Vec<String> {
     } else {
         fixed
     };
+    let team = wide && rows.iter().any(|r| r.who != rows[0].who);
+    let w_who = if team {
+        col("WHO", &mut rows.iter().map(|r| r.who.as_str())).min(24)
+    } else {
+        0
+    };
+    let fixed = if team { fixed + w_who + 1 } else { fixed };
     let left = w.saturating_sub(fixed);
     // The project gets at most a third of what is left (and what it needs); the title the rest.
     let w_proj = if wide {
@@ -115,6 +140,7 @@ fn session_table(rows: &[SessionRow], width: Option<usize>) -> Vec<String> {
                 st: &str,
                 dur: &str,
                 proj: &str,
+                who: &str,
                 msg: &str,
                 fb: &str,
                 snip: &str,
@@ -128,6 +154,10 @@ fn session_table(rows: &[SessionRow], width: Option<usize>) -> Vec<String> {
         );
         if wide {
             l.push_str(&table::pad(&table::fit_left(proj, w_proj), w_proj));
+            l.push(' ');
+        }
+        if team {
+            l.push_str(&table::pad(&table::fit(who, w_who), w_who));
             l.push(' ');
         }
         l.push_str(&table::pad_left(msg, w_msg));
@@ -148,7 +178,7 @@ fn session_table(rows: &[SessionRow], width: Option<usize>) -> Vec<String> {
         l.trim_end().to_string()
     };
     let mut lines = vec![line(
-        "ID", "STARTED", "DUR", "PROJECT", "MSGS", "FB", "SNIP", "STATUS", "TITLE",
+        "ID", "STARTED", "DUR", "PROJECT", "WHO", "MSGS", "FB", "SNIP", "STATUS", "TITLE",
     )];
     for (r, st) in rows.iter().zip(&started) {
         lines.push(line(
@@ -156,6 +186,7 @@ fn session_table(rows: &[SessionRow], width: Option<usize>) -> Vec<String> {
             st,
             &r.duration,
             &r.project,
+            &r.who,
             &r.messages,
             &r.feedback,
             &r.snippets,

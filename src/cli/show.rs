@@ -88,7 +88,16 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
     field("Project", s.project.clone());
     field("Cwd", s.cwd.clone().unwrap_or_default());
     field("Branch", s.git_branch.clone().unwrap_or_default());
-    field("Machine", s.machine.clone());
+    // Where each copy is held (a shared store may hold a session on several machines).
+    field(
+        "Machine",
+        if s.machines.len() > 1 {
+            format!("{} (held by {})", s.machine, s.machines.join(", "))
+        } else {
+            s.machine.clone()
+        },
+    );
+    field("User", s.user.clone().unwrap_or_default());
     field("Version", s.version.clone().unwrap_or_default());
     field(
         "Size",

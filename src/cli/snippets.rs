@@ -22,6 +22,7 @@ pub async fn snippets(cfg: &Config, args: SnippetsArgs) -> Outcome {
     // Validate the times before touching the database: a typo is an error (exit 2) either way.
     let since = query::time_opt("--since", args.since.as_deref())?;
     let until = query::time_opt("--until", args.until.as_deref())?;
+    let origin = args.origin.origin()?;
     let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
         Ok(ids) => ids,
@@ -31,6 +32,7 @@ pub async fn snippets(cfg: &Config, args: SnippetsArgs) -> Outcome {
         session_ids,
         snippet_type: args.snippet_type.map(Into::into),
         project: args.project,
+        origin,
         tags: args.tags,
         keyword: args.keyword.filter(|k| !k.is_empty()),
         since,
@@ -96,6 +98,8 @@ pub struct SnippetsArgs {
     /// Only sessions whose project folder or working directory contains this text.
     #[arg(long, value_name = "P", allow_hyphen_values = true)]
     pub project: Option<String>,
+    #[command(flatten)]
+    pub origin: super::list::OriginArgs,
     /// Only snippets with this tag; repeat to require several (all must match).
     #[arg(long = "tag", value_name = "T")]
     pub tags: Vec<String>,

@@ -80,6 +80,7 @@ pub fn effective_toml_with_env(
             "projects_dir" => cfg.projects_dir.display().to_string(),
             "data_dir" => cfg.data_dir.display().to_string(),
             "machine_id" => cfg.machine_id.clone(),
+            "user" => cfg.user.clone(),
             "database.url" => redact_url(&cfg.database.url),
             "log.level" => cfg.log.level.clone(),
             _ => return None,

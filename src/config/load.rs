@@ -54,6 +54,16 @@ fn default_file(env: &Env) -> Option<PathBuf> {
     p.is_file().then(|| absolute(&p))
 }
 
+/// The login name: `$USER`, else `$LOGNAME`, else `"unknown"` (a service started without
+/// either; set `user` in the config then).
+fn login_name(env: &Env) -> String {
+    env.get("USER")
+        .or_else(|| env.get("LOGNAME"))
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
@@ -64,6 +74,7 @@ pub struct RawConfig {
     projects_dir: String,
     data_dir: String,
     machine_id: String,
+    user: String,
     database: RawDatabase,
     tail: RawTail,
     batch: RawBatch,
@@ -403,6 +414,11 @@ impl Config {
         } else {
             raw.machine_id.trim().to_string()
         };
+        let user = if raw.user.trim().is_empty() {
+            login_name(env)
+        } else {
+            raw.user.trim().to_string()
+        };
         let url = raw.database.url.trim();
         let url = if url.is_empty() {
             format!("sqlite://{}", data_dir.join("gleaner.db").display())
@@ -435,6 +451,7 @@ impl Config {
             projects_dir,
             data_dir,
             machine_id,
+            user,
             database: Options {
                 url,
                 max_connections: u32::try_from(positive(

@@ -77,6 +77,8 @@ pub struct Config {
     pub data_dir: PathBuf,
     /// This machine's id in shared databases.
     pub machine_id: String,
+    /// Who this machine's sessions belong to (config `user`, default the login name).
+    pub user: String,
     /// Database settings.
     pub database: Options,
     /// Tailer settings.

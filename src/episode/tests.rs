@@ -92,7 +92,7 @@ pub(super) fn run_split(
     }
     drop(f);
     let info = crate::tail::discovery::classify(dir.path(), &path);
-    let mut ctx = FileContext::new(1, "m".into(), info, None);
+    let mut ctx = FileContext::new(1, ("m".into(), "u".into()), info, None);
     let (mut t, _) = Tailer::open(&path, None, TailerConfig::default()).unwrap();
     let redactor = Redactor::builtin();
     let mut rows = Vec::new();

@@ -63,6 +63,19 @@ fn session(out: &mut String, x: &SessionExport) {
     if let Some(b) = &s.git_branch {
         let _ = writeln!(out, "- Branch: `{b}`");
     }
+    let machines = if s.machines.is_empty() {
+        s.machine.clone()
+    } else {
+        s.machines.join(", ")
+    };
+    match s.user.as_deref().filter(|u| !u.is_empty()) {
+        Some(u) => {
+            let _ = writeln!(out, "- By {u} on {machines}");
+        }
+        None => {
+            let _ = writeln!(out, "- On {machines}");
+        }
+    }
     let started = s.started_at.as_deref().unwrap_or("?");
     let last = s.last_activity_at.as_deref().unwrap_or("?");
     let _ = writeln!(out, "- From {started} to {last} ({})", s.status);

@@ -19,7 +19,7 @@ pub use learnings::{is_learning, learning, learnings, Learning};
 pub use markdown::markdown;
 
 use crate::store::{
-    EpisodeFilter, EpisodeListing, FeedbackFilter, FeedbackListing, Page, SessionCursor,
+    EpisodeFilter, EpisodeListing, FeedbackFilter, FeedbackListing, Origin, Page, SessionCursor,
     SessionFilter, SessionListing, SnippetFilter, SnippetListing, Store, StoreError, SummaryFilter,
     SummaryListing,
 };
@@ -44,6 +44,8 @@ pub struct ExportFilter {
     pub session_ids: Option<Vec<String>>,
     /// Project folder or working directory containing this text.
     pub project: Option<String>,
+    /// Who and where: sessions held by this machine or user.
+    pub origin: Origin,
     /// Sessions active at or after this ISO-8601 time.
     pub since: Option<String>,
     /// Sessions started before this ISO-8601 time.
@@ -83,6 +85,7 @@ where
 {
     let mut filter = SessionFilter {
         project: f.project.clone(),
+        origin: f.origin.clone(),
         since: f.since.clone(),
         until: f.until.clone(),
         session_ids: f.session_ids.clone(),

@@ -7,6 +7,8 @@ fn session() -> SessionExport {
     let s = SessionListing {
         session_id: "5ec2e700-0000-4000-8000-000000000001".into(),
         machine: "m1".into(),
+        user: Some("ana".into()),
+        machines: vec!["m1".into()],
         project: "-home-u-proj".into(),
         cwd: Some("/home/u/proj".into()),
         git_branch: Some("main".into()),

@@ -34,6 +34,8 @@ pub struct FileContext {
     pub file_id: i64,
     /// Machine id written on session rows.
     pub machine: String,
+    /// The user of that machine (config `user`), written on session rows beside it.
+    pub user: String,
     /// Path-derived facts.
     pub info: FileInfo,
     /// The session the file belongs to, once decided (from the path, the database, or the
@@ -49,11 +51,17 @@ pub struct FileContext {
 
 impl FileContext {
     /// Context for a file whose session id may already be known.
-    pub fn new(file_id: i64, machine: String, info: FileInfo, session_id: Option<String>) -> Self {
+    pub fn new(
+        file_id: i64,
+        (machine, user): (String, String),
+        info: FileInfo,
+        session_id: Option<String>,
+    ) -> Self {
         let session_id = session_id.or_else(|| info.session_id.clone());
         FileContext {
             file_id,
             machine,
+            user,
             info,
             session_id,
             agent_meta_seen: false,
@@ -240,6 +248,7 @@ fn extract_rows(
     let mut session = SessionUpdate {
         session_id: session_id.clone(),
         machine: ctx.machine.clone(),
+        user: ctx.user.clone(),
         project: ctx.info.project.clone(),
         ..SessionUpdate::default()
     };

@@ -18,7 +18,7 @@ fn run(name: &str, content: &str) -> (FileContext, Vec<PreparedBatch>) {
         .write_all(content.as_bytes())
         .unwrap();
     let info = classify(dir.path(), &path);
-    let mut ctx = FileContext::new(1, "m".into(), info, None);
+    let mut ctx = FileContext::new(1, ("m".into(), "u".into()), info, None);
     let cfg = TailerConfig {
         max_line_bytes: 1 << 20,
         read_chunk: 1 << 16,

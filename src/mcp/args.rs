@@ -54,6 +54,11 @@ pub struct SearchArgs {
     pub kinds: Option<Vec<String>>,
     /// Only sessions whose project folder or working directory contains this text.
     pub project: Option<String>,
+    /// Only sessions with a transcript on this machine (its machine id; a shared store holds
+    /// several: `list_sessions` shows each session's machines).
+    pub machine: Option<String>,
+    /// Only sessions of this user (the `user` of the machine that holds them).
+    pub user: Option<String>,
     /// Only this session (a unique prefix of its id is enough).
     pub session_id: Option<String>,
     /// Only results at or after this time: ISO date/time (2026-01-31) or an age (7d, 12h).
@@ -72,6 +77,11 @@ pub struct SearchArgs {
 pub struct ListSessionsArgs {
     /// Only sessions whose project folder or working directory contains this text.
     pub project: Option<String>,
+    /// Only sessions with a transcript on this machine (its machine id; a shared store holds
+    /// several: `list_sessions` shows each session's machines).
+    pub machine: Option<String>,
+    /// Only sessions of this user (the `user` of the machine that holds them).
+    pub user: Option<String>,
     /// Only sessions active at or after this time: ISO date/time or an age (7d, 12h).
     pub since: Option<String>,
     /// Only sessions started before this time (same forms as `since`).
@@ -100,6 +110,11 @@ pub struct SummariesArgs {
     pub session_id: Option<String>,
     /// Only sessions whose project folder or working directory contains this text.
     pub project: Option<String>,
+    /// Only sessions with a transcript on this machine (its machine id; a shared store holds
+    /// several: `list_sessions` shows each session's machines).
+    pub machine: Option<String>,
+    /// Only sessions of this user (the `user` of the machine that holds them).
+    pub user: Option<String>,
     /// `summary`, `compact_boundary` or `compact_summary`.
     pub kind: Option<String>,
     /// Only summaries at or after this time: ISO date/time or an age (7d, 12h).
@@ -125,6 +140,11 @@ pub struct FeedbackArgs {
     pub feedback_type: Option<String>,
     /// Only sessions whose project folder or working directory contains this text.
     pub project: Option<String>,
+    /// Only sessions with a transcript on this machine (its machine id; a shared store holds
+    /// several: `list_sessions` shows each session's machines).
+    pub machine: Option<String>,
+    /// Only sessions of this user (the `user` of the machine that holds them).
+    pub user: Option<String>,
     /// Only items at or after this time: ISO date/time or an age (7d, 12h).
     pub since: Option<String>,
     /// Only items before this time (same forms as `since`).
@@ -147,6 +167,11 @@ pub struct SnippetsArgs {
     pub snippet_type: Option<String>,
     /// Only sessions whose project folder or working directory contains this text.
     pub project: Option<String>,
+    /// Only sessions with a transcript on this machine (its machine id; a shared store holds
+    /// several: `list_sessions` shows each session's machines).
+    pub machine: Option<String>,
+    /// Only sessions of this user (the `user` of the machine that holds them).
+    pub user: Option<String>,
     /// Tags that must all be present (`tool:bash`, `ext:rs`, `error:compile`, `project:x`).
     pub tags: Option<Vec<String>>,
     /// Text the title or the content contains (case-insensitive substring).
@@ -226,6 +251,11 @@ pub struct EpisodesArgs {
     /// Episodes holding a turn labelled `routine`, `error_recovery`, `user_correction`,
     /// `pivot` or `design_decision`.
     pub triage: Option<String>,
+    /// Only sessions with a transcript on this machine (its machine id; a shared store holds
+    /// several: `list_sessions` shows each session's machines).
+    pub machine: Option<String>,
+    /// Only sessions of this user (the `user` of the machine that holds them).
+    pub user: Option<String>,
     /// Episodes per page (default 50, at most 500).
     pub limit: Option<u32>,
     /// Episodes to skip.

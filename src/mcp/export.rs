@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::args::Parameters;
-use super::{done, page, page_of, store_err, time, Gleaner};
+use super::{done, origin, page, page_of, store_err, time, Gleaner};
 use crate::export;
 use crate::query::store::SnippetFilter;
 
@@ -21,6 +21,11 @@ pub struct ExportLearningsArgs {
     pub session_id: Option<String>,
     /// Only sessions whose project folder or working directory contains this text.
     pub project: Option<String>,
+    /// Only sessions with a transcript on this machine (its machine id; a shared store holds
+    /// several: `list_sessions` shows each session's machines).
+    pub machine: Option<String>,
+    /// Only sessions of this user (the `user` of the machine that holds them).
+    pub user: Option<String>,
     /// Only learnings kept at or after this time (ISO date/time, or an age such as 7d).
     pub since: Option<String>,
     /// Most learnings to return (default 50, at most 500).
@@ -61,6 +66,7 @@ impl Gleaner {
         let mut filter = SnippetFilter {
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
             project: a.project,
+            origin: origin(a.machine, a.user)?,
             since: time("since", a.since.as_deref())?,
             limit: ROUND,
             offset: 0,

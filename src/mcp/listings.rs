@@ -8,7 +8,7 @@ use super::args::{
     EpisodesArgs, FeedbackArgs, ListSessionsArgs, Parameters, SearchArgs, SnippetsArgs,
     SummariesArgs,
 };
-use super::{choice, done, page, page_of, store_err, time, Body, Gleaner};
+use super::{choice, done, origin, page, page_of, store_err, time, Body, Gleaner};
 use crate::episode::Label;
 use crate::query::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
 use crate::query::store::{
@@ -75,6 +75,7 @@ impl Gleaner {
             query,
             kinds,
             project: a.project,
+            origin: origin(a.machine, a.user)?,
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
             since: time("since", a.since.as_deref())?,
             until: time("until", a.until.as_deref())?,
@@ -103,6 +104,7 @@ impl Gleaner {
             since: time("since", a.since.as_deref())?,
             until: time("until", a.until.as_deref())?,
             status: choice::<SessionStatus>("status", a.status.as_deref())?,
+            origin: origin(a.machine, a.user)?,
             ..SessionFilter::default()
         };
         let p = page_of(a.limit, a.offset, 20, 200)?;
@@ -116,6 +118,7 @@ impl Gleaner {
             since: time("since", a.since.as_deref())?,
             until: time("until", a.until.as_deref())?,
             project: a.project,
+            origin: origin(a.machine, a.user)?,
             oldest_first: a.oldest_first.unwrap_or(false),
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
         };
@@ -130,6 +133,7 @@ impl Gleaner {
             since: time("since", a.since.as_deref())?,
             until: time("until", a.until.as_deref())?,
             project: a.project,
+            origin: origin(a.machine, a.user)?,
             oldest_first: a.oldest_first.unwrap_or(false),
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
         };
@@ -145,6 +149,7 @@ impl Gleaner {
             since: time("start_date", a.start_date.as_deref())?,
             until: time("end_date", a.end_date.as_deref())?,
             project: a.project,
+            origin: origin(a.machine, a.user)?,
             tags: a.tags.unwrap_or_default(),
             keyword: a.keyword.filter(|k| !k.is_empty()),
             limit: p.limit,
@@ -180,6 +185,7 @@ impl Gleaner {
         let filter = EpisodeFilter {
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
             triage: triage.map(Label::as_str),
+            origin: origin(a.machine, a.user)?,
             oldest_first: false,
         };
         let rows = self.store.episodes(&filter, p).await.map_err(store_err)?;

@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::config::Config;
 use crate::query::overview::cut_text;
-use crate::query::store::{Store, StoreError};
+use crate::query::store::{Origin, Store, StoreError};
 use crate::query::{self, Page, Paged};
 
 /// Why the server could not run.
@@ -130,6 +130,11 @@ fn store_err(e: StoreError) -> String {
 /// A time filter (`since`, `until`, ...) as stored times compare, or the error naming the field.
 fn time(field: &str, v: Option<&str>) -> Result<Option<String>, String> {
     query::time_opt(field, v).map_err(|e| e.to_string())
+}
+
+/// The `machine`/`user` filter of a tool.
+fn origin(machine: Option<String>, user: Option<String>) -> Result<Origin, String> {
+    query::origin(("machine", machine), ("user", user)).map_err(|e| e.to_string())
 }
 
 /// The page of `limit`/`offset` (`default` rows when no limit is given, at most `max`).

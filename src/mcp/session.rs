@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use super::args::{ConversationArgs, LinesArgs, Parameters, SessionArgs};
 use super::{cut_text, done, store_err, Body, Gleaner};
+use crate::query;
 use crate::query::overview::session_overview;
 use crate::snippet::excerpt::{self, Selection, SourceError};
 
@@ -54,16 +55,13 @@ impl Gleaner {
         let id = self.resolve(&a.session_id).await?;
         // Only a file Gleaner tracks for this session is read: its main transcript.
         let files = self.store.session_files(&id).await.map_err(store_err)?;
-        let file = files
-            .iter()
-            .find(|f| f.kind == "main")
+        let file = query::transcript_copy(&files, &self.cfg.machine_id, None)
             .ok_or_else(|| format!("session {id} has no main transcript"))?;
         let path = file.path.clone();
-        if !std::path::Path::new(&path).is_file() {
+        if file.machine != self.cfg.machine_id || !std::path::Path::new(&path).is_file() {
             return Err(format!(
-                "the transcript {path} is gone (Claude Code deletes transcripts after 30 days, \
-                 or it is on another machine); its stored text is still available through \
-                 get_conversation"
+                "{} through get_conversation",
+                query::unreadable_copy(file, &self.cfg.machine_id)
             ));
         }
         let known = u64::try_from(file.lines).unwrap_or(0);

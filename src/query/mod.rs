@@ -37,8 +37,8 @@ pub mod store {
     };
     pub use crate::store::{
         redact_url, Backend, ConversationRow, DiagnosticListing, EpisodeFilter, EpisodeListing,
-        FeedbackCounts, FeedbackFilter, FeedbackListing, FeedbackType, FileListing, Page, Paged,
-        Schema, SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter,
+        FeedbackCounts, FeedbackFilter, FeedbackListing, FeedbackType, FileListing, Origin, Page,
+        Paged, Schema, SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter,
         SnippetListing, SnippetPage, Store, StoreError, SubAgent, SummaryCounts, SummaryFilter,
         SummaryKind, SummaryListing, Timeline, TimelineFeedback, TimelineFile, TimelineMessage,
         TimelineSummary, TimelineTool, TokenTotals, Totals, KEYWORD_COUNT_CAP,
@@ -123,4 +123,67 @@ fn list_candidates(c: &[Candidate]) -> String {
 pub fn time_opt(field: &str, text: Option<&str>) -> Result<Option<String>, Error> {
     text.map(|t| TimeBound::parse(field, t).map(TimeBound::as_stored))
         .transpose()
+}
+
+/// The copy of a session's transcript to read from disk: the main one (or sub-agent `agent`'s),
+/// held by `machine` when it holds one, else another machine's (whose path is not on this
+/// disk: the door says so). A shared store records every machine's copy of a transcript.
+pub fn transcript_copy<'a>(
+    files: &'a [store::TimelineFile],
+    machine: &str,
+    agent: Option<&str>,
+) -> Option<&'a store::TimelineFile> {
+    let wanted = |f: &&store::TimelineFile| match agent {
+        Some(a) => f.agent_id.as_deref() == Some(a),
+        None => f.kind == "main",
+    };
+    files
+        .iter()
+        .filter(wanted)
+        .find(|f| f.machine == machine)
+        .or_else(|| files.iter().find(wanted))
+}
+
+/// Why a transcript's lines cannot be read here: held by another machine, or gone from this
+/// one. Every door says it the same way.
+pub fn unreadable_copy(file: &store::TimelineFile, machine: &str) -> String {
+    if file.machine != machine {
+        let user = if file.user.is_empty() {
+            String::new()
+        } else {
+            format!(" (user {})", file.user)
+        };
+        format!(
+            "the transcript {} is held by machine {}{user}, not this one ({machine}); its \
+             stored text is still available",
+            file.path, file.machine
+        )
+    } else {
+        format!(
+            "the transcript {} is gone (Claude Code deletes transcripts after 30 days); its \
+             stored text is still available",
+            file.path
+        )
+    }
+}
+
+/// The who-and-where filter from a machine id and a user name, as the door names them
+/// (`("--machine", m)`). A blank value is an error naming it: it would match nothing, and an
+/// empty answer to a typo is what this layer exists to prevent.
+pub fn origin(
+    (machine_field, machine): (&str, Option<String>),
+    (user_field, user): (&str, Option<String>),
+) -> Result<store::Origin, Error> {
+    let check = |field: &str, v: Option<String>, what: &str| match v {
+        Some(v) if v.trim().is_empty() => Err(Error::BadValue {
+            field: field.to_string(),
+            value: v,
+            expected: what.to_string(),
+        }),
+        v => Ok(v.map(|v| v.trim().to_string())),
+    };
+    Ok(store::Origin {
+        machine: check(machine_field, machine, "a machine id")?,
+        user: check(user_field, user, "a user name")?,
+    })
 }

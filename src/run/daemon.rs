@@ -27,13 +27,14 @@ use super::pump::{Pipeline, Stats};
 use super::socket::{self, Request};
 use super::{watcher, RunError};
 use crate::config::{Config, ConfigError};
+use crate::store::lease::{self, Holder};
 use crate::store::Store;
 
 /// Longest wait for the workers after a stop signal.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Workers whose end stops the daemon.
-const CRITICAL: [&str; 2] = ["engine", "writer"];
+const CRITICAL: [&str; 3] = ["engine", "writer", "lease"];
 
 /// The daemon's workers, by name.
 #[derive(Default)]
@@ -261,6 +262,9 @@ async fn start_generation(
     shared: &Arc<Shared>,
     cancel: &CancellationToken,
 ) -> Result<Workers, RunError> {
+    // Refused before anything is read when another host's daemon writes under this id.
+    let holder = Holder::this_process();
+    store.take_lease(&cfg.machine_id, &holder).await?;
     let (pipeline, writer) = Pipeline::new(cfg.clone(), store.clone());
     let pipeline = pipeline
         .wait_for_sessions()
@@ -288,6 +292,15 @@ async fn start_generation(
     let mut workers = Workers::default();
     workers.spawn("writer", writer);
     workers.spawn(
+        "lease",
+        keep_lease(
+            store.clone(),
+            cfg.machine_id.clone(),
+            holder,
+            cancel.clone(),
+        ),
+    );
+    workers.spawn(
         "watcher",
         watcher::watch(cfg.clone(), hint_tx, shared.stats.clone(), cancel.clone()),
     );
@@ -312,6 +325,39 @@ async fn start_generation(
         );
     }
     Ok(workers)
+}
+
+/// Renew the machine id's lease every [`lease::HEARTBEAT`] until cancelled. Returns (which
+/// stops the daemon: a critical worker) when another host holds the lease now: it found this
+/// one stale, so both would write under one id.
+pub(super) async fn keep_lease(
+    store: Store,
+    machine: String,
+    holder: Holder,
+    cancel: CancellationToken,
+) {
+    let mut tick = tokio::time::interval(lease::HEARTBEAT);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        match store.renew_lease(&machine, &holder).await {
+            Ok(true) => {}
+            Ok(false) => {
+                tracing::error!(
+                    machine = %machine,
+                    "another host took this machine id's lease (this daemon was stopped or \
+                     cut off from the database for longer than {} s); stopping",
+                    lease::STALE.as_secs()
+                );
+                return;
+            }
+            // The database is down: the engine reports it; the lease is renewed when it is back.
+            Err(e) => tracing::debug!(error = %e, "cannot renew the machine id's lease"),
+        }
+    }
 }
 
 /// Watch a generation until the daemon must stop or a valid reload arrives.

@@ -56,6 +56,17 @@ pub async fn run_once(
     progress: Option<Progress>,
 ) -> Result<IngestSummary, RunError> {
     let _lock = acquire_lock(&cfg.lock_path())?;
+    // As the daemon: refused when another host writes under this machine id; renewed while
+    // a long backfill runs.
+    let holder = crate::store::lease::Holder::this_process();
+    store.take_lease(&cfg.machine_id, &holder).await?;
+    let lease_cancel = CancellationToken::new();
+    let lease = tokio::spawn(super::daemon::keep_lease(
+        store.clone(),
+        cfg.machine_id.clone(),
+        holder,
+        lease_cancel.clone(),
+    ));
     let (pipeline, writer) = Pipeline::new(cfg.clone(), store.clone());
     let writer = tokio::spawn(writer);
     let pipeline = Arc::new(pipeline);
@@ -83,6 +94,8 @@ pub async fn run_once(
     if let Some(t) = ticker {
         t.abort();
     }
+    lease_cancel.cancel();
+    let _ = lease.await;
     let files = engine.tracked() as u64;
     // The engine held the last handle to the writer: the writer drains and ends.
     drop(engine);

@@ -106,6 +106,8 @@ async fn status(shared: &Shared) -> StatusReport {
         uptime_secs: shared.started.elapsed().as_secs(),
         projects_dir: cfg.projects_dir.display().to_string(),
         database: redact_url(&cfg.database.url),
+        machine: cfg.machine_id.clone(),
+        user: cfg.user.clone(),
         files: stats.tracked.load(Ordering::Relaxed),
         bytes: stats.bytes.load(Ordering::Relaxed),
         lines: stats.lines.load(Ordering::Relaxed),

@@ -68,6 +68,13 @@ pub struct StatusReport {
     pub projects_dir: String,
     /// Database URL, password hidden.
     pub database: String,
+    /// This machine's id: the files, backlog and "since start" figures are its own; the
+    /// sessions and rows (`figures`) are the whole store's (a shared one holds several).
+    #[serde(default)]
+    pub machine: String,
+    /// This machine's user (config `user`).
+    #[serde(default)]
+    pub user: String,
     /// Files known.
     pub files: u64,
     /// Transcript bytes committed since start.

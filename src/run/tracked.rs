@@ -7,6 +7,7 @@
 use std::sync::atomic::AtomicU64;
 use std::time::Instant;
 
+use crate::config::Config;
 use crate::episode;
 use crate::extract::FileContext;
 use crate::store::FileRecord;
@@ -90,7 +91,7 @@ impl Tracked {
     }
 
     /// Rebuild from a stored file row.
-    pub fn from_record(root: &std::path::Path, machine: &str, r: &FileRecord) -> Tracked {
+    pub fn from_record(root: &std::path::Path, cfg: &Config, r: &FileRecord) -> Tracked {
         let info = classify(root, std::path::Path::new(&r.path));
         let info = FileInfo {
             project: r.project.clone(),
@@ -99,7 +100,12 @@ impl Tracked {
         };
         let stored = r.checkpoint();
         Tracked {
-            ctx: FileContext::new(r.id, machine.to_string(), info, r.session_id.clone()),
+            ctx: FileContext::new(
+                r.id,
+                (cfg.machine_id.clone(), cfg.user.clone()),
+                info,
+                r.session_id.clone(),
+            ),
             episodes: None,
             expected: (r.generation, r.byte_offset as u64),
             stored,

@@ -19,11 +19,12 @@ use crate::extract::rows::{now_iso, DiagnosticRow, KindCount, PreparedBatch, Ses
 /// this head, `VALUES`, then [`UPSERT_SESSIONS_CONFLICT`]).
 const UPSERT_SESSIONS: &str = "INSERT INTO sessions (session_id, machine, project, cwd, \
      git_branch, version, title, started_at, last_activity_at, message_count, created_at, \
-     updated_at, slug) ";
+     updated_at, slug, user_name) ";
 
 const UPSERT_SESSIONS_CONFLICT: &str = " ON CONFLICT (session_id) DO UPDATE SET \
      status = 'active', ended_at = NULL, duration_ms = NULL, end_reason = NULL, \
      slug = COALESCE(excluded.slug, sessions.slug), \
+     user_name = COALESCE(sessions.user_name, excluded.user_name), \
      cwd = COALESCE(sessions.cwd, excluded.cwd), \
      git_branch = COALESCE(excluded.git_branch, sessions.git_branch), \
      version = COALESCE(excluded.version, sessions.version), \
@@ -372,7 +373,8 @@ async fn upsert_sessions(
                 .bind(*added)
                 .bind(now)
                 .bind(now)
-                .bind(s.slug.as_deref());
+                .bind(s.slug.as_deref())
+                .bind(s.user.as_str());
         });
         q.push(UPSERT_SESSIONS_CONFLICT);
         c.execute(&q).await?;

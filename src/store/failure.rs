@@ -23,7 +23,9 @@ impl StoreError {
             StoreError::Sqlite(e) => e.sqlite_error_code().is_some_and(sqlite_code_transient),
             StoreError::Migrate(_)
             | StoreError::Missing { .. }
-            | StoreError::SchemaBehind { .. } => true,
+            | StoreError::SchemaBehind { .. }
+            | StoreError::SchemaAhead { .. }
+            | StoreError::MachineInUse { .. } => true,
         }
     }
 }

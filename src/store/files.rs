@@ -84,7 +84,7 @@ impl Store {
     /// (a backfill registers thousands of files; one round trip each would dominate).
     pub async fn register_files(
         &self,
-        machine: &str,
+        (machine, user): (&str, &str),
         infos: &[FileInfo],
     ) -> Result<Vec<FileRecord>, StoreError> {
         let now = now_iso();
@@ -99,7 +99,7 @@ impl Store {
         for chunk in row_chunks(backend, &rows) {
             let mut q = Sql::new(
                 "INSERT INTO files (machine, path, project, kind, session_id, agent_id, \
-                 first_seen_at, updated_at) ",
+                 first_seen_at, updated_at, user_name) ",
             );
             q.push_rows(backend, chunk, |row, (info, path)| {
                 row.bind(machine)
@@ -109,11 +109,14 @@ impl Store {
                     .bind(info.session_id.as_deref())
                     .bind(info.agent_id.as_deref())
                     .bind(now.as_str())
-                    .bind(now.as_str());
+                    .bind(now.as_str())
+                    .bind(user);
             });
-            // A no-op update so RETURNING also yields rows that already existed.
+            // An update so RETURNING also yields rows that already existed; the user is the
+            // machine's current one (a row from before migration 0015 has none).
             q.push(
-                " ON CONFLICT (machine, path) DO UPDATE SET machine = excluded.machine RETURNING ",
+                " ON CONFLICT (machine, path) DO UPDATE SET user_name = excluded.user_name \
+                 RETURNING ",
             );
             q.push(FILE_COLUMNS);
             out.append(&mut tx.conn().fetch_all::<FileRecord>(&q).await?);

@@ -22,7 +22,7 @@ use serde::Serialize;
 use sqlx::{Row, Type};
 
 use super::plan::{fts5_phrase, SqlitePlan, TRIGRAM};
-use super::read::push_project_filter;
+use super::read::{push_origin_filter, push_project_filter, Origin};
 use super::sql::{contains_pattern, Backend, Sql};
 use super::{Page, Paged, Store, StoreError};
 use crate::snippet::SnippetType;
@@ -37,6 +37,8 @@ pub struct SnippetFilter {
     /// The session's project folder or working directory contains this text (SQL `LIKE`, as
     /// `gleaner sessions --project`).
     pub project: Option<String>,
+    /// Who and where: sessions held by this machine or user.
+    pub origin: Origin,
     /// Tags that must all be present.
     pub tags: Vec<String>,
     /// Text the title or the content contains, ignoring ASCII case.
@@ -60,6 +62,7 @@ impl Default for SnippetFilter {
             session_ids: None,
             snippet_type: None,
             project: None,
+            origin: Origin::default(),
             tags: Vec::new(),
             keyword: None,
             since: None,
@@ -143,6 +146,8 @@ pub struct EpisodeFilter {
     /// Episodes holding a turn with this label (an `episode::Label::as_str()`: the store
     /// knows the column's values, not the stage that decides them).
     pub triage: Option<&'static str>,
+    /// Who and where: sessions held by this machine or user.
+    pub origin: Origin,
     /// Oldest first (the newest-first index read backwards: episodes without a time first).
     pub oldest_first: bool,
 }
@@ -296,6 +301,7 @@ fn push_snippet_filters<'a>(
         push_project_filter(q, p, "ss.project", "ss.cwd");
         q.push(")");
     }
+    push_origin_filter(q, &f.origin, "s.session_id");
     match backend {
         Backend::Sqlite if !plan.tags.is_empty() => {
             // One id list: the rarest tag's snippets that carry every other tag (probes of the
@@ -489,6 +495,7 @@ impl Store {
         if let Some(ids) = &f.session_ids {
             q.push(" AND ").push_in("e.session_id", ids);
         }
+        push_origin_filter(&mut q, &f.origin, "e.session_id");
         // An episode holding a turn labelled L (its `labels` array names every turn label).
         if let Some(t) = f.triage {
             q.push(" AND (e.triage = ")

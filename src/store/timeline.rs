@@ -89,6 +89,11 @@ pub struct TimelineFile {
     pub lines: i64,
     /// Current generation.
     pub generation: i64,
+    /// The machine holding this copy (a shared store may hold a transcript on several).
+    pub machine: String,
+    /// The user of that machine.
+    #[sqlx(rename = "user_name")]
+    pub user: String,
 }
 
 /// Every row of one transcript the timeline shows.
@@ -108,8 +113,8 @@ impl Store {
     /// The transcript files of a session, main first.
     pub async fn session_files(&self, session_id: &str) -> Result<Vec<TimelineFile>, StoreError> {
         let q = Sql::new(
-            "SELECT id, path, kind, agent_id, agent_type, agent_description, lines, generation \
-             FROM files WHERE session_id = $1 ORDER BY CASE WHEN kind = 'main' THEN 0 ELSE 1 END, \
+            "SELECT id, path, kind, agent_id, agent_type, agent_description, lines, generation, \
+             machine, user_name FROM files WHERE session_id = $1 ORDER BY CASE WHEN kind = 'main' THEN 0 ELSE 1 END, \
              path",
         )
         .arg(session_id);

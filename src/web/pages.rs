@@ -13,7 +13,7 @@ use super::timeline::{self, SessionView};
 use super::{AppState, WebError};
 use crate::query::store::search::{self, SearchFilter, SearchKind};
 use crate::query::store::{
-    EpisodeFilter, SessionFilter, SessionListing, SessionSort, SnippetFilter,
+    EpisodeFilter, Origin, SessionFilter, SessionListing, SessionSort, SnippetFilter,
 };
 use crate::query::{self, Page};
 use crate::snippet::SnippetType;
@@ -25,6 +25,14 @@ const PAGE: u32 = 50;
 
 fn param<'a>(q: &'a BTreeMap<String, String>, k: &str) -> Option<&'a str> {
     q.get(k).map(|s| s.trim()).filter(|s| !s.is_empty())
+}
+
+/// The `machine`/`user` parameters (an empty field is no filter).
+fn origin_param(q: &BTreeMap<String, String>) -> Result<Origin, WebError> {
+    Ok(query::origin(
+        ("machine", param(q, "machine").map(str::to_string)),
+        ("user", param(q, "user").map(str::to_string)),
+    )?)
 }
 
 /// A time parameter, or a 400 naming it.
@@ -132,6 +140,7 @@ async fn search_results(
         query,
         kinds,
         project: param(q, "project").map(str::to_string),
+        origin: origin_param(q)?,
         session_ids: None,
         since: since_param(q, "since")?,
         until: since_param(q, "until")?,
@@ -215,16 +224,19 @@ pub async fn sessions(
         project: param(&q, "project").map(str::to_string),
         since: since_param(&q, "since")?,
         until: since_param(&q, "until")?,
+        origin: origin_param(&q)?,
         sort,
         ..SessionFilter::default()
     };
     let rows = st.store.sessions(&f, page).await?;
     let projects = st.store.projects().await?;
     let base = format!(
-        "project={}&since={}&until={}",
+        "project={}&since={}&until={}&machine={}&user={}",
         enc(param(&q, "project").unwrap_or("")),
         enc(param(&q, "since").unwrap_or("")),
-        enc(param(&q, "until").unwrap_or(""))
+        enc(param(&q, "until").unwrap_or("")),
+        enc(param(&q, "machine").unwrap_or("")),
+        enc(param(&q, "user").unwrap_or(""))
     );
     let at = |o: u32| format!("/sessions?{base}&sort={}&offset={o}", sort.as_str());
     let body = html! {
@@ -233,6 +245,8 @@ pub async fn sessions(
             (project_select(&projects, param(&q, "project").unwrap_or("")))
             label { "Active since" input name="since" placeholder="7d or 2026-01-31" value=(param(&q, "since").unwrap_or("")); }
             label { "Started before" input name="until" placeholder="2026-02-28" value=(param(&q, "until").unwrap_or("")); }
+            label { "Machine" input name="machine" placeholder="machine id" value=(param(&q, "machine").unwrap_or("")); }
+            label { "User" input name="user" placeholder="user name" value=(param(&q, "user").unwrap_or("")); }
             input type="hidden" name="sort" value=(sort.as_str());
             button type="submit" { "Filter" }
         }
@@ -257,7 +271,7 @@ pub async fn session(
         return Err(WebError::NotFound(format!("no session {id}")));
     };
     let files = st.store.session_files(&id).await?;
-    let file = transcript_of(&files, &id, param(&q, "agent"))?;
+    let file = transcript_of(&st, &files, &id, param(&q, "agent"))?;
     let tl = st.store.timeline(file).await?;
     let mut episodes = st
         .store
@@ -290,15 +304,14 @@ pub async fn session(
 
 /// The transcript a page shows: a sub-agent's (`?agent=ID`) or the main one.
 fn transcript_of<'a>(
+    st: &AppState,
     files: &'a [crate::query::store::TimelineFile],
     id: &str,
     agent: Option<&str>,
 ) -> Result<&'a crate::query::store::TimelineFile, WebError> {
-    match agent {
-        Some(a) => files.iter().find(|f| f.agent_id.as_deref() == Some(a)),
-        None => files.iter().find(|f| f.kind == "main").or(files.first()),
-    }
-    .ok_or_else(|| WebError::NotFound(format!("session {id} has no such transcript")))
+    query::transcript_copy(files, &st.cfg.machine_id, agent)
+        .or(if agent.is_none() { files.first() } else { None })
+        .ok_or_else(|| WebError::NotFound(format!("session {id} has no such transcript")))
 }
 
 async fn resolve(st: &AppState, prefix: &str) -> Result<String, WebError> {
@@ -313,7 +326,7 @@ pub async fn lines(
 ) -> Result<Response, WebError> {
     let id = resolve(&st, &id).await?;
     let files = st.store.session_files(&id).await?;
-    let file = transcript_of(&files, &id, param(&q, "agent"))?;
+    let file = transcript_of(&st, &files, &id, param(&q, "agent"))?;
     let num = |k: &str| param(&q, k).and_then(|s| s.parse::<u64>().ok());
     let (from, to) = match (num("from"), num("to")) {
         (Some(a), Some(b)) if a >= 1 && a <= b => (a, b.min(a + 2000)),
@@ -336,7 +349,7 @@ pub async fn lines(
             Err(e) => html! { p.muted { (e.to_string()) } },
         }
     } else {
-        html! { p.muted { "The transcript " code { (file.path) } " is gone (Claude Code deletes transcripts after 30 days); the session page still shows what was stored." } }
+        html! { p.muted { (query::unreadable_copy(file, &st.cfg.machine_id)) ": the session page shows it." } }
     };
     let back = format!("/sessions/{id}#line-{from}");
     Ok(ok(
@@ -359,6 +372,7 @@ pub async fn snippets(
         session_ids: None,
         snippet_type: choice_param::<SnippetType>(&q, "type")?,
         project: param(&q, "project").map(str::to_string),
+        origin: origin_param(&q)?,
         tags: param(&q, "tag")
             .map(|t| vec![t.to_string()])
             .unwrap_or_default(),

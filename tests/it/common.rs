@@ -147,6 +147,18 @@ impl TestEnv {
     }
 
     fn command(&self, projects: &Path, url: &str) -> Command {
+        self.command_as(projects, url, "test")
+    }
+
+    /// `gleaner` as another machine of a shared store: its own projects folder, machine id
+    /// and user (`$USER`, the default of config `user`).
+    pub fn cmd_as(&self, projects: &Path, machine: &str, user: &str) -> Command {
+        let mut c = self.command_as(projects, &self.url, machine);
+        c.env("USER", user);
+        c
+    }
+
+    fn command_as(&self, projects: &Path, url: &str, machine: &str) -> Command {
         let mut c = Command::new(bin());
         let home = self.dir.path().join("home");
         c.env_clear()
@@ -160,7 +172,7 @@ impl TestEnv {
             .arg("--database-url")
             .arg(url)
             .arg("--machine-id")
-            .arg("test");
+            .arg(machine);
         c
     }
 
@@ -431,5 +443,13 @@ pub async fn session_state(store: &Store, session_id: &str) -> Option<(String, S
             .await
             .ok()
             .flatten(),
+    }
+}
+
+/// Run one statement on either backend (tests that set up a state no command makes).
+pub async fn execute(store: &Store, sql: &str) -> Result<u64, sqlx::Error> {
+    match store {
+        Store::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|r| r.rows_affected()),
+        Store::Postgres(p) => sqlx::query(sql).execute(p).await.map(|r| r.rows_affected()),
     }
 }

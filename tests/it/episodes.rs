@@ -56,13 +56,6 @@ async fn scalar_i64(store: &Store, sql: &str) -> i64 {
     .expect(sql)
 }
 
-async fn execute(store: &Store, sql: &str) -> Result<u64, sqlx::Error> {
-    match store {
-        Store::Sqlite(p) => sqlx::query(sql).execute(p).await.map(|r| r.rows_affected()),
-        Store::Postgres(p) => sqlx::query(sql).execute(p).await.map(|r| r.rows_affected()),
-    }
-}
-
 /// Physical lines of a file, as the tailer counts them (complete lines).
 fn line_count(path: &str) -> i64 {
     let bytes = std::fs::read(path).expect("read source");

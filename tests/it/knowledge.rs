@@ -603,6 +603,17 @@ async fn prefix_errors(backend: Backend) {
         "{err}"
     );
     assert!(err.contains(A) && err.contains(B), "{err}");
+    // A prefix is a prefix, not a pattern; any case.
+    for p in ["eeee%", "eeee_eee", "eeeeeeee-0000-4000-8000-00000000000a0"] {
+        let out = env.cmd().args(["feedback", p]).output().expect("run");
+        assert_eq!(out.status.code(), Some(1), "{p}");
+    }
+    let out = env
+        .cmd()
+        .args(["feedback", "EEEEEEEE-0000-4000-8000-00000000000A", "--json"])
+        .output()
+        .expect("run");
+    assert_ok(&out);
     let out = env
         .cmd()
         .args(["feedback", "eeeeeeee-0000-4000-8000-00000000000a", "--json"])

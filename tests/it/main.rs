@@ -43,5 +43,6 @@ mod search;
 mod service;
 mod snippet_add;
 mod snippet_query;
+mod team;
 mod text;
 mod web;

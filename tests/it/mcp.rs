@@ -19,8 +19,18 @@ pub(crate) struct Client {
 
 impl Client {
     pub(crate) fn start(env: &TestEnv) -> Client {
-        let mut child = env
-            .cmd()
+        Client::start_cmd(env.cmd())
+    }
+
+    /// `gleaner mcp` run by `cmd`, initialized.
+    pub(crate) fn ready_cmd(cmd: std::process::Command) -> Client {
+        let mut c = Client::start_cmd(cmd);
+        c.initialize();
+        c
+    }
+
+    fn start_cmd(mut cmd: std::process::Command) -> Client {
+        let mut child = cmd
             .arg("mcp")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -40,13 +50,17 @@ impl Client {
     /// Started and initialized (protocol 2025-06-18), ready for tool calls.
     pub(crate) fn ready(env: &TestEnv) -> Client {
         let mut c = Client::start(env);
-        c.request(
+        c.initialize();
+        c
+    }
+
+    fn initialize(&mut self) {
+        self.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "gleaner-test", "version": "1"}}),
         );
-        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        c
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     }
 
     pub(crate) fn send(&mut self, v: &Value) {

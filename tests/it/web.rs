@@ -26,8 +26,12 @@ impl Drop for Web {
 }
 
 pub(crate) fn start_web(env: &TestEnv, projects: &Path, bind: &str) -> Web {
-    let mut child = env
-        .cmd_for(projects)
+    start_web_cmd(env.cmd_for(projects), bind)
+}
+
+/// `gleaner web` run by `cmd` (another database URL, another role).
+pub(crate) fn start_web_cmd(mut cmd: std::process::Command, bind: &str) -> Web {
+    let mut child = cmd
         .args(["web", "--bind", bind])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

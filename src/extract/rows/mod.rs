@@ -71,6 +71,8 @@ pub struct SessionUpdate {
     pub session_id: String,
     /// Machine that first saw it.
     pub machine: String,
+    /// The user of that machine (config `user`).
+    pub user: String,
     /// Project folder.
     pub project: String,
     /// First working directory seen (first wins).

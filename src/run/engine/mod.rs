@@ -104,7 +104,7 @@ impl Engine {
         let slots = records
             .iter()
             .map(|r| {
-                let t = Tracked::from_record(&cfg.projects_dir, &cfg.machine_id, r);
+                let t = Tracked::from_record(&cfg.projects_dir, cfg, r);
                 (PathBuf::from(&r.path), Slot::Idle(Box::new(t)))
             })
             .collect();
@@ -168,12 +168,12 @@ impl Engine {
         match self
             .pipeline
             .store
-            .register_files(&cfg.machine_id, &infos)
+            .register_files((&cfg.machine_id, &cfg.user), &infos)
             .await
         {
             Ok(records) => {
                 for r in records {
-                    let t = Tracked::from_record(&cfg.projects_dir, &cfg.machine_id, &r);
+                    let t = Tracked::from_record(&cfg.projects_dir, &cfg, &r);
                     let p = PathBuf::from(&r.path);
                     self.slots.insert(p.clone(), Slot::Idle(Box::new(t)));
                     self.mark(p);
@@ -461,6 +461,13 @@ impl Engine {
                     seconds = format_args!("{:.1}", started.elapsed().as_secs_f64()),
                     "caught up"
                 );
+                // A first pass that wrote a backfill leaves the planner's statistics behind
+                // the tables (see `Store::analyze_after_bulk`).
+                if stats.batches.load(Ordering::Relaxed) > 0 {
+                    if let Err(e) = self.pipeline.store.analyze_after_bulk().await {
+                        tracing::warn!(error = %e, "cannot refresh the planner's statistics");
+                    }
+                }
                 self.sweep_idle().await;
             }
             if cancel.is_cancelled() && tasks.is_empty() {

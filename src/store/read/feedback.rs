@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::super::sql::Sql;
 use super::super::{FeedbackType, Page, Paged, Store, StoreError};
-use super::{every_page, push_project_filter};
+use super::{every_page, push_origin_filter, push_project_filter, Origin};
 
 /// A feedback item: the one view every door lists.
 #[derive(Debug, Clone, sqlx::FromRow, Serialize)]
@@ -44,6 +44,8 @@ pub struct FeedbackFilter {
     pub feedback_type: Option<FeedbackType>,
     /// Project folder or working directory containing this text.
     pub project: Option<String>,
+    /// Who and where: sessions held by this machine or user.
+    pub origin: Origin,
     /// At or after this time (as stored).
     pub since: Option<String>,
     /// Strictly before this time.
@@ -75,6 +77,7 @@ impl Store {
             push_project_filter(&mut q, p, "s.project", "s.cwd");
             q.push(")");
         }
+        push_origin_filter(&mut q, &f.origin, "fb.session_id");
         if let Some(s) = &f.since {
             q.push(" AND fb.ts >= ").push_bind(s.as_str());
         }

@@ -30,6 +30,41 @@ pub(crate) fn push_project_filter(q: &mut Sql<'_>, project: &str, folder: &str, 
         .push(" ESCAPE '\\')");
 }
 
+/// Who and where (`--machine`, `--user`): the sessions a copy of whose transcripts a machine
+/// holds, or a user of such a machine. Every listing, search and export takes it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Origin {
+    /// Only sessions with a transcript on this machine (its `machine_id`).
+    pub machine: Option<String>,
+    /// Only sessions with a transcript on a machine of this user (its config `user`).
+    pub user: Option<String>,
+}
+
+impl Origin {
+    /// Neither is asked for.
+    pub fn is_empty(&self) -> bool {
+        self.machine.is_none() && self.user.is_none()
+    }
+}
+
+/// ` AND EXISTS (...)`: the [`Origin`] filter for the session named by the SQL expression
+/// `session`. One probe of `files_session_machine` per row.
+pub(crate) fn push_origin_filter<'a>(q: &mut Sql<'a>, origin: &'a Origin, session: &str) {
+    if origin.is_empty() {
+        return;
+    }
+    q.push(&format!(
+        " AND EXISTS (SELECT 1 FROM files o WHERE o.session_id = {session}"
+    ));
+    if let Some(m) = &origin.machine {
+        q.push(" AND o.machine = ").push_bind(m.as_str());
+    }
+    if let Some(u) = &origin.user {
+        q.push(" AND o.user_name = ").push_bind(u.as_str());
+    }
+    q.push(")");
+}
+
 /// How many rows the "every match" listings (exports, tests) fetch per statement.
 const BATCH: u32 = 500;
 

@@ -4,9 +4,9 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use super::super::sql::{like_escape, Sql};
-use super::super::{Page, Paged, SessionStatus, Store, StoreError};
-use super::{every_page, push_project_filter};
+use super::super::sql::Sql;
+use super::super::{Backend, Page, Paged, SessionStatus, Store, StoreError};
+use super::{every_page, push_origin_filter, push_project_filter, Origin};
 
 /// A sub-agent of a session.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -68,8 +68,15 @@ pub struct SessionListing {
     pub session_id: String,
     /// Project folder.
     pub project: String,
-    /// The machine whose transcripts it came from (a shared store holds several).
+    /// The machine whose transcripts it came from first (a shared store holds several).
     pub machine: String,
+    /// The user of that machine (config `user`); `None` for a session stored before Gleaner
+    /// recorded users.
+    #[sqlx(rename = "user_name")]
+    pub user: Option<String>,
+    /// Every machine holding a copy of one of its transcripts, by name.
+    #[sqlx(skip)]
+    pub machines: Vec<String>,
     /// Working directory.
     pub cwd: Option<String>,
     /// Git branch.
@@ -218,6 +225,8 @@ pub struct SessionFilter {
     pub status: Option<SessionStatus>,
     /// Only these sessions.
     pub session_ids: Option<Vec<String>>,
+    /// Who and where: sessions held by this machine or user.
+    pub origin: Origin,
     /// The order.
     pub sort: SessionSort,
     /// Only sessions after this one in the `Recent` order (keyset paging: a walk over every
@@ -271,17 +280,30 @@ impl Store {
     /// Ids and titles of the sessions whose id starts with `prefix` (case ignored: ids are
     /// lower-case), at most `limit`, by id. The one lookup behind every door's session
     /// references (`query::resolve_session`).
+    ///
+    /// Why a range and not `LIKE 'p%'`: neither backend takes an index for that `LIKE` here
+    /// (SQLite's `LIKE` ignores case, the primary key compares exactly; PostgreSQL needs the
+    /// `C` collation for it, and a team's database rarely has it), so every lookup read the
+    /// whole sessions table. `[p, p + U+10FFFF)` in byte order holds exactly the ids starting
+    /// with `p`: SQLite compares bytes, PostgreSQL compares `COLLATE "C"` over the
+    /// `sessions_id_c` index (migration 0014).
     pub async fn sessions_with_prefix(
         &self,
         prefix: &str,
         limit: u32,
     ) -> Result<Vec<(String, Option<String>)>, StoreError> {
-        let pattern = format!("{}%", like_escape(&prefix.to_lowercase()));
-        let q = Sql::new(
-            "SELECT session_id, title FROM sessions WHERE session_id LIKE $1 ESCAPE '\\' \
-             ORDER BY session_id LIMIT $2",
-        )
-        .arg(pattern)
+        let low = prefix.to_lowercase();
+        let high = format!("{low}\u{10FFFF}");
+        let id = match self.backend() {
+            Backend::Sqlite => "session_id",
+            Backend::Postgres => "session_id COLLATE \"C\"",
+        };
+        let q = Sql::new(format!(
+            "SELECT session_id, title FROM sessions WHERE {id} >= $1 AND {id} < $2 \
+             ORDER BY {id} LIMIT $3"
+        ))
+        .arg(low)
+        .arg(high)
         .arg(i64::from(limit));
         self.fetch_all(&q).await
     }
@@ -293,7 +315,7 @@ impl Store {
         page: Page,
     ) -> Result<Paged<SessionListing>, StoreError> {
         let mut q = Sql::new(
-            "SELECT s.session_id, s.project, s.machine, s.cwd, s.git_branch, s.version, s.slug, s.title, \
+            "SELECT s.session_id, s.project, s.machine, s.user_name, s.cwd, s.git_branch, s.version, s.slug, s.title, \
              s.started_at, s.last_activity_at, s.status, s.ended_at, s.duration_ms, \
              s.end_reason, s.message_count FROM sessions s WHERE 1 = 1",
         );
@@ -312,6 +334,7 @@ impl Store {
         if let Some(ids) = &f.session_ids {
             q.push(" AND ").push_in("s.session_id", ids);
         }
+        push_origin_filter(&mut q, &f.origin, "s.session_id");
         // After the cursor in `last_activity_at DESC NULLS LAST, session_id DESC`.
         match f
             .after
@@ -430,6 +453,13 @@ impl Store {
                 " GROUP BY session_id",
             ))
             .await?;
+        let holders: Vec<(Option<String>, String)> = c
+            .fetch_all(&with_ids(
+                "SELECT DISTINCT session_id, machine FROM files",
+                "session_id",
+                " ORDER BY machine",
+            ))
+            .await?;
         let agents: Vec<Agent> = c
             .fetch_all(&with_ids(
                 "SELECT session_id, agent_id, agent_type, agent_description FROM files",
@@ -499,6 +529,11 @@ impl Store {
             if let Some(i) = sid.as_deref().and_then(at) {
                 sessions[i].files = n;
                 sessions[i].lines = lines;
+            }
+        }
+        for (sid, machine) in holders {
+            if let Some(i) = sid.as_deref().and_then(at) {
+                sessions[i].machines.push(machine);
             }
         }
         for (sid, agent_id, agent_type, description) in agents {

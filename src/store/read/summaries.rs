@@ -5,7 +5,7 @@ use serde::Serialize;
 use super::super::sql::Sql;
 use super::super::{Page, Paged, Store, StoreError, SummaryKind};
 use super::sessions::{push_summary_candidates, SUMMARY_SESSION};
-use super::{every_page, push_project_filter};
+use super::{every_page, push_origin_filter, push_project_filter, Origin};
 
 /// A summary row: the one view every door lists.
 #[derive(Debug, Clone, sqlx::FromRow, Serialize)]
@@ -46,6 +46,8 @@ pub struct SummaryFilter {
     pub kind: Option<SummaryKind>,
     /// Only sessions whose project folder or working directory contains this text.
     pub project: Option<String>,
+    /// Who and where: sessions held by this machine or user.
+    pub origin: Origin,
     /// At or after this time (as stored).
     pub since: Option<String>,
     /// Strictly before this time.
@@ -84,6 +86,7 @@ impl Store {
             push_project_filter(&mut q, p, "ps.project", "ps.cwd");
             q.push(")");
         }
+        push_origin_filter(&mut q, &f.origin, SUMMARY_SESSION);
         if let Some(t) = &f.since {
             q.push(" AND s.ts >= ").push_bind(t.as_str());
         }

@@ -23,6 +23,7 @@ use serde::Serialize;
 
 pub use parse::{parse, Query, QueryError};
 
+use super::read::Origin;
 use super::sql::{Backend, Sql};
 use super::{Store, StoreError};
 
@@ -95,6 +96,8 @@ pub struct SearchFilter {
     pub kinds: Vec<SearchKind>,
     /// The session's project folder or working directory contains this text.
     pub project: Option<String>,
+    /// Who and where: sessions held by this machine or user.
+    pub origin: Origin,
     /// Only these sessions (an empty list matches nothing).
     pub session_ids: Option<Vec<String>>,
     /// At or after this ISO-8601 time.

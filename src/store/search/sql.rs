@@ -6,7 +6,7 @@ use super::{
     SUMMARY_BOOST,
 };
 use crate::extract::lexemes::lexeme;
-use crate::store::read::push_project_filter;
+use crate::store::read::{push_origin_filter, push_project_filter};
 use crate::store::sql::{Backend, Sql};
 
 /// The kinds a search covers.
@@ -33,6 +33,7 @@ fn push_filters<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, session: &str, ts: &st
         push_project_filter(q, p, "ss.project", "ss.cwd");
         q.push(")");
     }
+    push_origin_filter(q, &f.origin, session);
     if let Some(s) = &f.since {
         q.push(&format!(" AND {ts} >= ")).push_bind(s.as_str());
     }
