@@ -15,6 +15,7 @@ pub(super) mod files;
 pub(super) mod sessions;
 pub(super) mod stats;
 pub(super) mod summaries;
+mod titles;
 
 use super::sql::{contains_pattern, Sql};
 use super::{Page, Paged, StoreError};
