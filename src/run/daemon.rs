@@ -328,8 +328,9 @@ async fn start_generation(
 }
 
 /// Renew the machine id's lease every [`lease::HEARTBEAT`] until cancelled. Returns (which
-/// stops the daemon: a critical worker) when another host holds the lease now: it found this
-/// one stale, so both would write under one id.
+/// stops the daemon: a critical worker) when another host holds the lease now (it found this
+/// one stale, so both would write under one id), or when a newer gleaner migrated the schema
+/// (a writer never writes to a schema it does not know).
 pub(super) async fn keep_lease(
     store: Store,
     machine: String,
@@ -342,6 +343,18 @@ pub(super) async fn keep_lease(
         tokio::select! {
             _ = cancel.cancelled() => return,
             _ = tick.tick() => {}
+        }
+        match store.applied_schema().await {
+            Ok(Some(found)) if found > store.known_schema() => {
+                tracing::error!(
+                    schema = found,
+                    known = store.known_schema(),
+                    "a newer gleaner migrated the database; stopping (upgrade gleaner on this \
+                     machine)"
+                );
+                return;
+            }
+            _ => {}
         }
         match store.renew_lease(&machine, &holder).await {
             Ok(true) => {}
