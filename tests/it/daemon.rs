@@ -399,7 +399,8 @@ async fn socket_in_the_runtime_folder() {
     let run = env.dir.path().join("run");
     std::fs::create_dir_all(&run).expect("runtime dir");
     let run_s = run.display().to_string();
-    let mut daemon = env.spawn_daemon_unready(&[("XDG_RUNTIME_DIR", run_s.as_str())]);
+    let mut daemon =
+        env.spawn_daemon_unready(&[("XDG_RUNTIME_DIR", run_s.as_str()), ("USER", "ana")]);
     let folder = run.join("gleaner");
     let mut sock = None;
     poll_until(
@@ -429,6 +430,18 @@ async fn socket_in_the_runtime_folder() {
         .output()
         .expect("status");
     assert_ok(&out);
+    // This machine's figures and the store's, each under its own heading.
+    let out = env
+        .cmd()
+        .env("XDG_RUNTIME_DIR", &run)
+        .arg("status")
+        .output()
+        .expect("status");
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mine = text.find("this machine test (user ana):");
+    let store = text.find("the store (all machines):");
+    assert!(mine.zip(store).is_some_and(|(m, s)| m < s), "{text}");
     let (status, _) = terminate(&mut daemon);
     assert!(status.success());
     assert!(!sock.exists(), "removed at shutdown");

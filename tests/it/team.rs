@@ -380,3 +380,32 @@ async fn newer_schema_is_read_never_written(backend: Backend) {
 }
 
 both_backends!(newer_schema, newer_schema_is_read_never_written);
+
+/// "Newest first" puts what has no time last, on both backends (PostgreSQL sorts NULL first
+/// in a plain `DESC`).
+async fn untimed_last(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    const C: &str = "c3c3c3c3-0000-4000-8000-00000000000c";
+    append(
+        &env.path(&format!("p/{A}.jsonl")),
+        user_line(A, "a-1", "no, timed").as_bytes(),
+    );
+    let untimed = user_line(C, "c-1", "no, untimed")
+        .replace(r#","timestamp":"2026-01-01T00:00:00.000Z""#, "");
+    assert!(!untimed.contains("timestamp"));
+    append(&env.path(&format!("p/{C}.jsonl")), untimed.as_bytes());
+    env.ingest();
+    let order = |args: &[&str]| -> Vec<String> {
+        json_as(&env, "test", args)
+            .as_array()
+            .expect("array")
+            .iter()
+            .map(|s| s["session_id"].as_str().expect("id").to_string())
+            .collect()
+    };
+    assert_eq!(order(&["sessions"]), vec![A, C]);
+    assert_eq!(order(&["feedback"]), vec![A, C]);
+    env.cleanup().await;
+}
+
+both_backends!(nulls_last, untimed_last);

@@ -37,7 +37,6 @@ impl Store {
         }
         Ok(())
     }
-
 }
 
 /// The first line of `text` as a title; a slash command's tags give its name (`/exit`).
