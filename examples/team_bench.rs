@@ -105,7 +105,12 @@ fn run(o: Opts) -> Result<()> {
         .enumerate()
         .map(|(i, s)| daemon(&bin, &work, i, &s.dir, &url))
         .collect::<Result<_>>()?;
-    let watched = rt.block_on(watch(&url, total, Duration::from_secs(o.timeout), &mut children));
+    let watched = rt.block_on(watch(
+        &url,
+        total,
+        Duration::from_secs(o.timeout),
+        &mut children,
+    ));
     let caught_up = start.elapsed().as_secs_f64();
     for c in &children {
         // SIGTERM: the daemons finish in-flight batches and stop.
@@ -143,13 +148,16 @@ fn run(o: Opts) -> Result<()> {
         samples.len(),
         check.deadlocks
     );
-    println!("per machine: files, lines and messages equal to its own ingest: {}", {
-        if check.mismatches.is_empty() {
-            "all".to_string()
-        } else {
-            check.mismatches.join("; ")
+    println!(
+        "per machine: files, lines and messages equal to its own ingest: {}",
+        {
+            if check.mismatches.is_empty() {
+                "all".to_string()
+            } else {
+                check.mismatches.join("; ")
+            }
         }
-    });
+    );
     if failed > 0 || !check.mismatches.is_empty() || check.deadlocks > 0 {
         bail!("the run lost, duplicated or failed something (above)");
     }
@@ -192,7 +200,10 @@ fn slice(bin: &Path, work: &Path, corpus: &Corpus, i: u64, bytes: u64) -> Result
         .output()
         .context("gleaner ingest")?;
     if !out.status.success() {
-        bail!("ingest of slice {i}: {}", String::from_utf8_lossy(&out.stderr));
+        bail!(
+            "ingest of slice {i}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let v: serde_json::Value = serde_json::from_slice(&out.stdout)?;
     Ok(Slice {

@@ -14,6 +14,23 @@ use regex::bytes::{Captures, Regex};
 pub const UUID_RE: &str =
     r"(?-u)[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
 
+/// An API id (tool use, message, request): keys of `tool_uses` and `assistant_usage`.
+pub const API_ID_RE: &str = r"(?-u)\b(toolu|srvtoolu|msg|req)_[0-9A-Za-z]{16,40}";
+
+/// Deterministic fresh API id standing for `old` (`toolu_...`) in copy `k`: the same prefix and
+/// length, base62.
+pub fn map_api_id(k: u64, old: &[u8]) -> Vec<u8> {
+    const B62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let cut = old.iter().position(|&c| c == b'_').map_or(0, |i| i + 1);
+    let mut h = xxhash_rust::xxh3::xxh3_128_with_seed(old, k + 1);
+    let mut out = old[..cut].to_vec();
+    for _ in cut..old.len() {
+        out.push(B62[(h % 62) as usize]);
+        h = (h / 62) ^ (h << 7);
+    }
+    out
+}
+
 /// The real transcripts, scanned once, copied as often as a tree of the wanted size needs.
 pub struct Corpus {
     /// The corpus folder.
@@ -21,8 +38,9 @@ pub struct Corpus {
     /// Its `*.jsonl` files (relative) and their sizes.
     pub files: Vec<(PathBuf, u64)>,
     ids: HashSet<Vec<u8>>,
-    /// Every UUID of a line is made fresh (message, tool and leaf ids too), not only the
-    /// session ids: copies then share no key, as distinct real sessions would.
+    /// Every UUID of a line is made fresh (message, tool and leaf ids too), and every API id
+    /// (`toolu_`, `msg_`, `req_`), not only the session ids: copies then share no key, as
+    /// distinct real sessions would.
     every_id: bool,
 }
 
@@ -123,6 +141,7 @@ impl Corpus {
     /// in each part). Returns (bytes, files, the next copy number).
     pub fn generate_copies(&self, dest: &Path, target: u64, first: u64) -> Result<(u64, u64, u64)> {
         let re = Regex::new(UUID_RE)?;
+        let api = Regex::new(API_ID_RE)?;
         let (mut bytes, mut files, mut buf) = (0u64, 0u64, Vec::new());
         for k in first.. {
             for (rel, _) in &self.files {
@@ -153,6 +172,12 @@ impl Corpus {
                             false => c[0].to_vec(),
                         }
                     });
+                    let line = match self.every_id {
+                        true => api
+                            .replace_all(&line, |c: &Captures| map_api_id(k, &c[0]))
+                            .into_owned(),
+                        false => line.into_owned(),
+                    };
                     w.write_all(&line).with_context(ctx)?;
                     bytes += line.len() as u64;
                 }

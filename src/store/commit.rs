@@ -357,6 +357,8 @@ async fn upsert_sessions(
             }
         }
     }
+    // In key order, as every upsert of a group (`sql::dedup_sorted_by`).
+    merged.sort_by(|a, b| a.0.session_id.cmp(&b.0.session_id));
     let backend = c.backend();
     for chunk in row_chunks(backend, &merged) {
         let mut q = Sql::new(UPSERT_SESSIONS);

@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::search::index::tsvector_arg;
-use super::sql::{dedup_by, row_chunks, Backend, Conn, Sql};
+use super::sql::{dedup_sorted_by, row_chunks, Backend, Conn, Sql};
 use super::StoreError;
 use crate::extract::lexemes;
 use crate::extract::rows::{
@@ -38,7 +38,7 @@ async fn write_summaries(
         .iter()
         .flat_map(|b| b.summaries.iter().map(move |r| (*b, r)))
         .collect();
-    let summaries = dedup_by(summaries, |(_, r)| (r.kind, r.dedup_key.clone()));
+    let summaries = dedup_sorted_by(summaries, |(_, r)| (r.kind, r.dedup_key.clone()));
     let pg = backend == Backend::Postgres;
     for chunk in row_chunks(backend, &summaries) {
         let mut q = Sql::new(format!(
@@ -94,13 +94,14 @@ async fn write_summaries(
                 .push(") AND f.session_id IS NOT NULL AND ");
             q.push_in("m.uuid", chunk.iter().map(|u| uuid_bytes(u)));
             let found: Vec<(Vec<u8>, String)> = c.fetch_rows(&q.not_persistent()).await?;
-            let hits: Vec<(&str, String)> = found
+            let mut hits: Vec<(&str, String)> = found
                 .into_iter()
                 .filter_map(|(bytes, sid)| {
                     let leaf = chunk.iter().find(|u| uuid_bytes(u).as_ref() == bytes)?;
                     Some((*leaf, sid))
                 })
                 .collect();
+            hits.sort();
             for rows in row_chunks(backend, &hits) {
                 let mut q = Sql::new(format!(
                     "{}summary_leaves (leaf_uuid, session_id) ",
@@ -115,7 +116,7 @@ async fn write_summaries(
         }
     }
     // Messages committed now that a known summary names as its leaf.
-    let hits: Vec<(&str, &str)> = dedup_by(
+    let hits: Vec<(&str, &str)> = dedup_sorted_by(
         accepted
             .iter()
             .flat_map(|b| b.messages.iter())
@@ -148,7 +149,7 @@ async fn write_feedback(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result
         .iter()
         .flat_map(|b| b.feedback.iter().map(move |r| (*b, r)))
         .collect();
-    let feedback = dedup_by(feedback, |(_, r)| r.dedup_key.clone());
+    let feedback = dedup_sorted_by(feedback, |(_, r)| r.dedup_key.clone());
     let pg = backend == Backend::Postgres;
     for chunk in row_chunks(backend, &feedback) {
         let mut q = Sql::new(format!(
@@ -195,7 +196,7 @@ async fn write_tool_uses(
             v.iter().map(move |r| (*b, r))
         })
         .collect();
-    let list = dedup_by(list, |(_, r)| r.tool_use_id.clone());
+    let list = dedup_sorted_by(list, |(_, r)| r.tool_use_id.clone());
     let backend = c.backend();
     for chunk in row_chunks(backend, &list) {
         let mut q = Sql::new(
