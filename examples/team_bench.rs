@@ -148,6 +148,19 @@ fn run(o: Opts) -> Result<()> {
         samples.len(),
         check.deadlocks
     );
+    let mut kinds: BTreeMap<&str, (usize, i64)> = BTreeMap::new();
+    for s in &samples {
+        for (k, n) in &s.by_kind {
+            let e = kinds.entry(k.as_str()).or_default();
+            e.0 += 1;
+            e.1 = e.1.max(*n);
+        }
+    }
+    let kinds: Vec<String> = kinds
+        .iter()
+        .map(|(k, (samples, max))| format!("{k}: {samples} samples, at most {max}"))
+        .collect();
+    println!("waiting on: {}", kinds.join("; "));
     println!(
         "per machine: files, lines and messages equal to its own ingest: {}",
         {
@@ -244,9 +257,12 @@ fn daemon(bin: &Path, work: &Path, i: usize, tree: &Path, url: &str) -> Result<C
         .spawn()?)
 }
 
-/// One poll of the database.
+/// One poll of the database: connections waiting on a lock, by what they wait for
+/// (`advisory`: the migration lock at start; `relation`: a table lock such as `ANALYZE`'s;
+/// `transactionid`: a row another transaction is writing).
 struct Sample {
     lock_waiters: i64,
+    by_kind: Vec<(String, i64)>,
 }
 
 /// Poll every 250 ms until every file is read to its end (the committed offsets add up to
@@ -270,15 +286,16 @@ async fn watch(
             conn = pg_connect(url).await.ok();
         }
         if let Some(c) = conn.as_mut() {
-            let waiters: i64 = sqlx::query_scalar(
-                "SELECT COUNT(*) FROM pg_stat_activity WHERE datname = $1 \
-                 AND wait_event_type = 'Lock'",
+            let by_kind: Vec<(String, i64)> = sqlx::query_as(
+                "SELECT COALESCE(wait_event, '?'), COUNT(*) FROM pg_stat_activity \
+                 WHERE datname = $1 AND wait_event_type = 'Lock' GROUP BY 1",
             )
             .bind(DB)
-            .fetch_one(&mut *c)
+            .fetch_all(&mut *c)
             .await?;
             samples.push(Sample {
-                lock_waiters: waiters,
+                lock_waiters: by_kind.iter().map(|(_, n)| n).sum(),
+                by_kind,
             });
             // `files` exists once the first daemon has migrated.
             let read: Option<i64> =

@@ -26,6 +26,12 @@ use std::time::Duration;
 
 use crate::store::StoreError;
 
+/// Lines a pass must commit before it refreshes the planner's statistics
+/// (`Store::analyze_after_bulk`): a backfill moves them, a few sessions' worth does not, and
+/// twenty daemons of a shared store each analysing every table after a small first pass
+/// queued on each other's table locks (`examples/team_bench.rs`).
+pub const BULK_LINES: u64 = 10_000;
+
 /// Run blocking IO (reading a transcript, a file) off the runtime's threads: the shell's one
 /// door to the blocking pool, so every task and thread Gleaner starts is started here.
 pub async fn blocking<T: Send + 'static>(

@@ -101,7 +101,7 @@ pub async fn run_once(
     drop(engine);
     await_writer(writer).await?;
     tracing::debug!(ms = start.elapsed().as_millis() as u64, "writer drained");
-    if stats.batches.load(Ordering::Relaxed) > 0 {
+    if stats.lines.load(Ordering::Relaxed) >= super::BULK_LINES {
         if let Err(e) = store.analyze_after_bulk().await {
             tracing::warn!(error = %e, "cannot refresh the planner's statistics");
         }

@@ -463,7 +463,7 @@ impl Engine {
                 );
                 // A first pass that wrote a backfill leaves the planner's statistics behind
                 // the tables (see `Store::analyze_after_bulk`).
-                if stats.batches.load(Ordering::Relaxed) > 0 {
+                if stats.lines.load(Ordering::Relaxed) >= super::BULK_LINES {
                     if let Err(e) = self.pipeline.store.analyze_after_bulk().await {
                         tracing::warn!(error = %e, "cannot refresh the planner's statistics");
                     }
