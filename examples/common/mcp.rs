@@ -17,10 +17,13 @@ pub struct McpClient {
 }
 
 impl McpClient {
-    /// Start the server and run the initialisation handshake (protocol 2025-06-18).
+    /// Start the server and run the initialisation handshake (protocol 2025-06-18). The
+    /// machine id is the benches' (`qbench`, which ingested the trees): a transcript is read
+    /// from disk only by the machine holding it.
     pub fn start(bin: &Path, url: &str) -> Result<McpClient> {
         let mut child = Command::new(bin)
             .args(["mcp", "--database-url", url, "--log-level", "warn"])
+            .args(["--machine-id", "qbench"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -89,6 +89,8 @@ pub struct TimelineFile {
     pub lines: i64,
     /// Current generation.
     pub generation: i64,
+    /// Its session (`None` while undecided).
+    pub session_id: Option<String>,
     /// The machine holding this copy (a shared store may hold a transcript on several).
     pub machine: String,
     /// The user of that machine.
@@ -114,7 +116,7 @@ impl Store {
     pub async fn session_files(&self, session_id: &str) -> Result<Vec<TimelineFile>, StoreError> {
         let q = Sql::new(
             "SELECT id, path, kind, agent_id, agent_type, agent_description, lines, generation, \
-             machine, user_name FROM files WHERE session_id = $1 ORDER BY CASE WHEN kind = 'main' THEN 0 ELSE 1 END, \
+             session_id, machine, user_name FROM files WHERE session_id = $1 ORDER BY CASE WHEN kind = 'main' THEN 0 ELSE 1 END, \
              path",
         )
         .arg(session_id);
@@ -129,21 +131,35 @@ impl Store {
         )
         .arg(file.id)
         .arg(file.generation);
-        let tools = Sql::new(
-            "SELECT line_no, name, target, is_error FROM tool_uses WHERE file_id = $1 \
-             ORDER BY line_no",
-        )
-        .arg(file.id);
-        let feedback = Sql::new(
-            "SELECT line_no, feedback_type, content, reason FROM feedback WHERE file_id = $1 \
-             ORDER BY line_no, id",
-        )
-        .arg(file.id);
-        let summaries = Sql::new(
-            "SELECT line_no, kind, text, compact_trigger, pre_tokens FROM summaries \
-             WHERE file_id = $1 ORDER BY line_no, id",
-        )
-        .arg(file.id);
+        // Tool calls, feedback and summaries are indexed by session, not by file: the file's
+        // session narrows them by index first (a filter on the file alone read the whole
+        // table: 160 ms for a session's feedback on a 50 GB store).
+        let of_file = |cols: &str, table: &str, order: &str| {
+            let q = match &file.session_id {
+                Some(sid) => Sql::new(format!(
+                    "SELECT {cols} FROM {table} WHERE session_id = $2 AND file_id = $1 \
+                     ORDER BY {order}"
+                ))
+                .arg(file.id)
+                .arg(sid.as_str()),
+                None => Sql::new(format!(
+                    "SELECT {cols} FROM {table} WHERE file_id = $1 ORDER BY {order}"
+                ))
+                .arg(file.id),
+            };
+            q
+        };
+        let tools = of_file("line_no, name, target, is_error", "tool_uses", "line_no");
+        let feedback = of_file(
+            "line_no, feedback_type, content, reason",
+            "feedback",
+            "line_no, id",
+        );
+        let summaries = of_file(
+            "line_no, kind, text, compact_trigger, pre_tokens",
+            "summaries",
+            "line_no, id",
+        );
         Ok(Timeline {
             messages: self.fetch_all(&messages).await?,
             tools: self.fetch_all(&tools).await?,
