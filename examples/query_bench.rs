@@ -81,19 +81,7 @@ struct Row {
 }
 
 fn gleaner(bin: &Path, home: &Path, projects: &Path, url: &str) -> Command {
-    let mut c = Command::new(bin);
-    c.env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_RUNTIME_DIR", home.join("run"))
-        .env("GLEANER_LOG__LEVEL", "warn")
-        .arg("--projects-dir")
-        .arg(projects)
-        .arg("--database-url")
-        .arg(url)
-        .arg("--machine-id")
-        .arg("qbench");
-    c
+    common::gleaner_cmd(bin, home, projects, url, "qbench")
 }
 
 /// One `gleaner ingest` of `projects` into `url`; its wall time.

@@ -231,19 +231,7 @@ fn slice(bin: &Path, work: &Path, corpus: &Corpus, i: u64, bytes: u64) -> Result
 }
 
 fn gleaner(bin: &Path, home: &Path, projects: &Path, url: &str, i: u64) -> Command {
-    let mut c = Command::new(bin);
-    c.env("HOME", home)
-        .env("XDG_DATA_HOME", home.join("data"))
-        .env("XDG_CONFIG_HOME", home.join("config"))
-        .env("XDG_RUNTIME_DIR", home.join("run"))
-        .env("GLEANER_LOG__LEVEL", "warn")
-        .arg("--projects-dir")
-        .arg(projects)
-        .arg("--database-url")
-        .arg(url)
-        .arg("--machine-id")
-        .arg(format!("machine-{i:02}"));
-    c
+    common::gleaner_cmd(bin, home, projects, url, &format!("machine-{i:02}"))
 }
 
 fn daemon(bin: &Path, work: &Path, i: usize, tree: &Path, url: &str) -> Result<Child> {

@@ -60,6 +60,31 @@ pub fn binary() -> Result<std::path::PathBuf> {
     Ok(bin)
 }
 
+/// `gleaner` with its own home and XDG folders under `home`, the projects folder, database and
+/// machine id set, logging warnings only: how the benches run every command.
+#[allow(dead_code)] // not every example runs commands this way
+pub fn gleaner_cmd(
+    bin: &std::path::Path,
+    home: &std::path::Path,
+    projects: &std::path::Path,
+    url: &str,
+    machine: &str,
+) -> std::process::Command {
+    let mut c = std::process::Command::new(bin);
+    c.env("HOME", home)
+        .env("XDG_DATA_HOME", home.join("data"))
+        .env("XDG_CONFIG_HOME", home.join("config"))
+        .env("XDG_RUNTIME_DIR", home.join("run"))
+        .env("GLEANER_LOG__LEVEL", "warn")
+        .arg("--projects-dir")
+        .arg(projects)
+        .arg("--database-url")
+        .arg(url)
+        .arg("--machine-id")
+        .arg(machine);
+    c
+}
+
 /// The `q` quantile (nearest rank) of `v`, which need not be sorted; NaN when empty.
 #[allow(dead_code)] // not every example reports percentiles
 pub fn percentile(v: &[f64], q: f64) -> f64 {
