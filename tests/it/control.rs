@@ -249,8 +249,13 @@ async fn watch_limit_falls_back_to_polling() {
         status_pid(&sock).is_some()
     })
     .await;
-    let s = status(&sock);
-    assert_eq!(s["watch_mode"], "degraded", "{s}");
+    // The socket answers before the watcher has started (it reports `poll` until then).
+    wait_for(
+        Duration::from_secs(20),
+        "the watcher to report degraded",
+        || async { status(&sock)["watch_mode"] == "degraded" },
+    )
+    .await;
     for (sid, p) in &paths {
         let before = std::fs::metadata(p).expect("stat").len();
         let line = user_line(sid, "u2", "appended while only polling covers this folder");
