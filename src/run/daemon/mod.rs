@@ -11,6 +11,12 @@
 //! its queue and ends. Every worker is awaited, all within [`SHUTDOWN_GRACE`]; one still running
 //! then is named in the log and aborted. Then the pool is closed and the lock released.
 
+mod lease;
+mod reload;
+
+pub(super) use lease::keep_lease;
+use reload::{prepare_reload, same_database};
+
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -27,7 +33,7 @@ use super::pump::{Pipeline, Stats};
 use super::socket::{self, Request};
 use super::{watcher, RunError};
 use crate::config::{Config, ConfigError};
-use crate::store::lease::{self, Holder};
+use crate::store::lease::Holder;
 use crate::store::Store;
 
 /// Longest wait for the workers after a stop signal.
@@ -327,52 +333,6 @@ async fn start_generation(
     Ok(workers)
 }
 
-/// Renew the machine id's lease every [`lease::HEARTBEAT`] until cancelled. Returns (which
-/// stops the daemon: a critical worker) when another host holds the lease now (it found this
-/// one stale, so both would write under one id), or when a newer gleaner migrated the schema
-/// (a writer never writes to a schema it does not know).
-pub(super) async fn keep_lease(
-    store: Store,
-    machine: String,
-    holder: Holder,
-    cancel: CancellationToken,
-) {
-    let mut tick = tokio::time::interval(lease::HEARTBEAT);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = cancel.cancelled() => return,
-            _ = tick.tick() => {}
-        }
-        match store.applied_schema().await {
-            Ok(Some(found)) if found > store.known_schema() => {
-                tracing::error!(
-                    schema = found,
-                    known = store.known_schema(),
-                    "a newer gleaner migrated the database; stopping (upgrade gleaner on this \
-                     machine)"
-                );
-                return;
-            }
-            _ => {}
-        }
-        match store.renew_lease(&machine, &holder).await {
-            Ok(true) => {}
-            Ok(false) => {
-                tracing::error!(
-                    machine = %machine,
-                    "another host took this machine id's lease (this daemon was stopped or \
-                     cut off from the database for longer than {} s); stopping",
-                    lease::STALE.as_secs()
-                );
-                return;
-            }
-            // The database is down: the engine reports it; the lease is renewed when it is back.
-            Err(e) => tracing::debug!(error = %e, "cannot renew the machine id's lease"),
-        }
-    }
-}
-
 /// Watch a generation until the daemon must stop or a valid reload arrives.
 async fn supervise(
     workers: &mut Workers,
@@ -422,70 +382,6 @@ async fn supervise(
             },
         }
     }
-}
-
-/// Read the configuration again and check it can be applied: `(config, store, what changed)`,
-/// or why it cannot (one line).
-async fn prepare_reload(
-    old: &Arc<Config>,
-    store: &Store,
-    load: &LoadConfig,
-) -> Result<(Arc<Config>, Store, Vec<String>), String> {
-    let new = load().map_err(|e| e.to_string())?;
-    if new.data_dir != old.data_dir {
-        return Err(format!(
-            "data_dir changed ({} -> {}): the lock lives there (and the socket's name depends on it); restart the daemon to move it",
-            old.data_dir.display(),
-            new.data_dir.display()
-        ));
-    }
-    let changed = changes(old, &new);
-    let new_store = if same_database(old, &new) {
-        store.clone()
-    } else {
-        Store::connect(&new.database)
-            .await
-            .map_err(|e| e.to_string())?
-    };
-    crate::telemetry::set_level(&new.log.level).map_err(|e| format!("log.level: {e}"))?;
-    Ok((Arc::new(new), new_store, changed))
-}
-/// Whether two configurations write to the same database.
-fn same_database(a: &Config, b: &Config) -> bool {
-    a.database.url == b.database.url && a.database.max_connections == b.database.max_connections
-}
-
-/// The settings that differ between two configurations, by their config key.
-fn changes(old: &Config, new: &Config) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut diff = |key: &str, differs: bool| {
-        if differs {
-            out.push(key.to_string());
-        }
-    };
-    diff("projects_dir", old.projects_dir != new.projects_dir);
-    diff("machine_id", old.machine_id != new.machine_id);
-    diff("database.url", old.database.url != new.database.url);
-    diff("log.level", old.log.level != new.log.level);
-    diff(
-        "sessions.idle_timeout_secs",
-        old.sessions.idle_timeout != new.sessions.idle_timeout,
-    );
-    diff(
-        "daemon.rescan_interval_secs",
-        old.daemon.rescan_interval != new.daemon.rescan_interval,
-    );
-    diff(
-        "daemon.poll_interval_ms",
-        old.daemon.poll_interval != new.daemon.poll_interval,
-    );
-    diff(
-        "daemon.debounce_ms",
-        old.daemon.debounce != new.daemon.debounce,
-    );
-    diff("daemon.workers", old.daemon.workers != new.daemon.workers);
-    diff("refine.command", old.refine.command != new.refine.command);
-    out
 }
 
 /// Send states to systemd when it started us with a notify socket (a no-op otherwise).
