@@ -2,8 +2,10 @@
 //! transaction.
 //!
 //! Order inside the transaction: each batch's checkpoint guard (which is also its checkpoint
-//! write), then the rows of the accepted batches table by table in multi-row statements
-//! (messages, diagnostics, kind tallies, knowledge, episodes), then the session facts.
+//! write), then the other copies of their transcripts (`copies`: what another machine's copy
+//! already holds is not stored again), then the rows of the accepted batches table by table in
+//! multi-row statements (messages, diagnostics, kind tallies, knowledge, episodes), then the
+//! session facts.
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -11,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use super::direct::{run_now, Direct};
 use super::messages::{self, CommitStats};
 use super::sql::{row_chunks, Conn, Pooled, Sql};
-use super::{episodes, knowledge, Store, StoreError};
+use super::{copies, episodes, knowledge, Store, StoreError};
 use crate::extract::rows::{now_iso, DiagnosticRow, KindCount, PreparedBatch, SessionUpdate};
 
 /// Merge a batch's session facts: first cwd and title win, latest branch and version win,
@@ -206,12 +208,15 @@ async fn group_body(
             }));
         }
     }
+    let ids: Vec<i64> = accepted.iter().map(|b| b.file_id).collect();
+    let copies = copies::find(c, &ids).await?;
+    let keep = copies.keep_messages(c, &accepted).await?;
     let models = super::model_names::ids(c, &accepted).await?;
-    let inserted = messages::write(c, &accepted, &models, index_time).await?;
+    let inserted = messages::write(c, &accepted, &keep, &models, index_time).await?;
     write_diagnostics(c, &accepted, &now).await?;
     write_kinds(c, &accepted).await?;
     knowledge::write(c, &accepted, leaves).await?;
-    episodes::write_batches(c, &accepted, &now).await?;
+    episodes::write_batches(c, &accepted, &copies, &now).await?;
     upsert_sessions(c, &accepted, &inserted, &now).await?;
     for (b, r) in batches.iter().zip(results.iter_mut()) {
         if let Ok(st) = r {

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::collections::HashMap;
 
+use super::copies::{self, Copies};
 use super::sql::{row_chunks, Arg, Backend, Conn, Sql};
 use super::{Store, StoreError};
 use crate::extract::lexemes;
@@ -97,6 +98,7 @@ fn last_writes<'a>(items: &[EpisodeWrite<'a>]) -> Vec<EpisodeWrite<'a>> {
 pub(super) async fn write_batches(
     c: &mut Conn<'_>,
     accepted: &[&PreparedBatch],
+    copies: &Copies,
     now: &str,
 ) -> Result<(), StoreError> {
     let mut writes = Vec::new();
@@ -118,7 +120,7 @@ pub(super) async fn write_batches(
             ep,
         }));
     }
-    write(c, &writes, now).await
+    write_with(c, &writes, copies, now).await
 }
 
 /// Upsert episodes (multi-row statements) and, for the closed ones, replace their automatic
@@ -133,7 +135,31 @@ pub(super) async fn write(
     if items.is_empty() {
         return Ok(());
     }
-    let items = last_writes(items);
+    let mut ids: Vec<i64> = items.iter().map(|w| w.file_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let copies = copies::find(c, &ids).await?;
+    write_with(c, items, &copies, now).await
+}
+
+/// [`write`], the other copies of the episodes' transcripts known: an episode another copy
+/// holds is not stored again (`store::copies`).
+async fn write_with(
+    c: &mut Conn<'_>,
+    items: &[EpisodeWrite<'_>],
+    copies: &Copies,
+    now: &str,
+) -> Result<(), StoreError> {
+    let mut items = last_writes(items);
+    if !copies.is_empty() {
+        let pairs: Vec<(i64, &EpisodeRow)> = items.iter().map(|w| (w.file_id, w.ep)).collect();
+        let mask = copies.keep_episodes(c, &pairs).await?;
+        let mut kept = mask.into_iter();
+        items.retain(|_| kept.next().unwrap_or(true));
+    }
+    if items.is_empty() {
+        return Ok(());
+    }
     let mut ids: HashMap<(i64, i64, i64), i64> = HashMap::with_capacity(items.len());
     let backend = c.backend();
     for chunk in row_chunks(backend, &items) {

@@ -50,6 +50,27 @@ where
     }
 }
 
+impl<A, B, C, D, E, F> LiteRow for (A, B, C, D, E, F)
+where
+    A: rusqlite::types::FromSql,
+    B: rusqlite::types::FromSql,
+    C: rusqlite::types::FromSql,
+    D: rusqlite::types::FromSql,
+    E: rusqlite::types::FromSql,
+    F: rusqlite::types::FromSql,
+{
+    fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            r.get(3)?,
+            r.get(4)?,
+            r.get(5)?,
+        ))
+    }
+}
+
 /// Prepare `q` (kept for the rest of the group: ladder chunks repeat a few texts) and bind its
 /// arguments. A hand-numbered placeholder (`$3`) takes that argument, as sqlx binds it; a
 /// plain `?` the next one.

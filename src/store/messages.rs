@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use super::copies::Keep;
 use super::model_names::model_id;
 use super::search::index::tsvector_arg;
 use super::sql::{row_chunks, Backend, Conn, Sql};
@@ -50,25 +51,26 @@ const INSERT_FTS: &str = "INSERT INTO search_fts (rowid, body) VALUES (?1, ?2)";
 pub(super) async fn write(
     c: &mut Conn<'_>,
     accepted: &[&PreparedBatch],
+    keep: &Keep,
     models: &HashMap<String, i64>,
     index_time: &mut std::time::Duration,
 ) -> Result<HashMap<i64, CommitStats>, StoreError> {
     let written = match c {
         Conn::Direct(db) => {
-            let (written, index) = write_direct(db, accepted, models)?;
+            let (written, index) = write_direct(db, accepted, keep, models)?;
             *index_time += index;
             written
         }
-        _ => write_multi_row(c, accepted, models).await?,
+        _ => write_multi_row(c, accepted, keep, models).await?,
     };
     let mut inserted = HashMap::with_capacity(accepted.len());
     for (b, rows) in accepted.iter().zip(written) {
         let messages = match rows {
-            Some(n) if n == b.messages.len() as u64 => n,
+            Some(n) if n == keep.count(b) => n,
             _ => {
                 tracing::error!(
                     file_id = b.file_id,
-                    expected = b.messages.len(),
+                    expected = keep.count(b),
                     inserted = rows,
                     "duplicate message rows skipped despite the checkpoint guard; recounting"
                 );
@@ -106,12 +108,13 @@ async fn recount(c: &mut Conn<'_>, b: &PreparedBatch) -> Result<u64, StoreError>
 async fn write_multi_row(
     c: &mut Conn<'_>,
     accepted: &[&PreparedBatch],
+    keep: &Keep,
     models: &HashMap<String, i64>,
 ) -> Result<Vec<Option<u64>>, StoreError> {
     let backend = c.backend();
     let messages: Vec<(&PreparedBatch, &MessageRow)> = accepted
         .iter()
-        .flat_map(|b| b.messages.iter().map(move |m| (*b, m)))
+        .flat_map(|b| keep.messages(b).map(move |m| (*b, m)))
         .collect();
     let mut message_rows = 0;
     let chunks: Vec<_> = row_chunks(backend, &messages).collect();
@@ -129,7 +132,7 @@ async fn write_multi_row(
     let all = message_rows == messages.len() as u64;
     Ok(accepted
         .iter()
-        .map(|b| all.then_some(b.messages.len() as u64))
+        .map(|b| all.then_some(keep.count(b)))
         .collect())
 }
 
@@ -183,6 +186,7 @@ fn messages_insert<'a>(
 fn write_direct(
     db: &rusqlite::Connection,
     accepted: &[&PreparedBatch],
+    keep: &Keep,
     models: &HashMap<String, i64>,
 ) -> Result<(Vec<Option<u64>>, std::time::Duration), StoreError> {
     let mut insert = db.prepare_cached(INSERT_MESSAGE)?;
@@ -196,13 +200,13 @@ fn write_direct(
     for b in accepted {
         let generation = b.checkpoint.generation;
         let mut rows = 0u64;
-        for m in &b.messages {
+        for m in keep.messages(b) {
             let model = model_id(models, m);
             rows += insert_message(&mut insert, b.file_id, generation, m, model)? as u64;
         }
-        if rows == b.messages.len() as u64 {
+        if rows == keep.count(b) {
             let t = std::time::Instant::now();
-            for m in b.messages.iter().filter(|m| lexemes::searchable(m)) {
+            for m in keep.messages(b).filter(|m| lexemes::searchable(m)) {
                 let Some(text) = m.text.as_deref() else {
                     continue;
                 };

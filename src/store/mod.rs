@@ -23,6 +23,7 @@
 
 mod commit;
 mod conn;
+mod copies;
 mod direct;
 mod episodes;
 mod failure;

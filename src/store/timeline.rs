@@ -123,31 +123,56 @@ impl Store {
         self.fetch_all(&q).await
     }
 
-    /// Every row of one transcript file (its current generation) the timeline shows.
-    pub async fn timeline(&self, file: &TimelineFile) -> Result<Timeline, StoreError> {
-        let messages = Sql::new(
-            "SELECT line_no, seq, kind, subtype, ts, tool_names, is_error, text, is_meta \
-             FROM messages WHERE file_id = $1 AND generation = $2 ORDER BY line_no, seq",
-        )
-        .arg(file.id)
-        .arg(file.generation);
+    /// Every row of one transcript the timeline shows: of `file` and of the other copies of
+    /// its transcript in `files` (other machines', `store::copies`), each at its current
+    /// generation. One copy is in line order; several are merged by time, then line.
+    pub async fn timeline(
+        &self,
+        files: &[TimelineFile],
+        file: &TimelineFile,
+    ) -> Result<Timeline, StoreError> {
+        let copies: Vec<&TimelineFile> = files
+            .iter()
+            .filter(|f| f.id != file.id && f.kind == file.kind && f.agent_id == file.agent_id)
+            .chain(std::iter::once(file))
+            .collect();
+        let order = if copies.len() > 1 {
+            "CASE WHEN m.ts IS NULL THEN 1 ELSE 0 END, m.ts, m.line_no, m.file_id, m.seq"
+        } else {
+            "m.line_no, m.seq"
+        };
+        let mut messages = Sql::new(
+            "SELECT m.line_no, m.seq, m.kind, m.subtype, m.ts, m.tool_names, m.is_error, m.text, \
+             m.is_meta FROM messages m WHERE (",
+        );
+        for (i, f) in copies.iter().enumerate() {
+            if i > 0 {
+                messages.push(" OR ");
+            }
+            messages
+                .push("(m.file_id = ")
+                .push_bind(f.id)
+                .push(" AND m.generation = ")
+                .push_bind(f.generation)
+                .push(")");
+        }
+        messages.push(&format!(") ORDER BY {order}"));
+        let messages = messages.not_persistent();
         // Tool calls, feedback and summaries are indexed by session, not by file: the file's
         // session narrows them by index first (a filter on the file alone read the whole
-        // table: 160 ms for a session's feedback on a 50 GB store).
+        // table: 160 ms for a session's feedback on a 50 GB store). Each is stored once, by
+        // the copy that read it first.
+        let ids: Vec<i64> = copies.iter().map(|f| f.id).collect();
         let of_file = |cols: &str, table: &str, order: &str| {
-            let q = match &file.session_id {
-                Some(sid) => Sql::new(format!(
-                    "SELECT {cols} FROM {table} WHERE session_id = $2 AND file_id = $1 \
-                     ORDER BY {order}"
-                ))
-                .arg(file.id)
-                .arg(sid.as_str()),
-                None => Sql::new(format!(
-                    "SELECT {cols} FROM {table} WHERE file_id = $1 ORDER BY {order}"
-                ))
-                .arg(file.id),
-            };
-            q
+            let mut q = Sql::new(format!("SELECT {cols} FROM {table} WHERE "));
+            if let Some(sid) = &file.session_id {
+                q.push("session_id = ")
+                    .push_bind(sid.as_str())
+                    .push(" AND ");
+            }
+            q.push_in("file_id", ids.iter().copied())
+                .push(&format!(" ORDER BY {order}"));
+            q.not_persistent()
         };
         let tools = of_file("line_no, name, target, is_error", "tool_uses", "line_no");
         let feedback = of_file(

@@ -272,7 +272,7 @@ pub async fn session(
     };
     let files = st.store.session_files(&id).await?;
     let file = transcript_of(&st, &files, &id, param(&q, "agent"))?;
-    let tl = st.store.timeline(file).await?;
+    let tl = st.store.timeline(&files, file).await?;
     let mut episodes = st
         .store
         .list_episodes(&EpisodeFilter {
@@ -280,7 +280,12 @@ pub async fn session(
             ..EpisodeFilter::default()
         })
         .await?;
-    episodes.retain(|e| e.source_file == file.path);
+    // The transcript's episodes, whichever machine's copy stored them (`store::copies`).
+    episodes.retain(|e| {
+        files
+            .iter()
+            .any(|f| f.path == e.source_file && f.kind == file.kind && f.agent_id == file.agent_id)
+    });
     let snippets = st
         .store
         .list_snippets(&SnippetFilter {

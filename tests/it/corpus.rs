@@ -1,6 +1,6 @@
 //! The whole real corpus, on both backends.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use crate::both_backends;
 use crate::common::*;
@@ -28,21 +28,58 @@ fn expected_messages(bytes: &[u8]) -> u64 {
     n
 }
 
+/// The keys of a transcript's message lines (store::copies): the line uuid, or for a line
+/// without one its kind, subtype, time and line number.
+fn message_keys(bytes: &[u8]) -> Vec<String> {
+    let (end, _) = expected_checkpoint(bytes);
+    let mut keys = Vec::new();
+    for (at, line) in bytes[..end as usize].split(|&b| b == b'\n').enumerate() {
+        let mut line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.starts_with(b"\xEF\xBB\xBF") {
+            line = &line[3..];
+        }
+        for v in serde_json::Deserializer::from_slice(line).into_iter::<serde_json::Value>() {
+            let Ok(v) = v else { break };
+            let kind = v.get("type").and_then(|t| t.as_str()).unwrap_or_default();
+            if !matches!(kind, "user" | "assistant" | "system" | "summary") {
+                continue;
+            }
+            keys.push(match v.get("uuid").and_then(|u| u.as_str()) {
+                Some(u) => u.to_string(),
+                None => format!("{kind}/{}/{}/{}", v["subtype"], v["timestamp"], at + 1),
+            });
+        }
+    }
+    keys
+}
+
+/// The bytes of each transcript's files, by (session, agent).
+type Transcripts = HashMap<(Option<String>, Option<String>), Vec<Vec<u8>>>;
+
 /// Model names are stored once (`models`) and named by id: the names the assistant lines of
 /// the corpus carry, each line's through an id that exists.
-async fn check_models(store: &gleaner::store::Store, on_disk: &[std::path::PathBuf]) {
+/// (Copies of one transcript store a line once: counted once per uuid within a transcript.)
+async fn check_models(store: &gleaner::store::Store, transcripts: &Transcripts) {
     let (mut names, mut lines) = (BTreeSet::new(), 0i64);
-    for p in on_disk {
-        let bytes = std::fs::read(p).expect("read corpus file");
-        let (end, _) = expected_checkpoint(&bytes);
-        for v in bytes[..end as usize]
-            .split(|&b| b == b'\n')
-            .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
-        {
-            if v["type"] == "assistant" {
-                if let Some(m) = v["message"]["model"].as_str() {
-                    names.insert(m.to_string());
-                    lines += 1;
+    for files in transcripts.values() {
+        let mut seen = HashSet::new();
+        for bytes in files {
+            let (end, _) = expected_checkpoint(bytes);
+            for v in bytes[..end as usize]
+                .split(|&b| b == b'\n')
+                .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
+            {
+                if v["type"] == "assistant" {
+                    if let Some(m) = v["message"]["model"].as_str() {
+                        let first = files.len() == 1
+                            || v["uuid"]
+                                .as_str()
+                                .is_none_or(|u| seen.insert(u.to_string()));
+                        if first {
+                            names.insert(m.to_string());
+                            lines += 1;
+                        }
+                    }
                 }
             }
         }
@@ -92,6 +129,7 @@ async fn whole_corpus(backend: Backend) {
         .collect();
     assert_eq!(stored.len(), on_disk.len());
     let mut messages = 0;
+    let mut copies: Transcripts = HashMap::new();
     for p in &on_disk {
         let bytes = std::fs::read(p).expect("read corpus file");
         let (offset, lines) = expected_checkpoint(&bytes);
@@ -117,7 +155,21 @@ async fn whole_corpus(backend: Backend) {
         if offset > 0 {
             assert!(f.session_id.is_some(), "{} has no session", p.display());
         }
-        messages += expected_messages(&bytes);
+        // Copies of one transcript (the corpus holds excerpts of some sessions in other
+        // files) store each line once (store::copies).
+        let key = (f.session_id.clone(), f.agent_id.clone());
+        copies.entry(key).or_default().push(bytes);
+    }
+    for files in copies.values() {
+        if let [one] = files.as_slice() {
+            messages += expected_messages(one);
+        } else {
+            let mut keys = HashSet::new();
+            for bytes in files {
+                keys.extend(message_keys(bytes));
+            }
+            messages += keys.len() as u64;
+        }
     }
     let after_first = counts(&store).await;
     assert_eq!(after_first.messages as u64, messages);
@@ -126,7 +178,7 @@ async fn whole_corpus(backend: Backend) {
         after_first.diagnostics, 0,
         "the corpus has no malformed lines"
     );
-    check_models(&store, &on_disk).await;
+    check_models(&store, &copies).await;
 
     // Flat 2.0.x agent files take the parent's sessionId from their lines.
     let flat = on_disk

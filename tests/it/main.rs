@@ -24,6 +24,7 @@ mod common;
 
 mod cli;
 mod control;
+mod copies;
 mod corpus;
 mod crash;
 mod daemon;

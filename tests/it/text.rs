@@ -29,13 +29,21 @@ const PLUMBING: &[&str] = &[
     "[Request interrupted",
 ];
 
-/// The turns of one transcript file: (role, text), read with `serde_json` only. A last line
-/// without its `\n` may be half written: Gleaner reads it once complete, so it is left out.
-fn turns_of(bytes: &[u8]) -> Vec<(&'static str, String)> {
+/// One turn and where it stands: (role, text), line uuid, timestamp, line number.
+type Turn = (
+    (&'static str, String),
+    Option<String>,
+    Option<String>,
+    usize,
+);
+
+/// The turns of one transcript file, read with `serde_json` only. A last line without its
+/// `\n` may be half written: Gleaner reads it once complete, so it is left out.
+fn turns_of(bytes: &[u8]) -> Vec<Turn> {
     let mut out = Vec::new();
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     lines.pop();
-    for line in lines {
+    for (at, line) in lines.into_iter().enumerate() {
         let mut de = serde_json::Deserializer::from_slice(line).into_iter::<Value>();
         while let Some(Ok(v)) = de.next() {
             let role = match v["type"].as_str() {
@@ -60,7 +68,13 @@ fn turns_of(bytes: &[u8]) -> Vec<(&'static str, String)> {
             if t.is_empty() || (role == "User" && PLUMBING.iter().any(|p| t.starts_with(p))) {
                 continue;
             }
-            out.push((role, t.to_string()));
+            let text = |k: &str| v[k].as_str().map(str::to_string);
+            out.push((
+                (role, t.to_string()),
+                text("uuid"),
+                text("timestamp"),
+                at + 1,
+            ));
         }
     }
     out
@@ -131,10 +145,24 @@ async fn matches_jsonl(backend: Backend) {
     let mut longest: Option<(usize, String, String)> = None;
     for (sid, mut paths) in sessions {
         paths.sort();
-        let mut turns = Vec::new();
-        for p in &paths {
-            turns.extend(turns_of(&std::fs::read(p).expect("transcript")));
+        // Copies of one transcript (the corpus holds excerpts of some sessions in other
+        // files) are stored once: each line uuid from the first file holding it, merged by
+        // time, then line (store::copies).
+        let mut turns: Vec<(Turn, usize)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (i, p) in paths.iter().enumerate() {
+            for t in turns_of(&std::fs::read(p).expect("transcript")) {
+                if t.1.as_ref().is_none_or(|u| seen.insert(u.clone())) {
+                    turns.push((t, i));
+                }
+            }
         }
+        if paths.len() > 1 {
+            turns.sort_by(|(a, fa), (b, fb)| {
+                (a.2.is_none(), &a.2, a.3, fa).cmp(&(b.2.is_none(), &b.2, b.3, fb))
+            });
+        }
+        let turns: Vec<(&str, String)> = turns.into_iter().map(|(t, _)| t.0).collect();
         let want = render(&turns);
         let (v, _) = text_json(&env, &[&sid]);
         let got = v["text"].as_str().unwrap_or_default();

@@ -16,16 +16,22 @@ pub struct ConversationRow {
 
 impl Store {
     /// The user and assistant messages of a session that carry text, in conversation order:
-    /// the main transcript by line, with `subagents` also the sub-agents' messages, all by time
-    /// (a line without a timestamp keeps its place after the timed ones of its file). Injected
+    /// the main transcript by line (by time when several machines hold copies of it), with
+    /// `subagents` also the sub-agents' messages, all by time (a line without a timestamp
+    /// after the timed ones). Injected
     /// (meta) lines and earlier generations of rewritten files are left out.
     pub async fn conversation_rows(
         &self,
         session_id: &str,
         subagents: bool,
     ) -> Result<Vec<ConversationRow>, StoreError> {
-        let order = if subagents {
-            "CASE WHEN m.ts IS NULL THEN 1 ELSE 0 END, m.ts, f.kind DESC, m.file_id, m.line_no, m.seq"
+        // The main transcript held by several machines is merged from its copies by time
+        // (`store::copies`); held by one, its line order is the truth.
+        let copies = Sql::new("SELECT COUNT(*) FROM files WHERE session_id = $1 AND kind = 'main'")
+            .arg(session_id);
+        let by_time = subagents || self.fetch_i64(&copies).await? > 1;
+        let order = if by_time {
+            "CASE WHEN m.ts IS NULL THEN 1 ELSE 0 END, m.ts, f.kind DESC, m.line_no, m.file_id, m.seq"
         } else {
             "m.file_id, m.line_no, m.seq"
         };

@@ -413,11 +413,14 @@ impl Store {
         };
         let mut pooled = self.acquire().await?;
         let mut c = pooled.conn();
+        // Per transcript: several machines may hold copies of it (`store::copies`), which
+        // count once, with the lines of the longest.
         let files: Vec<Files> = c
             .fetch_all(&with_ids(
-                "SELECT session_id, COUNT(*), CAST(COALESCE(SUM(lines), 0) AS BIGINT) FROM files",
+                "SELECT session_id, COUNT(*), CAST(COALESCE(SUM(lines), 0) AS BIGINT) FROM \
+                 (SELECT session_id, MAX(lines) AS lines FROM files",
                 "session_id",
-                " GROUP BY session_id",
+                " GROUP BY session_id, kind, COALESCE(agent_id, '')) t GROUP BY session_id",
             ))
             .await?;
         let holders: Vec<(Option<String>, String)> = c
@@ -503,8 +506,14 @@ impl Store {
                 sessions[i].machines.push(machine);
             }
         }
+        let mut seen_agents: std::collections::HashSet<(usize, Option<String>)> =
+            std::collections::HashSet::new();
         for (sid, agent_id, agent_type, description) in agents {
             if let Some(i) = sid.as_deref().and_then(at) {
+                // A sub-agent held by several machines is one sub-agent.
+                if agent_id.is_some() && !seen_agents.insert((i, agent_id.clone())) {
+                    continue;
+                }
                 sessions[i].subagent_count += 1;
                 sessions[i].subagents.push(SubAgent {
                     agent_id,
