@@ -292,6 +292,7 @@ fn cli_probes(o: &Ctx, url: &str, projects: &Path, sid: &str, rows: &mut Vec<Row
             rss_mb: Some(rss as f64 / 1e6),
         });
     }
+    context_probes(o, url, projects, sid, rows)?;
     // A whole export streams: its memory must not follow the store.
     let t = Instant::now();
     let child = gleaner(&o.bin, &o.home, projects, url)
@@ -308,6 +309,80 @@ fn cli_probes(o: &Ctx, url: &str, projects: &Path, sid: &str, rows: &mut Vec<Row
         probe: "export --format jsonl (every session)".into(),
         ms: vec![t.elapsed().as_secs_f64() * 1e3],
         rss_mb: Some(peak as f64 / 1e6),
+    });
+    Ok(())
+}
+
+/// The digest of a new session's start: the `SessionStart` hook (process start to exit, as
+/// Claude Code waits for it) and `gleaner context`, for the project of session `sid`. Skipped
+/// for a binary without them (an older baseline).
+fn context_probes(
+    o: &Ctx,
+    url: &str,
+    projects: &Path,
+    sid: &str,
+    rows: &mut Vec<Row>,
+) -> Result<()> {
+    let has = gleaner(&o.bin, &o.home, projects, url)
+        .args(["context", "--help"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()?;
+    if !has.success() {
+        return Ok(());
+    }
+    let shown = gleaner(&o.bin, &o.home, projects, url)
+        .args(["show", sid, "--json"])
+        .output()?;
+    let shown: serde_json::Value = serde_json::from_slice(&shown.stdout)?;
+    let cwd = shown["session"]["cwd"].as_str().unwrap_or("/").to_string();
+    let input = serde_json::json!({
+        "session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup",
+    })
+    .to_string();
+    let mut bytes = 0;
+    let ms = time(o.runs, || {
+        use std::io::Write;
+        let mut child = gleaner(&o.bin, &o.home, projects, url)
+            .args(["hook", "session-start"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()?;
+        child
+            .stdin
+            .take()
+            .context("stdin")?
+            .write_all(input.as_bytes())?;
+        let out = child.wait_with_output()?;
+        bytes = out.stdout.len();
+        Ok(())
+    })?;
+    rows.push(Row {
+        door: "cli",
+        probe: format!("hook session-start ({bytes} bytes out)"),
+        ms,
+        rss_mb: None,
+    });
+    let mut rss = 0u64;
+    let ms = time(o.runs, || {
+        let child = gleaner(&o.bin, &o.home, projects, url)
+            .args(["context", "--project", &cwd, "--exclude", sid])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()?;
+        let (code, _, peak) = wait_pid(child.id() as i32, true)?.context("vanished")?;
+        if code != 0 {
+            bail!("gleaner context exited {code}");
+        }
+        rss = rss.max(peak);
+        Ok(())
+    })?;
+    rows.push(Row {
+        door: "cli",
+        probe: "context".into(),
+        ms,
+        rss_mb: Some(rss as f64 / 1e6),
     });
     Ok(())
 }

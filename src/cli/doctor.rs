@@ -179,7 +179,7 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
         check(
             "hooks",
             "ok",
-            format!("SessionEnd and PreCompact in {where_}"),
+            format!("{} in {where_}", hooks::EVENTS.map(|(e, _)| e).join(", ")),
             None,
         )
     } else {

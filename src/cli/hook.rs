@@ -29,6 +29,8 @@ pub enum Kind {
     SessionEnd,
     /// Claude Code's `PreCompact` event: the transcript is about to be compacted.
     PreCompact,
+    /// Claude Code's `SessionStart` event: print the project's digest (`query::context`).
+    SessionStart,
 }
 
 /// What a hook may take in all, from start to exit (Claude Code waits for it).
@@ -57,6 +59,8 @@ const INPUT_ENV: &str = "GLEANER_HOOK_INPUT";
 struct HookInput {
     session_id: Option<String>,
     transcript_path: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    cwd: Option<String>,
     #[allow(dead_code)]
     hook_event_name: Option<String>,
     #[allow(dead_code)]
@@ -65,6 +69,9 @@ struct HookInput {
 
 /// Run a hook. Errors are for the caller to print; it exits 0 regardless.
 pub fn run(kind: Kind, overrides: &Overrides) -> anyhow::Result<()> {
+    if kind == Kind::SessionStart {
+        return session_start(overrides);
+    }
     let background = std::env::var_os(BACKGROUND_ENV).is_some();
     let input = if background {
         let text = std::env::var(INPUT_ENV).context("background hook without its input")?;
@@ -107,7 +114,57 @@ pub fn run(kind: Kind, overrides: &Overrides) -> anyhow::Result<()> {
             runtime.shutdown_background();
             r
         }
+        Kind::SessionStart => Ok(()),
     }
+}
+
+/// The `SessionStart` hook: the digest of the session's project as
+/// `hookSpecificOutput.additionalContext`, within [`HOOK_BUDGET`]. It fails open: any problem
+/// (no input, no database, a schema it cannot read, no time left) prints nothing at all, since
+/// what it prints goes into the session's context.
+fn session_start(overrides: &Overrides) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    let work = || -> anyhow::Result<Option<String>> {
+        let input = read_input(STDIN_WAIT)?;
+        let Some(cwd) = input.cwd.filter(|c| !c.is_empty()) else {
+            return Ok(None);
+        };
+        let cfg = config::load(overrides)?;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let req = crate::query::context::ContextRequest {
+            project: crate::query::context::project_folder(&cwd),
+            exclude: input.session_id.filter(|s| !s.is_empty()),
+            max_bytes: cfg.context.max_bytes,
+        };
+        let left = HOOK_BUDGET.saturating_sub(started.elapsed());
+        let text = runtime.block_on(async {
+            let work = async {
+                let store = super::open_store(&cfg).await?;
+                let text = crate::query::context::digest(&store, &req).await;
+                store.close().await;
+                anyhow::Ok(text?)
+            };
+            match tokio::time::timeout(left, work).await {
+                Ok(r) => r,
+                Err(_) => anyhow::bail!("no digest within {HOOK_BUDGET:?}"),
+            }
+        });
+        runtime.shutdown_background();
+        Ok(Some(text?).filter(|t| !t.is_empty()))
+    };
+    if let Ok(Some(text)) = work() {
+        let out = serde_json::json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": text,
+            }
+        });
+        println!("{out}");
+    }
+    Ok(())
 }
 
 /// Start this hook again in the background to do the work without a daemon.

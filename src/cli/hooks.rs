@@ -1,5 +1,5 @@
-//! `gleaner hooks install | uninstall`: add Gleaner's `SessionEnd` and `PreCompact` entries to
-//! Claude Code's `settings.json`, merged with the hooks already there.
+//! `gleaner hooks install | uninstall`: add Gleaner's `SessionEnd`, `PreCompact` and
+//! `SessionStart` entries to Claude Code's `settings.json`, merged with the hooks already there.
 //!
 //! Why edit the file for the user: the hook format (event -> groups -> commands) is easy to get
 //! subtly wrong by hand, and a wrong command silently does nothing. The edit is idempotent (an
@@ -15,13 +15,16 @@ use serde_json::{json, Value};
 use super::{Outcome, EXIT_OK};
 
 /// Claude Code event -> `gleaner hook` subcommand.
-pub(super) const EVENTS: [(&str, &str); 2] =
-    [("SessionEnd", "session-end"), ("PreCompact", "pre-compact")];
+pub(super) const EVENTS: [(&str, &str); 3] = [
+    ("SessionEnd", "session-end"),
+    ("PreCompact", "pre-compact"),
+    ("SessionStart", "session-start"),
+];
 
 /// `gleaner hooks ...`.
 #[derive(Debug, clap::Subcommand)]
 pub enum HooksCommand {
-    /// Add the SessionEnd and PreCompact hooks to Claude Code's settings.
+    /// Add the SessionEnd, PreCompact and SessionStart hooks to Claude Code's settings.
     Install {
         /// Print the resulting settings instead of writing them.
         #[arg(long)]

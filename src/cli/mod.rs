@@ -3,6 +3,7 @@
 //! Subcommands render results (table or `--json`) and never write SQL themselves; queries live
 //! in [`crate::query`]. Errors surface as `anyhow` chains that `main` prints on one line.
 
+mod context;
 mod doctor;
 mod export;
 mod hook;
@@ -118,6 +119,9 @@ enum Command {
     Refine(refine::RefineArgs),
     /// A session's conversation as plain text (user and assistant text, in order).
     Text(text::TextArgs),
+    /// What earlier sessions of a project kept, as a new session is given it at its start
+    /// (corrections, decisions and fixes, recent sessions).
+    Context(context::ContextArgs),
     /// What was skipped or went wrong while reading this machine's transcripts (malformed or
     /// over-long lines, ...), newest first.
     Diagnostics(list::DiagnosticsArgs),
@@ -153,7 +157,8 @@ enum Command {
     },
     /// Make the running daemon read its configuration again (as SIGHUP does).
     Reload,
-    /// Add or remove Gleaner's SessionEnd and PreCompact hooks in Claude Code's settings.
+    /// Add or remove Gleaner's SessionEnd, PreCompact and SessionStart hooks in Claude Code's
+    /// settings.
     Hooks {
         #[command(subcommand)]
         cmd: hooks::HooksCommand,
@@ -194,6 +199,9 @@ enum HookCommand {
     /// PreCompact hook: asks the daemon to ingest the transcript now, before Claude Code
     /// compacts the conversation; returns at once.
     PreCompact,
+    /// SessionStart hook: prints what earlier sessions of the project kept (as `gleaner
+    /// context`) for Claude Code to give the new session; prints nothing on any problem.
+    SessionStart,
 }
 
 /// `gleaner snippet` subcommands.
@@ -452,6 +460,7 @@ impl Command {
             Command::Snippets(args) => snippets::snippets(&cfg, args).await,
             Command::Search(args) => search::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,
+            Command::Context(args) => context::run(&cfg, args).await,
             Command::Show(args) => show::run(&cfg, args).await,
             Command::Diagnostics(args) => list::diagnostics(&cfg, args).await,
             Command::Export(args) => export::run(&cfg, args).await,
@@ -483,6 +492,7 @@ fn hook_kind(h: &HookCommand) -> hook::Kind {
     match h {
         HookCommand::SessionEnd => hook::Kind::SessionEnd,
         HookCommand::PreCompact => hook::Kind::PreCompact,
+        HookCommand::SessionStart => hook::Kind::SessionStart,
     }
 }
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde::Deserialize;
 
 use super::{
-    BatchConfig, Config, ConfigError, DaemonConfig, LogConfig, LogFormat, McpConfig, RefineConfig,
-    SessionsConfig, TailSettings, WebConfig, DEFAULT_CONFIG_TOML, ENV_PREFIX,
+    BatchConfig, Config, ConfigError, ContextConfig, DaemonConfig, LogConfig, LogFormat, McpConfig,
+    RefineConfig, SessionsConfig, TailSettings, WebConfig, DEFAULT_CONFIG_TOML, ENV_PREFIX,
 };
 use crate::episode::{EpisodesTable, Rules, Settings, TriageTable};
 use crate::extract::redact::Redactor;
@@ -84,6 +84,7 @@ pub struct RawConfig {
     triage: TriageTable,
     redact: RawRedact,
     mcp: RawMcp,
+    context: RawContext,
     web: RawWeb,
     refine: RawRefine,
     log: RawLog,
@@ -100,6 +101,11 @@ struct RawRefine {
 #[derive(Debug, Clone, Deserialize)]
 struct RawWeb {
     bind: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct RawContext {
+    max_bytes: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -522,6 +528,9 @@ impl Config {
                     raw.mcp.max_result_chars,
                     1000,
                 )?,
+            },
+            context: ContextConfig {
+                max_bytes: usize_at_least("context.max_bytes", raw.context.max_bytes, 256)?,
             },
             web: WebConfig {
                 bind: raw

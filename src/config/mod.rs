@@ -97,6 +97,8 @@ pub struct Config {
     pub log: LogConfig,
     /// The MCP server.
     pub mcp: McpConfig,
+    /// The digest given to a new session (`gleaner hook session-start`, `gleaner context`).
+    pub context: ContextConfig,
     /// The web view.
     pub web: WebConfig,
     /// Optional refinement of closed episodes by a command the user chose.
@@ -165,6 +167,13 @@ pub struct WebConfig {
 pub struct McpConfig {
     /// Longest tool result, in characters.
     pub max_result_chars: usize,
+}
+
+/// `[context]`: the digest given to a new session at its start.
+#[derive(Debug, Clone)]
+pub struct ContextConfig {
+    /// Longest digest, in bytes.
+    pub max_bytes: usize,
 }
 
 /// `[refine]`: a command (a local model runner, `claude -p`, ...) that turns a closed

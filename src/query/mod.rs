@@ -9,6 +9,7 @@
 //! a 400 page). Listings are paged in SQL ([`Page::probe`]), so what a call costs depends on
 //! the page, not on the size of the store.
 
+pub mod context;
 pub mod overview;
 mod page;
 mod session_ref;
@@ -41,7 +42,7 @@ pub mod store {
         Paged, Schema, SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter,
         SnippetListing, SnippetPage, Store, StoreError, SubAgent, SummaryCounts, SummaryFilter,
         SummaryKind, SummaryListing, Timeline, TimelineFeedback, TimelineFile, TimelineMessage,
-        TimelineSummary, TimelineTool, TokenTotals, Totals, KEYWORD_COUNT_CAP,
+        TimelineSummary, TimelineTool, TokenTotals, Totals, COUNT_CAP,
     };
 }
 

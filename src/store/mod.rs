@@ -60,6 +60,7 @@ pub use commit::WriterConn;
 pub use episodes::SnippetSource;
 pub use files::FileRecord;
 pub use messages::CommitStats;
+pub use read::context::{ContextCorrection, ContextItem, ContextSession};
 pub use read::conversation::ConversationRow;
 pub use read::diagnostics::DiagnosticListing;
 pub use read::feedback::{FeedbackFilter, FeedbackListing};
@@ -68,12 +69,12 @@ pub use read::sessions::{
     FeedbackCounts, SessionCursor, SessionFilter, SessionListing, SessionSort, SubAgent,
     SummaryCounts, TokenTotals,
 };
-pub use read::stats::{TableCounts, Totals};
+pub use read::stats::{TableCounts, Totals, SESSIONS_COUNTED};
 pub use read::summaries::{SummaryFilter, SummaryListing};
 pub use read::Origin;
 pub use sessions::{ClosedEpisode, EpisodeStateRow, IdleSession};
 pub use snippet_query::{
-    EpisodeFilter, EpisodeListing, SnippetFilter, SnippetListing, SnippetPage, KEYWORD_COUNT_CAP,
+    EpisodeFilter, EpisodeListing, SnippetFilter, SnippetListing, SnippetPage, COUNT_CAP,
 };
 pub use sql::Backend;
 pub use timeline::{

@@ -103,7 +103,11 @@ pub async fn home(State(st): State<Arc<AppState>>, Query(q): Params) -> Result<R
         }
         @if let Some(r) = results { (r) }
         div.counts {
-            div { b { (totals.sessions) } "sessions" }
+            @if totals.sessions_exact {
+                div { b { (totals.sessions) } "sessions" }
+            } @else {
+                div title="estimated" { b { "≈" (totals.sessions) } "sessions" }
+            }
             div title="estimated" { b { "≈" (totals.messages) } "messages" }
             div title="estimated" { b { "≈" (totals.summaries) } "summaries" }
             div title="estimated" { b { "≈" (totals.feedback) } "feedback" }
@@ -413,7 +417,7 @@ pub async fn snippets(
             label { "Since" input name="since" placeholder="30d" value=(param(&q, "since").unwrap_or("")); }
             button type="submit" { "Filter" }
         }
-        p.muted { (page_.total_count) " snippets" }
+        p.muted { @if !page_.total_count_exact { "More than " } (page_.total_count) " snippets" }
         @for s in &page_.snippets {
             div.hit {
                 span.pill { (s.snippet_type) } " " b { (s.title) }

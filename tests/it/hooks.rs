@@ -49,6 +49,10 @@ async fn hooks_install_merge_and_uninstall() {
         .as_str()
         .unwrap();
     assert!(pre.ends_with("gleaner hook pre-compact"), "{pre}");
+    let start = v["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+        .as_str()
+        .unwrap();
+    assert!(start.ends_with("gleaner hook session-start"), "{start}");
     let backup = settings.with_extension("json.gleaner-backup");
     assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
 

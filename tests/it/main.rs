@@ -23,6 +23,7 @@
 mod common;
 
 mod cli;
+mod context;
 mod control;
 mod copies;
 mod corpus;

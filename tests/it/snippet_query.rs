@@ -810,13 +810,13 @@ async fn episodes(backend: Backend) {
 }
 both_backends!(episode_listing, episodes);
 
-/// Keyword searches count at most `KEYWORD_COUNT_CAP` matches exactly; beyond, the total is
-/// a lower bound flagged as such (and stays exact without a keyword).
+/// Listings count at most `COUNT_CAP` matches exactly; beyond, the total is a lower bound
+/// flagged as such (exact again under the cap).
 async fn keyword_count_cap(backend: Backend) {
-    use gleaner::store::KEYWORD_COUNT_CAP;
+    use gleaner::store::COUNT_CAP;
     let env = TestEnv::new(backend).await;
     let store = env.store().await;
-    let n = KEYWORD_COUNT_CAP as usize + 5;
+    let n = COUNT_CAP as usize + 5;
     for chunk in (0..n).collect::<Vec<_>>().chunks(250) {
         let values: Vec<String> = chunk
             .iter()
@@ -846,7 +846,7 @@ async fn keyword_count_cap(backend: Backend) {
         .await
         .expect("keyword page");
     assert_eq!(page.snippets.len(), 50);
-    assert_eq!(page.total_count, KEYWORD_COUNT_CAP);
+    assert_eq!(page.total_count, COUNT_CAP);
     assert!(!page.total_count_exact);
     assert!(page.has_more);
     // Deep pages stay consistent: the total never falls below what was shown.
@@ -860,8 +860,21 @@ async fn keyword_count_cap(backend: Backend) {
         .list_snippets(&SnippetFilter::default())
         .await
         .expect("no keyword");
-    assert_eq!(page.total_count, n as i64);
-    assert!(page.total_count_exact);
+    assert_eq!(
+        (page.total_count, page.total_count_exact),
+        (COUNT_CAP, false)
+    );
+    let since = SnippetFilter {
+        since: Some("2026-01-01T00:00:59.000Z".into()),
+        ..SnippetFilter::default()
+    };
+    let page = store.list_snippets(&since).await.expect("since");
+    assert!(
+        page.total_count_exact && page.total_count > 0,
+        "{}",
+        page.total_count
+    );
+    assert!(page.total_count < COUNT_CAP);
     let rare = store
         .list_snippets(&kw("number 1003 "))
         .await
@@ -875,7 +888,7 @@ async fn keyword_count_cap(backend: Backend) {
         .expect("run");
     assert_ok(&out);
     let v = json_of(&out);
-    assert_eq!(v["total_count"], KEYWORD_COUNT_CAP);
+    assert_eq!(v["total_count"], COUNT_CAP);
     assert_eq!(v["total_count_exact"], false);
     store.close().await;
     env.cleanup().await;

@@ -51,7 +51,8 @@ fn turns_of(bytes: &[u8]) -> Vec<Turn> {
                 Some("assistant") => "Assistant",
                 _ => continue,
             };
-            if v["isMeta"] == true || v["isCompactSummary"] == true {
+            // Sidechain lines in a main file (Claude Code 1.0.x) are a sub-agent's.
+            if v["isMeta"] == true || v["isCompactSummary"] == true || v["isSidechain"] == true {
                 continue;
             }
             let text = match &v["message"]["content"] {

@@ -315,3 +315,44 @@ async fn session_page_in_a_real_browser() {
     );
     drop(web);
 }
+
+/// The home page counts sessions up to `SESSIONS_COUNTED` and estimates beyond (a count of
+/// every row would grow with the store).
+async fn home_estimates_many_sessions(backend: Backend) {
+    use gleaner::store::SESSIONS_COUNTED;
+    let env = TestEnv::new(backend).await;
+    let store = env.store().await;
+    let add = |from: i64, to: i64| {
+        format!(
+            "WITH RECURSIVE n(i) AS (SELECT {from} UNION ALL SELECT i + 1 FROM n WHERE i < {to}) \
+             INSERT INTO sessions (session_id, machine, project, created_at, updated_at) \
+             SELECT 'sess-' || i, 'test', 'p', '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z' \
+             FROM n"
+        )
+    };
+    execute(&store, &add(1, SESSIONS_COUNTED))
+        .await
+        .expect("sessions");
+    let web = start_web(&env, &env.projects, "127.0.0.1:0");
+    let (code, body) = get(&web.url);
+    assert_eq!(code, 200);
+    assert!(
+        body.contains(&format!("<b>{SESSIONS_COUNTED}</b>sessions")),
+        "exact up to the cap: {body}"
+    );
+    execute(&store, &add(SESSIONS_COUNTED + 1, SESSIONS_COUNTED + 10))
+        .await
+        .expect("more sessions");
+    let (_, body) = get(&web.url);
+    let at = body.find("</b>sessions").expect("the sessions count");
+    let shown = &body[body[..at].rfind("<b>").expect("bold") + 3..at];
+    let n: i64 = shown
+        .strip_prefix('≈')
+        .unwrap_or_else(|| panic!("estimated beyond the cap: {shown}"))
+        .parse()
+        .expect("a number");
+    assert!(n > SESSIONS_COUNTED, "{n}");
+    store.close().await;
+    env.cleanup().await;
+}
+both_backends!(home_session_total, home_estimates_many_sessions);

@@ -16,7 +16,7 @@ pub struct ConversationRow {
 
 impl Store {
     /// The user and assistant messages of a session that carry text, in conversation order:
-    /// the main transcript by line (by time when several machines hold copies of it), with
+    /// the main transcript (without its sidechain lines: a sub-agent's) by line (by time when several machines hold copies of it), with
     /// `subagents` also the sub-agents' messages, all by time (a line without a timestamp
     /// after the timed ones). Injected
     /// (meta) lines and earlier generations of rewritten files are left out.
@@ -35,13 +35,16 @@ impl Store {
         } else {
             "m.file_id, m.line_no, m.seq"
         };
+        // Old transcripts (Claude Code 1.0.x) keep a sub-agent's lines in the main file, marked
+        // `isSidechain`: they are the sub-agent's, as the newer layout's own files are.
         let agents = if subagents {
             ""
         } else {
-            " AND f.kind = 'main'"
+            " AND f.kind = 'main' AND NOT m.is_sidechain"
         };
         let q = Sql::new(format!(
-            "SELECT m.kind, m.text, CASE WHEN f.kind = 'agent' THEN f.agent_id END AS agent_id \
+            "SELECT m.kind, m.text, CASE WHEN f.kind = 'agent' THEN f.agent_id \
+             WHEN m.is_sidechain THEN COALESCE(m.agent_id, 'sidechain') END AS agent_id \
              FROM messages m JOIN files f ON f.id = m.file_id AND m.generation = f.generation \
              WHERE f.session_id = $1 AND m.kind IN ('user', 'assistant') AND m.text IS NOT NULL \
              AND NOT m.is_meta{agents} ORDER BY {order}"
@@ -56,7 +59,8 @@ impl Store {
         let q = Sql::new(
             "SELECT CAST(1 AS BIGINT) FROM messages m JOIN files f ON f.id = m.file_id \
              AND m.generation = f.generation \
-             WHERE f.session_id = $1 AND f.kind = 'agent' AND m.kind IN ('user', 'assistant') \
+             WHERE f.session_id = $1 AND (f.kind = 'agent' OR m.is_sidechain) \
+             AND m.kind IN ('user', 'assistant') \
              AND m.text IS NOT NULL AND NOT m.is_meta LIMIT 1",
         )
         .arg(session_id);

@@ -8,6 +8,7 @@
 //! one of them is keyed so that re-reads and resumed-session copies count once, and a `COUNT`
 //! over those keys is exact by construction.
 
+pub(super) mod context;
 pub(super) mod conversation;
 pub(super) mod diagnostics;
 pub(super) mod feedback;

@@ -23,11 +23,14 @@ pub struct TableCounts {
     pub feedback: i64,
 }
 
-/// Totals for the home page: `sessions` exact, the others estimated (see `Store::totals`).
+/// Totals for the home page: `sessions` exact up to [`SESSIONS_COUNTED`], the others estimated
+/// (see `Store::totals`).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Totals {
     /// Sessions.
     pub sessions: i64,
+    /// Whether `sessions` is exact (else estimated, as the others).
+    pub sessions_exact: bool,
     /// Messages.
     pub messages: i64,
     /// Summaries of all kinds.
@@ -39,6 +42,10 @@ pub struct Totals {
     /// Snippets.
     pub snippets: i64,
 }
+
+/// Sessions the home page counts exactly; beyond, it estimates (a count reads every row, so
+/// its cost would grow with the store).
+pub const SESSIONS_COUNTED: i64 = 10_000;
 
 impl Store {
     /// Row counts of the main tables, exact (tests and `ingest` summaries: it counts every
@@ -56,22 +63,34 @@ impl Store {
         Ok(row.unwrap_or_default())
     }
 
-    /// Totals for the home page: sessions counted, the large tables estimated, so that the
-    /// page costs the same on any size of store. SQLite: the largest row id (rows are rarely
-    /// deleted); PostgreSQL: the statistics' live-row count (updated as rows are written).
+    /// Totals for the home page: sessions counted up to [`SESSIONS_COUNTED`], the large
+    /// tables (and more sessions) estimated, so that the page costs the same on any size of
+    /// store. SQLite: the largest row id (rows are rarely deleted); PostgreSQL: the
+    /// statistics' live-row count (updated as rows are written).
     pub async fn totals(&self) -> Result<Totals, StoreError> {
         let estimate = |t: &str| match self.backend() {
-            Backend::Sqlite => Sql::new(format!("SELECT COALESCE(MAX(id), 0) FROM {t}")),
+            Backend::Sqlite => Sql::new(format!("SELECT COALESCE(MAX(rowid), 0) FROM {t}")),
             Backend::Postgres => Sql::new(
                 "SELECT COALESCE(MAX(n_live_tup), 0) FROM pg_stat_user_tables \
                  WHERE relname = $1 AND schemaname = current_schema()",
             )
             .arg(t.to_string()),
         };
+        let counted = self
+            .fetch_i64(
+                &Sql::new("SELECT COUNT(*) FROM (SELECT 1 FROM sessions LIMIT $1) t")
+                    .arg(SESSIONS_COUNTED + 1),
+            )
+            .await?;
+        let sessions_exact = counted <= SESSIONS_COUNTED;
+        let sessions = if sessions_exact {
+            counted
+        } else {
+            self.fetch_i64(&estimate("sessions")).await?.max(counted)
+        };
         Ok(Totals {
-            sessions: self
-                .fetch_i64(&Sql::new("SELECT COUNT(*) FROM sessions"))
-                .await?,
+            sessions,
+            sessions_exact,
             messages: self.fetch_i64(&estimate("messages")).await?,
             summaries: self.fetch_i64(&estimate("summaries")).await?,
             feedback: self.fetch_i64(&estimate("feedback")).await?,

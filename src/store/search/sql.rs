@@ -2,8 +2,8 @@
 //! values.
 
 use super::{
-    Query, Ranked, SearchFilter, SearchKind, COUNT_CAP, RANKED_CANDIDATES, START, STOP,
-    SUMMARY_BOOST,
+    Query, Ranked, SearchFilter, SearchKind, COUNT_CAP, PG_RANKED_CANDIDATES, RANKED_CANDIDATES,
+    START, STOP, SUMMARY_BOOST,
 };
 use crate::extract::lexemes::lexeme;
 use crate::store::read::{push_origin_filter, push_project_filter};
@@ -245,7 +245,7 @@ fn pg_kind(k: SearchKind) -> PgKind {
 
 /// One `SELECT` per kind, `UNION ALL`; `ranked`: with kind, keys and score.
 ///
-/// Ranked, each kind scores only its newest [`RANKED_CANDIDATES`] matches, as SQLite does:
+/// Ranked, each kind scores only its newest [`PG_RANKED_CANDIDATES`] matches, as SQLite does:
 /// `ts_rank_cd` reads (and decompresses) each scored row's vector, and scoring every match of
 /// a common word cost what the store's size made it (1.4 s at 80,000 sessions). The
 /// candidates are taken by the table's key, reading no vector (the inner query passes them on
@@ -289,7 +289,7 @@ fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool) {
         push_filters(q, f, p.session, p.ts);
         if ranked {
             q.push(&format!(
-                " ORDER BY {} LIMIT {RANKED_CANDIDATES}) c",
+                " ORDER BY {} LIMIT {PG_RANKED_CANDIDATES}) c",
                 p.newest
             ));
         } else {

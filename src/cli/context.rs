@@ -1,0 +1,52 @@
+//! `gleaner context`: the digest a new session is given at its start (`query::context`), for
+//! people: what earlier sessions of a project kept.
+
+use std::io::Write;
+
+use super::{Outcome, EXIT_OK};
+use crate::config::Config;
+use crate::query::context::{digest, project_folder, ContextRequest};
+
+/// `gleaner context` arguments.
+#[derive(Debug, clap::Args)]
+pub struct ContextArgs {
+    /// The project: its working directory or its folder under the projects folder (default:
+    /// the current directory).
+    #[arg(long)]
+    pub project: Option<String>,
+    /// Leave this session out (as the hook leaves out the session it starts).
+    #[arg(long, value_name = "SESSION_ID")]
+    pub exclude: Option<String>,
+    /// Longest digest in bytes (default: config `context.max_bytes`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..=1_000_000))]
+    pub max_bytes: Option<u32>,
+    /// Print `{project, context}` as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner context`.
+pub async fn run(cfg: &Config, args: ContextArgs) -> Outcome {
+    let project = match args.project {
+        Some(p) => p,
+        None => std::env::current_dir()?.display().to_string(),
+    };
+    let req = ContextRequest {
+        project: project_folder(&project),
+        exclude: args.exclude,
+        max_bytes: args.max_bytes.map_or(cfg.context.max_bytes, |n| n as usize),
+    };
+    let store = super::open_store(cfg).await?;
+    let text = digest(&store, &req).await?;
+    store.close().await;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let v = serde_json::json!({"project": req.project, "context": text});
+        writeln!(out, "{}", serde_json::to_string_pretty(&v)?)?;
+    } else if text.is_empty() {
+        eprintln!("nothing kept yet for project {}", req.project);
+    } else {
+        write!(out, "{text}")?;
+    }
+    Ok(EXIT_OK)
+}

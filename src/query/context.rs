@@ -1,0 +1,252 @@
+//! The digest a new session is given at its start (`gleaner hook session-start`, Claude Code's
+//! `SessionStart` hook) and that `gleaner context` prints: what earlier sessions of the same
+//! project kept, in at most `max_bytes`.
+//!
+//! How it is chosen: the project is the session's working directory as Claude Code names its
+//! folder under `~/.claude/projects`; the current session is left out. Three kinds of lines,
+//! each ending with the session id (8 characters) for a follow-up MCP call:
+//!
+//! 1. **Corrections and preferences**: what the user said when correcting the assistant (the
+//!    words of turns labelled `user_correction` in the 20 most recent sessions: a correcting
+//!    phrase, or what followed an interruption; not pasted output) and the reasons typed for
+//!    denied tool calls, newest first. Most actionable, so first.
+//! 2. **Decisions and fixes**: the project's snippets (decision rationales, error reasoning,
+//!    learnings), newest first, then the titles of design-decision and error-recovery episodes
+//!    of the recent sessions.
+//! 3. **Recent sessions**: date, title and the start of the latest summary.
+//!
+//! Lines are taken in turns from the three lists (the first of each, then the second...) while
+//! they fit, so a long list never crowds the others out; then shown grouped. Each line is cut
+//! to [`LINE_CHARS`]; the same text is shown once. Nothing relevant: an empty digest (the hook
+//! prints nothing). Every text comes from stored rows, redacted before they were stored.
+
+use std::collections::HashSet;
+
+use super::Error;
+use crate::store::{ContextCorrection, ContextItem, ContextSession, Store};
+
+/// Longest line of a digest, in characters.
+pub const LINE_CHARS: usize = 200;
+/// Recent sessions whose corrections and episodes are read.
+const RECENT_SESSIONS: i64 = 20;
+/// Candidates read per list (a digest shows far fewer).
+const CANDIDATES: i64 = 12;
+
+/// What to digest.
+#[derive(Debug, Clone)]
+pub struct ContextRequest {
+    /// The project folder (see [`project_folder`]).
+    pub project: String,
+    /// The session being started, left out.
+    pub exclude: Option<String>,
+    /// Longest digest, in bytes.
+    pub max_bytes: usize,
+}
+
+/// The project folder Claude Code keeps a working directory's sessions in: every character
+/// but ASCII letters and digits becomes `-` (`/home/u/my.app` -> `-home-u-my-app`). A value
+/// that is already a folder name (no `/` or `\`) is taken as it is.
+pub fn project_folder(cwd_or_folder: &str) -> String {
+    if !cwd_or_folder.contains(['/', '\\']) {
+        return cwd_or_folder.to_string();
+    }
+    cwd_or_folder
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+/// The digest for `req`, or an empty string when the project holds nothing to say.
+pub async fn digest(store: &Store, req: &ContextRequest) -> Result<String, Error> {
+    let sessions = store
+        .context_sessions(&req.project, req.exclude.as_deref(), RECENT_SESSIONS)
+        .await?;
+    let ids: Vec<String> = sessions.iter().map(|s| s.session_id.clone()).collect();
+    let corrections = store.context_corrections(&ids, CANDIDATES).await?;
+    let mut items = store.context_items(&req.project, &ids, CANDIDATES).await?;
+    if let Some(ex) = &req.exclude {
+        items.retain(|i| &i.session_id != ex);
+    }
+    let lists = [
+        correction_lines(&corrections),
+        item_lines(&items),
+        session_lines(&sessions),
+    ];
+    Ok(pack(&lists, req.max_bytes))
+}
+
+/// `text [abcd1234]`, whitespace collapsed, cut to [`LINE_CHARS`].
+fn line(text: &str, session_id: &str) -> String {
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let short: String = session_id.chars().take(8).collect();
+    let body = if text.chars().count() > LINE_CHARS {
+        let cut: String = text.chars().take(LINE_CHARS - 1).collect();
+        format!("{}…", cut.trim_end())
+    } else {
+        text
+    };
+    format!("- {body} [{short}]")
+}
+
+fn correction_lines(rows: &[ContextCorrection]) -> Vec<String> {
+    let mut out = Vec::new();
+    for r in rows {
+        match r.source.as_str() {
+            "denial" => out.push(line(
+                &format!("denied a tool call: {}", r.body),
+                &r.session_id,
+            )),
+            _ => {
+                let Ok(serde_json::Value::Array(ev)) = serde_json::from_str(&r.body) else {
+                    continue;
+                };
+                for e in ev {
+                    let said = e["text"].as_str().unwrap_or_default().trim();
+                    // The user's own words: a correcting phrase, or what they said after
+                    // interrupting. (A denial's evidence names the tool call, a pasted failure
+                    // is output: neither is a preference.)
+                    let signal = e["signal"].as_str().unwrap_or_default();
+                    let words = signal.starts_with("phrase") || signal.starts_with("interruption");
+                    if e["label"] == "user_correction" && words && !said.is_empty() {
+                        out.push(line(&format!("\"{said}\""), &r.session_id));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+fn item_lines(rows: &[ContextItem]) -> Vec<String> {
+    rows.iter()
+        .map(|i| {
+            let what = match i.kind.as_str() {
+                "decision_rationale" | "design_decision" => "decision",
+                "error_reasoning" | "error_recovery" => "fix",
+                _ => "learned",
+            };
+            line(&format!("{what}: {}", i.title), &i.session_id)
+        })
+        .collect()
+}
+
+fn session_lines(rows: &[ContextSession]) -> Vec<String> {
+    rows.iter()
+        .filter(|s| s.title.is_some() || s.summary.is_some())
+        .map(|s| {
+            let date = s
+                .last_activity_at
+                .as_deref()
+                .map(|t| t.chars().take(10).collect::<String>())
+                .unwrap_or_default();
+            let mut text = date;
+            if let Some(t) = &s.title {
+                text.push_str(&format!(" \"{t}\""));
+            }
+            if let Some(sum) = &s.summary {
+                text.push_str(": ");
+                text.push_str(sum);
+            }
+            line(text.trim(), &s.session_id)
+        })
+        .collect()
+}
+
+const HEADER: &str = "Gleaner: what earlier sessions in this project kept (the id in brackets \
+                      names the session for the gleaner MCP tools: get_session, \
+                      get_conversation, search).";
+const TITLES: [&str; 3] = [
+    "Corrections and preferences:",
+    "Decisions and fixes:",
+    "Recent sessions:",
+];
+
+/// Take lines in turns from each list while the whole fits in `max_bytes`, then show them
+/// grouped under their titles. Empty when no line fits or none is given.
+fn pack(lists: &[Vec<String>; 3], max_bytes: usize) -> String {
+    let mut seen: HashSet<&str> = HashSet::new();
+    let mut chosen: [Vec<&str>; 3] = Default::default();
+    let mut size = HEADER.len() + 1;
+    let mut next = [0usize; 3];
+    let mut progress = true;
+    while progress {
+        progress = false;
+        for k in 0..3 {
+            while let Some(l) = lists[k].get(next[k]) {
+                next[k] += 1;
+                if !seen.insert(l.as_str()) {
+                    continue;
+                }
+                let title = if chosen[k].is_empty() {
+                    TITLES[k].len() + 1
+                } else {
+                    0
+                };
+                let grown = size + title + l.len() + 1;
+                if grown <= max_bytes {
+                    size = grown;
+                    chosen[k].push(l);
+                    progress = true;
+                }
+                break;
+            }
+        }
+    }
+    if chosen.iter().all(Vec::is_empty) {
+        return String::new();
+    }
+    let mut out = String::from(HEADER);
+    out.push('\n');
+    for (k, lines) in chosen.iter().enumerate() {
+        if lines.is_empty() {
+            continue;
+        }
+        out.push_str(TITLES[k]);
+        out.push('\n');
+        for l in lines {
+            out.push_str(l);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn folders_are_named_as_claude_code_names_them() {
+        assert_eq!(project_folder("/home/u/my.app"), "-home-u-my-app");
+        assert_eq!(project_folder("S:\\02-DevOps"), "S--02-DevOps");
+        assert_eq!(project_folder("-home-u-p"), "-home-u-p");
+    }
+
+    #[test]
+    fn lines_are_taken_in_turns_within_the_budget() {
+        let many = |p: &str| (0..50).map(|i| format!("- {p} {i} [abcd1234]")).collect();
+        let lists = [many("fix"), many("decision"), many("session")];
+        let out = pack(&lists, 600);
+        assert!(out.len() <= 600, "{}", out.len());
+        for t in TITLES {
+            assert!(out.contains(t), "{out}");
+        }
+        assert!(
+            out.contains("- fix 1 ") && out.contains("- session 1 "),
+            "{out}"
+        );
+        assert_eq!(pack(&[vec![], vec![], vec![]], 2048), "");
+        // Nothing fits: nothing at all, not a bare header.
+        assert_eq!(pack(&lists, HEADER.len() + 10), "");
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_whitespace_collapsed() {
+        let l = line(&format!("a\n  b {}", "x".repeat(500)), "0123456789abcdef");
+        assert!(
+            l.starts_with("- a b x") && l.ends_with("… [01234567]"),
+            "{l}"
+        );
+        assert!(l.chars().count() <= LINE_CHARS + 14);
+    }
+}
