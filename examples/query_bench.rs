@@ -335,7 +335,12 @@ fn context_probes(
         .args(["show", sid, "--json"])
         .output()?;
     let shown: serde_json::Value = serde_json::from_slice(&shown.stdout)?;
-    let cwd = shown["session"]["cwd"].as_str().unwrap_or("/").to_string();
+    // The project's folder (the tree's copies keep their source's working directories, whose
+    // folders are not the copies'): the hook takes a folder name as it takes a path.
+    let cwd = shown["session"]["project"]
+        .as_str()
+        .unwrap_or("/")
+        .to_string();
     let input = serde_json::json!({
         "session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup",
     })

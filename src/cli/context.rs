@@ -11,8 +11,9 @@ use crate::query::context::{digest, project_folder, ContextRequest};
 #[derive(Debug, clap::Args)]
 pub struct ContextArgs {
     /// The project: its working directory or its folder under the projects folder (default:
-    /// the current directory).
-    #[arg(long)]
+    /// the current directory). A folder name starts with `-` (`-home-u-app`): taken as a
+    /// value, not a flag.
+    #[arg(long, allow_hyphen_values = true)]
     pub project: Option<String>,
     /// Leave this session out (as the hook leaves out the session it starts).
     #[arg(long, value_name = "SESSION_ID")]

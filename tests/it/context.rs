@@ -94,6 +94,20 @@ async fn session_start(backend: Backend) {
         .expect("context");
     assert_ok(&out);
     assert_eq!(String::from_utf8_lossy(&out.stdout), text);
+    // The project's folder name (it starts with `-`) names it too.
+    let out = env
+        .cmd_for(&projects)
+        .args([
+            "context",
+            "--project",
+            "-home-vwestberg-Claude",
+            "--exclude",
+            CURRENT,
+        ])
+        .output()
+        .expect("context");
+    assert_ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), text);
 
     // The size is configurable; a smaller digest still holds a line of each kind it has.
     let mut small = start_cmd(&env, &projects);
