@@ -52,6 +52,27 @@ pub(super) struct Draft {
     pub(super) score: f64,
 }
 
+/// The drafts worth keeping (score at least [`MIN_SCORE`]), best first; the snippet of the
+/// episode's own label (`primary`) gets a small head start (it is what the episode is about).
+/// The score gate comes before the ranking: a draft under the gate that the head start put
+/// first must not end the walk, or the better drafts after it are never kept.
+fn ranked(drafts: Vec<Draft>, primary: Option<SnippetType>) -> Vec<Draft> {
+    let rank = |d: &Draft| {
+        d.score
+            + if Some(d.kind) == primary {
+                PRIMARY_BONUS
+            } else {
+                0.0
+            }
+    };
+    let mut kept: Vec<Draft> = drafts
+        .into_iter()
+        .filter(|d| d.score >= MIN_SCORE)
+        .collect();
+    kept.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+    kept
+}
+
 /// The first sentence of `text` (its first line when there is no sentence end), clipped.
 pub(super) fn first_sentence(text: &str) -> String {
     sentences(text)
@@ -81,30 +102,19 @@ pub fn snippets(
         drafts.extend(super::notes::note_draft(open, NoteKind::Pivot));
     }
     drafts.extend(super::notes::note_draft(open, NoteKind::Learning));
-    // Best first; the episode's own label breaks ties (it is what the episode is about).
     let primary = match triage.label {
         Label::ErrorRecovery => Some(SnippetType::ErrorReasoning),
         Label::UserCorrection => Some(SnippetType::LearningPattern),
         Label::Pivot | Label::DesignDecision => Some(SnippetType::DecisionRationale),
         Label::Routine => None,
     };
-    // Best first; the snippet of the episode's own label gets a small head start (it is what
-    // the episode is about).
-    let rank = |d: &Draft| {
-        d.score
-            + if Some(d.kind) == primary {
-                PRIMARY_BONUS
-            } else {
-                0.0
-            }
-    };
-    drafts.sort_by(|a, b| rank(b).total_cmp(&rank(a)));
+    let drafts = ranked(drafts, primary);
 
     let tags = tags(open, project);
     let mut seen = BTreeSet::new();
     let mut out = Vec::new();
     for d in drafts {
-        if out.len() >= PER_EPISODE || d.score < MIN_SCORE {
+        if out.len() >= PER_EPISODE {
             break;
         }
         let content = clean(&d.content);
@@ -345,5 +355,39 @@ mod tests {
             clean("The options are:\n```bash\npython3 -m http.server"),
             "The options are:\n```bash\npython3 -m http.server\n```"
         );
+    }
+
+    #[test]
+    fn a_draft_under_the_gate_ranked_first_does_not_hide_the_rest() {
+        let draft = |kind, score| Draft {
+            kind,
+            title: format!("{kind:?} {score}"),
+            content: String::new(),
+            lines: (1, 1),
+            observation: String::new(),
+            lesson: String::new(),
+            score,
+        };
+        // The primary kind's head start puts the weak draft first (0.50 + 0.1 > 0.58).
+        let drafts = vec![
+            draft(SnippetType::ErrorReasoning, MIN_SCORE - 0.05),
+            draft(SnippetType::DecisionRationale, MIN_SCORE + 0.03),
+            draft(SnippetType::LearningPattern, MIN_SCORE + 0.01),
+        ];
+        let kept: Vec<SnippetType> = ranked(drafts, Some(SnippetType::ErrorReasoning))
+            .into_iter()
+            .map(|d| d.kind)
+            .collect();
+        assert_eq!(
+            kept,
+            [SnippetType::DecisionRationale, SnippetType::LearningPattern]
+        );
+        // Above the gate, the head start still decides between close scores.
+        let drafts = vec![
+            draft(SnippetType::DecisionRationale, 0.70),
+            draft(SnippetType::ErrorReasoning, 0.65),
+        ];
+        let first = ranked(drafts, Some(SnippetType::ErrorReasoning))[0].kind;
+        assert_eq!(first, SnippetType::ErrorReasoning);
     }
 }
