@@ -271,26 +271,7 @@ fn cli_probes(o: &Ctx, url: &str, projects: &Path, sid: &str, rows: &mut Vec<Row
         vec!["export", "--format", "md", "--session", sid],
     ];
     for args in probes {
-        let mut rss = 0u64;
-        let ms = time(o.runs, || {
-            let child = gleaner(&o.bin, &o.home, projects, url)
-                .args(&args)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()?;
-            let (code, _, peak) = wait_pid(child.id() as i32, true)?.context("vanished")?;
-            if code != 0 {
-                bail!("gleaner {args:?} exited {code}");
-            }
-            rss = rss.max(peak);
-            Ok(())
-        })?;
-        rows.push(Row {
-            door: "cli",
-            probe: args.join(" "),
-            ms,
-            rss_mb: Some(rss as f64 / 1e6),
-        });
+        rows.push(cli_row(o, url, projects, &args, args.join(" "))?);
     }
     context_probes(o, url, projects, sid, rows)?;
     // A whole export streams: its memory must not follow the store.
@@ -369,27 +350,33 @@ fn context_probes(
         ms,
         rss_mb: None,
     });
+    let args = ["context", "--project", &cwd, "--exclude", sid];
+    rows.push(cli_row(o, url, projects, &args, "context".into())?);
+    Ok(())
+}
+
+/// `gleaner ARGS` timed `o.runs` times (output discarded), with its peak RSS.
+fn cli_row(o: &Ctx, url: &str, projects: &Path, args: &[&str], probe: String) -> Result<Row> {
     let mut rss = 0u64;
     let ms = time(o.runs, || {
         let child = gleaner(&o.bin, &o.home, projects, url)
-            .args(["context", "--project", &cwd, "--exclude", sid])
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()?;
         let (code, _, peak) = wait_pid(child.id() as i32, true)?.context("vanished")?;
         if code != 0 {
-            bail!("gleaner context exited {code}");
+            bail!("gleaner {args:?} exited {code}");
         }
         rss = rss.max(peak);
         Ok(())
     })?;
-    rows.push(Row {
+    Ok(Row {
         door: "cli",
-        probe: "context".into(),
+        probe,
         ms,
         rss_mb: Some(rss as f64 / 1e6),
-    });
-    Ok(())
+    })
 }
 
 /// Sessions and files in the store, and its size on disk.

@@ -93,15 +93,20 @@ async fn seen(env: &TestEnv, projects: &Path, machine: &str) -> Seen {
     }
 }
 
-async fn held_by_three_machines(backend: Backend) {
-    let env = TestEnv::new(backend).await;
-    let dirs: Vec<PathBuf> = ["alpha", "beta", "gamma"]
-        .iter()
-        .map(|m| env.dir.path().join(m))
-        .collect();
+/// The session placed in the projects folders of machines alpha, beta and gamma.
+fn three_copies(env: &TestEnv) -> Vec<PathBuf> {
+    let dirs: Vec<PathBuf> = MACHINES.iter().map(|m| env.dir.path().join(m)).collect();
     for d in &dirs {
         place_copy(d);
     }
+    dirs
+}
+
+const MACHINES: [&str; 3] = ["alpha", "beta", "gamma"];
+
+async fn held_by_three_machines(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let dirs = three_copies(&env);
     run_as(&env, &dirs[0], "alpha", &["ingest"]);
     let one = seen(&env, &dirs[0], "alpha").await;
     assert!(one.hits > 0 && one.episodes > 0, "{one:?}");
@@ -111,7 +116,7 @@ async fn held_by_three_machines(backend: Backend) {
         "{one:?}"
     );
     assert!(one.with_agents.len() > one.text.len(), "{one:?}");
-    for (d, m) in dirs.iter().zip(["alpha", "beta", "gamma"]).skip(1) {
+    for (d, m) in dirs.iter().zip(MACHINES).skip(1) {
         run_as(&env, d, m, &["ingest"]);
         assert_eq!(seen(&env, &dirs[0], "alpha").await, one, "after {m}");
     }
@@ -124,7 +129,7 @@ async fn held_by_three_machines(backend: Backend) {
     );
     // Each copy keeps its own checkpoint: all three machines' files are read to the end.
     let store = env.store().await;
-    for m in ["alpha", "beta", "gamma"] {
+    for m in MACHINES {
         let files = store.list_files(m).await.expect("files");
         assert_eq!(files.len(), 10, "{m}: main + 9 sub-agents");
         assert!(files.iter().all(|f| f.offset == f.size), "{files:?}");
@@ -135,16 +140,10 @@ async fn held_by_three_machines(backend: Backend) {
     // The three machines writing at the same moment store it once too (on PostgreSQL each
     // group locks the transcripts it writes before looking their copies up).
     let env = TestEnv::new(backend).await;
-    let dirs: Vec<PathBuf> = ["alpha", "beta", "gamma"]
-        .iter()
-        .map(|m| env.dir.path().join(m))
-        .collect();
-    for d in &dirs {
-        place_copy(d);
-    }
+    let dirs = three_copies(&env);
     let children: Vec<_> = dirs
         .iter()
-        .zip(["alpha", "beta", "gamma"])
+        .zip(MACHINES)
         .map(|(d, m)| {
             // Each machine has its own data folder (and single-instance lock).
             env.cmd_as(d, m, m)
