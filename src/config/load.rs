@@ -6,13 +6,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
-
+use super::raw::RawConfig;
 use super::{
     BatchConfig, Config, ConfigError, ContextConfig, DaemonConfig, LogConfig, LogFormat, McpConfig,
     RefineConfig, SessionsConfig, TailSettings, WebConfig, DEFAULT_CONFIG_TOML, ENV_PREFIX,
 };
-use crate::episode::{EpisodesTable, Rules, Settings, TriageTable};
+use crate::episode::{Rules, Settings};
 use crate::extract::redact::Redactor;
 use crate::store::{collapse_whitespace, redact_url, Backend, Options};
 
@@ -66,95 +65,6 @@ fn login_name(env: &Env) -> String {
 
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
-}
-
-/// The merged, not yet validated configuration (mirrors `config/gleaner.toml`).
-#[derive(Debug, Clone, Deserialize)]
-pub struct RawConfig {
-    projects_dir: String,
-    data_dir: String,
-    machine_id: String,
-    user: String,
-    database: RawDatabase,
-    tail: RawTail,
-    batch: RawBatch,
-    daemon: RawDaemon,
-    sessions: RawSessions,
-    episodes: EpisodesTable,
-    triage: TriageTable,
-    redact: RawRedact,
-    mcp: RawMcp,
-    context: RawContext,
-    web: RawWeb,
-    refine: RawRefine,
-    log: RawLog,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawRefine {
-    command: String,
-    timeout_secs: u64,
-    max_attempts: u64,
-    interval_secs: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawWeb {
-    bind: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawContext {
-    max_bytes: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawMcp {
-    max_result_chars: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawRedact {
-    extra: std::collections::BTreeMap<String, String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawSessions {
-    idle_timeout_secs: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawDatabase {
-    url: String,
-    max_connections: u32,
-    connect_timeout_secs: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawTail {
-    max_line_bytes: u64,
-    read_chunk_bytes: u64,
-    idle_evict_secs: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawBatch {
-    max_bytes: u64,
-    max_lines: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawDaemon {
-    rescan_interval_secs: u64,
-    poll_interval_ms: u64,
-    debounce_ms: u64,
-    workers: u64,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct RawLog {
-    level: String,
-    format: String,
 }
 
 /// The process environment as the variables the loader looks at.

@@ -9,6 +9,7 @@
 
 mod effective;
 mod load;
+mod raw;
 #[cfg(test)]
 mod tests;
 
@@ -22,7 +23,8 @@ use crate::store::Options;
 
 pub use crate::DEFAULT_CONFIG_TOML;
 pub use effective::{effective_toml, effective_toml_with_env};
-pub use load::{check_log_level, config_file, load, load_with_env, Env, Overrides, RawConfig};
+pub use load::{check_log_level, config_file, load, load_with_env, Env, Overrides};
+pub use raw::RawConfig;
 
 /// Prefix of the environment variables that override configuration keys.
 pub const ENV_PREFIX: &str = "GLEANER";
