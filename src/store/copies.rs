@@ -177,21 +177,19 @@ impl Copies {
         self.others.is_empty()
     }
 
-    /// ` (t.file_id = a AND t.generation = b OR ...)`: the rows of the other copies' current
-    /// generations, found by the table's key (few copies: a short list).
+    /// `(t.file_id, t.generation) IN (VALUES (a, b), ...)`: the rows of the other copies'
+    /// current generations, found by the table's key. A row-value list, not a chain of `OR`s:
+    /// a group of 128 files each with copies (every copy of a corpus in one tree) made a chain
+    /// deeper than SQLite's expression limit of 1,000, and the group could never commit.
     fn push_rows_of_others(&self, q: &mut Sql<'_>, t: &str) {
         let mut ids: Vec<(i64, i64)> = self.generation.iter().map(|(f, g)| (*f, *g)).collect();
         ids.sort_unstable();
-        q.push("(");
+        q.push(&format!("({t}.file_id, {t}.generation) IN (VALUES "));
         for (i, (f, g)) in ids.into_iter().enumerate() {
             if i > 0 {
-                q.push(" OR ");
+                q.push(", ");
             }
-            q.push(&format!("({t}.file_id = "))
-                .push_bind(f)
-                .push(&format!(" AND {t}.generation = "))
-                .push_bind(g)
-                .push(")");
+            q.push("(").push_bind(f).push(", ").push_bind(g).push(")");
         }
         q.push(")");
     }

@@ -66,7 +66,8 @@ fn pg_state_transient(code: &str) -> bool {
 
 /// SQLite codes of the database file or the machine: busy, locked, IO, full, read-only,
 /// cannot open, corrupt, no memory, protocol. Constraint, mismatch, too big, range and the
-/// like are the batch's.
+/// like are the batch's, and so is the generic `SQLITE_ERROR` (`Unknown` here): a statement
+/// SQLite refused ("Expression tree is too large"), which the same batch would meet again.
 fn sqlite_code_transient(code: rusqlite::ffi::ErrorCode) -> bool {
     use rusqlite::ffi::ErrorCode as C;
     !matches!(
@@ -76,6 +77,7 @@ fn sqlite_code_transient(code: rusqlite::ffi::ErrorCode) -> bool {
             | C::TooBig
             | C::ParameterOutOfRange
             | C::ApiMisuse
+            | C::Unknown
     )
 }
 

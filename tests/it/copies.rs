@@ -403,3 +403,46 @@ async fn stored_twice_before_is_folded(backend: Backend) {
     env.cleanup().await;
 }
 both_backends!(folded, stored_twice_before_is_folded);
+
+/// Hundreds of copies of one transcript in one tree (a corpus copied into every project, a
+/// synced folder restored many times): each group's lookup of the other copies stays a
+/// statement the database takes. As a chain of `OR`s it grew past SQLite's expression depth
+/// limit of 1,000 (2,000 copies failed every file), and the group could never commit.
+async fn hundreds_of_copies_commit(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let body = [
+        line("user", "u1", "", "2026-03-01T10:00:00Z", "Count the copies"),
+        line(
+            "assistant",
+            "a1",
+            "u1",
+            "2026-03-01T10:00:05Z",
+            "One conversation, stored once.",
+        ),
+    ]
+    .concat();
+    let write = |i: usize| {
+        let dir = env.projects.join(format!("p{i}"));
+        std::fs::create_dir_all(&dir).expect("mkdir");
+        std::fs::write(dir.join(format!("{SID}.jsonl")), &body).expect("write");
+    };
+    write(0);
+    let out = env.cmd().args(["ingest"]).output().expect("ingest");
+    assert_ok(&out);
+    let store = env.store().await;
+    let one = counts(&store).await;
+    for i in 1..2000 {
+        write(i);
+    }
+    let out = env.cmd().args(["ingest"]).output().expect("ingest");
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("failed"), "{stderr}");
+    let all = counts(&store).await;
+    assert_eq!(all.messages, one.messages);
+    assert_eq!(all.diagnostics, 0);
+    assert_eq!(files(&store).await.len(), 2000);
+    store.close().await;
+    env.cleanup().await;
+}
+both_backends!(hundreds_of_copies, hundreds_of_copies_commit);
