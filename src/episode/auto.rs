@@ -143,6 +143,13 @@ pub fn snippets(
         let start = start.max(open.start_line).min(end_line);
         let end = end.clamp(start, end_line);
         let score = (d.score * 100.0).round() / 100.0;
+        let observation = super::wording::finish(&d.observation, project);
+        let lesson = super::wording::finish(&d.lesson, project);
+        // The two halves must say different things: a lesson that only repeats what
+        // happened is not one.
+        if observation.eq_ignore_ascii_case(&lesson) {
+            continue;
+        }
         let mut metadata = crate::snippet::with_learning(
             &metadata_json(
                 &content,
@@ -150,8 +157,8 @@ pub fn snippets(
                 Some(triage.confidence),
                 version,
             ),
-            &d.observation,
-            &d.lesson,
+            &observation,
+            &lesson,
         );
         if let Ok(serde_json::Value::Object(mut m)) = serde_json::from_str(&metadata) {
             m.insert("score".into(), score.into());
@@ -268,7 +275,10 @@ fn corrections(open: &Open) -> Vec<Draft> {
             // A typed denial reason is an instruction; a prompt's words ("cant read them",
             // "no i dont") teach something only when they say enough and the answer shows what
             // they meant.
-            let mut score: f64 = if denial { 0.6 } else { 0.45 };
+            // A prompt's correction needs the answer to show it was one (an acknowledgement,
+            // or the answer taking up its words): alone it is often the user changing their
+            // own mind ("sorry, wrong file") or going on ("no, leave it, show me the link").
+            let mut score: f64 = if denial { 0.6 } else { 0.4 };
             let question = words.trim_end().ends_with(['?', '？']);
             if question || crate::snippet::word_count(words) < 2 {
                 score -= 0.3;
@@ -285,19 +295,37 @@ fn corrections(open: &Open) -> Vec<Draft> {
                 s.line,
                 words.replace('\n', "\n> ")
             );
-            let (prefix, lesson) = if denial {
-                ("Preference", format!("{words} (said when rejecting {call})"))
+            let quoted = clip_chars(words, 400);
+            let (prefix, observation, lesson) = if denial {
+                (
+                    "Preference",
+                    format!(
+                        "The user turned down {call} and said: \"{quoted}\"; the assistant then: {}",
+                        first_sentence(follow)
+                    ),
+                    format!(
+                        "When about to {} in this project, do what the user asked instead: \"{quoted}\"",
+                        super::wording::action(&call)
+                    ),
+                )
             } else {
-                ("Correction", words.to_string())
+                (
+                    "Correction",
+                    format!(
+                        "The user corrected the assistant: \"{quoted}\"; the assistant then: {}",
+                        first_sentence(follow)
+                    ),
+                    format!(
+                        "When {}, keep to the user's correction: \"{quoted}\"",
+                        super::wording::trigger(open, false, Some(words))
+                    ),
+                )
             };
             Some(Draft {
                 kind: SnippetType::LearningPattern,
                 title: format!("{prefix}: {}", title_from(words)),
-                observation: clip_chars(
-                    &format!("{what} (line {}); the assistant then: {}", s.line, first_sentence(follow)),
-                    600,
-                ),
-                lesson: clip_chars(&lesson, 600),
+                observation,
+                lesson,
                 content,
                 lines: (s.line, *fl),
                 score: score.clamp(0.0, 1.0),

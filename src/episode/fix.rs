@@ -221,44 +221,7 @@ pub(super) fn is_announcement(text: &str) -> bool {
     t.len() < 160 && opens.iter().any(|o| lower.starts_with(o)) && !is_explanation(t)
 }
 
-/// The sentences of a text, in order (split after `.`, `!`, `?` followed by a space or a line
-/// end, and at line ends), trimmed, without list markers.
-pub(super) fn sentences(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
-        let line = line
-            .trim()
-            .trim_start_matches(['-', '*', '•'])
-            .trim()
-            .trim_matches('*');
-        if line.is_empty() || line.starts_with("```") || line.starts_with('|') {
-            continue;
-        }
-        let mut start = 0;
-        for (i, c) in line.char_indices() {
-            let next = line[i + c.len_utf8()..].chars().next();
-            if matches!(c, '.' | '!' | '?' | '。' | '！' | '？')
-                && next.is_none_or(|n| n == ' ')
-                && i + 1 - start > 20
-            {
-                out.push(line[start..i + c.len_utf8()].trim().to_string());
-                start = i + c.len_utf8();
-            }
-        }
-        if line[start..].trim().len() > 3 {
-            out.push(line[start..].trim().to_string());
-        }
-    }
-    out
-}
+pub(super) use crate::snippet::sentence::sentences;
 
 /// Markers of a fix that silences a check instead of satisfying it.
 const SUPPRESSIONS: &[&str] = &[

@@ -32,6 +32,7 @@ mod terms;
 mod text;
 mod tools;
 mod triage;
+mod wording;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -228,6 +229,10 @@ pub struct Builder {
     awaiting_followup: Option<usize>,
     /// Latest assistant text (for "what fixed it").
     last_text: Option<(u64, String)>,
+    /// The assistant's last word was a question to the user (its last text asked, and no tool
+    /// call came after it): a "no" in the next prompt answers it and corrects nothing.
+    #[serde(default)]
+    asked: bool,
     /// Latest Claude Code version.
     version: Option<String>,
     /// Basename of the session's first working directory.
@@ -242,6 +247,8 @@ pub struct Builder {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_learnings;
 #[cfg(test)]
 mod tests_snippets;
 #[cfg(test)]

@@ -107,6 +107,78 @@ fn lesson_sentence(sentence: &str, text: &str) -> String {
     }
 }
 
+/// Whether a sentence announces the next thing to try rather than concluding.
+fn is_trial(sentence: &str) -> bool {
+    let lower = sentence
+        .trim()
+        .trim_start_matches(['*', '-', ' '])
+        .to_lowercase();
+    [
+        "let me ",
+        "let's ",
+        "i'll ",
+        "i will ",
+        "now let me ",
+        "now i'll ",
+        "we could ",
+    ]
+    .iter()
+    .any(|o| lower.starts_with(o))
+}
+
+/// A choice named only by its label ("I think option 1 is cleanest") with the option it
+/// names, from the numbered or lettered list of `text` ("... (option 1: Copy files during
+/// build)").
+fn name_option(lesson: &str, text: &str) -> String {
+    let lower = lesson.to_lowercase();
+    let Some(at) = lower.find("option ") else {
+        return lesson.to_string();
+    };
+    let label: String = lower[at + 7..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    if label.is_empty() || label.len() > 2 {
+        return lesson.to_string();
+    }
+    let item = text.lines().map(str::trim).find_map(|l| {
+        let l = l.trim_start_matches(['-', '*', '#', ' ']).replace("**", "");
+        let ll = l.to_lowercase();
+        let rest = ll
+            .strip_prefix(&format!("option {label}"))
+            .or_else(|| ll.strip_prefix(&label))?;
+        // "1." or "1)" or "Option 1:", not "10 items".
+        if !rest.starts_with([')', '.', ':', ' ', '-', '—']) {
+            return None;
+        }
+        let rest = rest.trim_start_matches([')', '.', ':', ' ', '-', '—']);
+        if rest.is_empty() {
+            return None;
+        }
+        // Lower case may change a text's byte length: take the item's end from `l` safely.
+        l.get(l.len().saturating_sub(rest.len())..)
+            .map(|x| x.trim().to_string())
+    });
+    match item {
+        Some(item) => {
+            let item = item.split([':', '—']).next().unwrap_or(&item);
+            let item = item
+                .split(" - ")
+                .next()
+                .unwrap_or(item)
+                .trim()
+                .trim_end_matches(['-', ' ']);
+            let label = &lesson[at..at + 7 + label.len()];
+            format!(
+                "{} ({label}: {})",
+                lesson.trim_end_matches(['.', ':']),
+                clip_chars(item, 120)
+            )
+        }
+        None => lesson.to_string(),
+    }
+}
+
 pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
     let n = open.notes.iter().find(|n| n.kind == kind)?;
     let (snippet_kind, prefix) = match kind {
@@ -125,7 +197,10 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
         }
     }
     content.push_str(&n.text);
-    let lesson = lesson_sentence(&n.sentence, &n.text);
+    let mut lesson = lesson_sentence(&n.sentence, &n.text);
+    if kind == NoteKind::Decision {
+        lesson = name_option(&lesson, &content);
+    }
     let mut head = title_from(&lesson);
     let words = |t: &str| t.chars().filter(|c| c.is_alphanumeric()).count();
     if words(&head) < 10 {
@@ -154,11 +229,23 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
             }
         }
         NoteKind::Pivot => {
-            // A change of approach teaches through why the first one failed.
+            // A change of approach teaches through why the first one failed; one announced
+            // as the next thing to try ("Let me try a different approach - using the force
+            // reinstall flag") is a guess unless it says why the first one failed ("because").
             if sentences(&n.text).iter().any(|s| is_reason(s)) {
                 score += 0.1;
             } else {
                 score -= 0.35;
+            }
+            let because = sentences(&n.text).iter().any(|s| {
+                let l = s.to_lowercase();
+                is_reason(s)
+                    && ["because", " since ", "due to"]
+                        .iter()
+                        .any(|w| l.contains(w))
+            });
+            if is_trial(&n.sentence) && !because {
+                score -= 0.1;
             }
         }
         NoteKind::Learning => {
@@ -181,17 +268,43 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
         format!("{prefix}: {head}")
     };
     // What happened: the reason given, else the note's own first sentence.
-    let observation = sentences(&content)
-        .into_iter()
+    // (Another sentence than the lesson's own: the two halves say different things.)
+    let all = sentences(&content);
+    let other = |s: &&String| !lesson.contains(s.trim_end_matches(['.', ':']));
+    let observation = all
+        .iter()
+        .filter(other)
         .find(|s| is_reason(s))
-        .map(|s| clip_chars(&s, 300))
+        .or_else(|| all.iter().find(other))
+        .map(|s| clip_chars(s, 300))
         .unwrap_or_else(|| first_sentence(&n.text));
-    // A change of approach is learnt through its reason: "why -> what instead".
-    let lesson = match (kind, &observation) {
-        (NoteKind::Pivot, why) if is_reason(why) && !why.contains(lesson.as_str()) => {
-            format!("{} -> {}", why.trim_end_matches('.'), lesson)
+    // A one-sentence decision: what was chosen is the observation, the choice with its reason
+    // the lesson.
+    let observation = match observation.to_lowercase().find(" because ") {
+        Some(i) if observation.trim_end_matches('.') == lesson.trim_end_matches('.') => {
+            // (Lower case may change byte lengths: cut safely.)
+            match observation.get(..i) {
+                Some(head) => format!("{}.", head.trim_end_matches([',', ' '])),
+                None => observation,
+            }
         }
-        _ => lesson,
+        _ => observation,
+    };
+    // A change of approach is learnt through its reason: "why -> what instead"; a lesson
+    // through when it applies.
+    let (observation, lesson) = match (kind, observation) {
+        (NoteKind::Pivot, why) if is_reason(&why) && !why.contains(lesson.as_str()) => {
+            let l = format!("{} -> {}", why.trim_end_matches('.'), lesson);
+            (why, l)
+        }
+        (NoteKind::Learning, _) => {
+            let l = format!(
+                "When {}, look for the same cause first: {lesson}",
+                super::wording::trigger(open, true, None)
+            );
+            (lesson, l)
+        }
+        (_, o) => (o, lesson),
     };
     Some(Draft {
         kind: snippet_kind,
@@ -219,6 +332,18 @@ mod tests {
         assert!(!has_options("## Possible Approaches"));
         assert!(is_how_to("```\ncd \"S:\\repo\"\nnpm run build\n```"));
         assert!(!is_how_to("The root cause was a stale cache key."));
+        let text = "1. **Copy files during build** - no submodule\n2. **Use rewrites** - proxy\n\nI think option 1 is cleanest.";
+        assert_eq!(
+            name_option("I think option 1 is cleanest.", text),
+            "I think option 1 is cleanest (option 1: Copy files during build)"
+        );
+        assert_eq!(name_option("No option here.", text), "No option here.");
+        assert!(is_trial(
+            "Let me try a different approach - using the force reinstall flag"
+        ));
+        assert!(!is_trial(
+            "Switching to SQLite because the server is not always there."
+        ));
         assert_eq!(
             lesson_sentence(
                 "**Key insight:**",

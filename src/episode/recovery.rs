@@ -38,6 +38,14 @@ pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
         (tool, Some(t)) => format!("{tool} {}", t.rsplit(['/', '\\']).next().unwrap_or(t)),
         (tool, None) => tool.to_string(),
     };
+    // A file the tool could not find, then written: the file was created, nothing was fixed.
+    let err = f.error.to_lowercase();
+    let missing = ["does not exist", "no such file", "not found", "enoent"]
+        .iter()
+        .any(|m| err.contains(m));
+    if f.tool != "Bash" && missing && r.call.starts_with("Write ") {
+        return None;
+    }
     let context = format!("{what}\n{}", f.error);
     // What the assistant said between failure and fix: an explanation is the lesson, an
     // announcement ("Let me check X:") is not worth quoting, narration about something else
@@ -60,7 +68,20 @@ pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
         .iter()
         .filter(|(_, t)| !is_announcement(t) && (is_explanation(t) || shares_word(t, &context)))
         .collect();
-    let changes: Vec<&(u64, String)> = f.actions.iter().filter(|(l, _)| *l < r.line).collect();
+    // The fix must touch what failed: for a file tool's failure, a change of that file (a
+    // change elsewhere did not fix it); for a command, any change before the passing re-run.
+    let touches = |a: &str| match (f.tool.as_str(), &f.target) {
+        ("Bash", _) | (_, None) => true,
+        (_, Some(t)) => {
+            let name = t.rsplit(['/', '\\']).next().unwrap_or(t);
+            a.lines().next().is_some_and(|head| head.contains(name))
+        }
+    };
+    let changes: Vec<&(u64, String)> = f
+        .actions
+        .iter()
+        .filter(|(l, a)| *l < r.line && touches(a))
+        .collect();
     // A diff that only moves a brace says nothing on its own.
     let diffs: Vec<&str> = changes
         .iter()
@@ -188,7 +209,7 @@ pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
     let lesson = match (&reason, concrete.is_empty()) {
         (Some((_, s)), true) => s.clone(),
         (Some((_, s)), false) => format!("{} ({concrete}).", s.trim_end_matches(['.', ':'])),
-        (None, false) => format!("{}{}.", concrete[..1].to_uppercase(), &concrete[1..]),
+        (None, false) => format!("try the same kind of change ({concrete} here)."),
         (None, true) => return None,
     };
     Some(Draft {
@@ -196,10 +217,13 @@ pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
         title: format!("{subject} failed, then fixed: {}", title_from(&headline)),
         observation: clip_chars(
             &format!(
-                "{what} failed (line {}) with \"{}\"; it worked at line {} with {call}.",
-                f.line,
+                "{subject} failed with \"{}\"; {}",
                 clip_chars(&headline, 200),
-                r.line
+                if concrete.is_empty() {
+                    "it passed once re-run after the change shown".to_string()
+                } else {
+                    format!("{concrete}, and the re-run passed")
+                }
             ),
             600,
         ),

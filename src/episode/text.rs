@@ -28,30 +28,7 @@ pub(super) fn in_prose(text: &str, at: usize) -> bool {
     !(line.starts_with('|') || line.starts_with('#') || line.starts_with('>'))
 }
 
-/// The sentence holding `start..end`.
-pub(super) fn sentence_around(text: &str, start: usize, end: usize) -> String {
-    let before = &text[..start];
-    let mut from = before.rfind(['.', '!', '?', '\n']).map_or(0, |i| i + 1);
-    // "e.g." and "i.e." end no sentence: a sentence starts with a capital, a digit or markup.
-    for _ in 0..3 {
-        let starts_well = text[from..]
-            .trim_start_matches(|c: char| !c.is_alphanumeric())
-            .chars()
-            .next()
-            .is_none_or(|c| !c.is_lowercase());
-        if starts_well || from == 0 {
-            break;
-        }
-        from = text[..from - 1]
-            .rfind(['.', '!', '?', '\n'])
-            .map_or(0, |i| i + 1);
-    }
-    let after = &text[end..];
-    let to = after
-        .find(['.', '!', '?', '\n'])
-        .map_or(text.len(), |i| end + i + 1);
-    text[from..to.min(text.len())].trim().to_string()
-}
+pub(super) use crate::snippet::sentence::sentence_around;
 
 /// The blank-line-delimited paragraph holding byte `at`; a short one (a header, a label) takes
 /// the next paragraph too, and with `previous` the paragraph before it (the problem a decision

@@ -7,6 +7,7 @@
 //! the size range again, so no writer can bypass them.
 
 pub mod excerpt;
+pub mod sentence;
 pub mod text;
 
 pub use text::{clip_chars, cut_tool_output, headline, strip_ansi, truncate_bytes};
@@ -269,15 +270,17 @@ pub fn title_from(text: &str) -> String {
         .map(str::trim)
         .find(|l| !l.is_empty() && !is_noise_line(l) && !is_table_row(l) && !l.starts_with("```"))
         .unwrap_or("");
-    let clean: String = line
+    // Cut at the first sentence's end before the markup goes: a dot inside inline code
+    // (`manual_commit_git.go`) ends no sentence.
+    let line = line
         .trim_start_matches(|c: char| "#>-*|,;:.) ".contains(c))
-        .replace("**", "")
-        .replace('`', "");
-    let clean = clean.trim();
-    let sentence = match clean.find(". ") {
-        Some(i) if i >= 20 => &clean[..i + 1],
-        _ => clean,
+        .trim();
+    let sentence = match sentence::first_end(line, 20) {
+        Some(i) => &line[..i],
+        None => line,
     };
+    let sentence = sentence.replace("**", "").replace('`', "");
+    let sentence = sentence.trim();
     clip_chars(sentence, MAX_TITLE_CHARS)
 }
 

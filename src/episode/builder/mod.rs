@@ -424,7 +424,10 @@ impl Builder {
         if !first_of_file {
             let head = head_bytes(text, PROMPT_SCAN_BYTES);
             if let Some(hit) = rules.correction.hits(head, 1).into_iter().next() {
-                let at_start = head[..hit.start].trim().is_empty();
+                // At the start of the prompt it is strong, unless the assistant had just asked
+                // a question: "no, thanks" then answers it (a correction turns down something
+                // the assistant did or set out to do, not an offer it made).
+                let at_start = head[..hit.start].trim().is_empty() && !self.asked;
                 push_signal(
                     open,
                     Signal {
@@ -459,6 +462,7 @@ impl Builder {
                 );
             }
         }
+        self.asked = false;
     }
 }
 

@@ -86,6 +86,7 @@ impl Builder {
             // recommends nothing, its options were handed over for the user to pick: the
             // option labels ("A) ...", "Option 2") are then no design-decision signal either.
             let asks_user = ends_with_question(text);
+            self.asked = asks_user;
             let handed_over = asks_user
                 && !rules
                     .decision
