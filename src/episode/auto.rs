@@ -317,7 +317,7 @@ fn corrections(open: &Open) -> Vec<Draft> {
                     ),
                     format!(
                         "When {}, keep to the user's correction: \"{quoted}\"",
-                        super::wording::trigger(open, false, Some(words))
+                        super::wording::trigger(open, None, Some(words))
                     ),
                 )
             };

@@ -300,7 +300,7 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
         (NoteKind::Learning, _) => {
             let l = format!(
                 "When {}, look for the same cause first: {lesson}",
-                super::wording::trigger(open, true, None)
+                super::wording::trigger(open, Some(&lesson), None)
             );
             (lesson, l)
         }

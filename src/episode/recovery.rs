@@ -198,7 +198,7 @@ pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
             ),
             (None, Some(p)) => format!("adding `{}` to {file} fixed it", clip_chars(&p, 160)),
             (Some(m), None) => format!("removing `{}` from {file} fixed it", clip_chars(m, 100)),
-            (None, None) => format!("the edit of {file} shown above fixed it"),
+            (None, None) => format!("an edit of {file} fixed it"),
         }
     } else {
         change

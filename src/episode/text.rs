@@ -89,6 +89,90 @@ pub(super) fn laid_out_option(text: &str) -> Option<&str> {
     first.filter(|_| labels.len() >= 2)
 }
 
+/// Words that make a list of named items a list of alternatives, not of parts or steps, when
+/// they stand in the line that introduces the list or in the two lines after it.
+const CHOICE_CUES: &[&str] = &[
+    "option",
+    "direction",
+    "approach",
+    "alternative",
+    "which ",
+    "prefer",
+    "could go",
+    "my pick",
+    "recommend",
+    "i'd go",
+    "choose",
+    "pick one",
+];
+
+/// Whether a line is a list item whose body starts with a bold name followed by a dash and
+/// what it means ("- **A** — subtle underline", "1. **L&S logo** - ties your brand together").
+fn is_named_item(t: &str) -> bool {
+    let item = t
+        .strip_prefix("- ")
+        .or_else(|| t.strip_prefix("* "))
+        .or_else(|| {
+            let (n, rest) = t.split_once(['.', ')'])?;
+            (!n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_digit()))
+                .then(|| rest.trim_start())
+        });
+    item.and_then(|i| i.strip_prefix("**")).is_some_and(|i| {
+        i.split_once("**").is_some_and(|(name, rest)| {
+            let rest = rest.trim_start();
+            !name.trim().is_empty() && ["—", "–", "- "].iter().any(|d| rest.starts_with(d))
+        })
+    })
+}
+
+/// The first of two or more named alternatives in a list (see [`is_named_item`]), when the
+/// line introducing the list or the lines after it say they are alternatives (options,
+/// directions, which one is preferred or recommended). Named parts of one plan ("1. **Large
+/// clock** — ...") have no such words around them.
+pub(super) fn named_alternatives(text: &str) -> Option<&str> {
+    let cue = |l: &str| {
+        let l = l.to_lowercase();
+        CHOICE_CUES.iter().any(|c| l.contains(c))
+    };
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    let mut i = 0;
+    while i < lines.len() {
+        if !is_named_item(lines[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < lines.len() && is_named_item(lines[i]) {
+            i += 1;
+        }
+        let lead = start.checked_sub(1).map(|j| lines[j]);
+        let after = || lines[i..].iter().take(2).copied();
+        // "Want all of these, or pick and choose?": items to add up, not to choose between.
+        let additive = |l: &str| {
+            let l = l.to_lowercase();
+            [
+                "all of",
+                "any of",
+                "which ones",
+                "all or some",
+                "some or all",
+                "pick and choose",
+            ]
+            .iter()
+            .any(|w| l.contains(w))
+        };
+        let additive = lead.is_some_and(additive) || after().any(additive);
+        if i - start >= 2 && !additive && (lead.is_some_and(cue) || after().any(cue)) {
+            return Some(lines[start]);
+        }
+    }
+    None
+}
+
 /// The first line of a prompt that reads as pasted error output (`Traceback`, `error: ...`,
 /// `KeyError: ...`, `command not found`, `fatal: ...`), if any.
 pub(super) fn pasted_failure(head: &str) -> Option<&str> {
@@ -116,7 +200,7 @@ pub(super) fn ends_with_question(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::laid_out_option;
+    use super::{laid_out_option, named_alternatives};
 
     #[test]
     fn options_are_labelled_alternatives() {
@@ -126,5 +210,16 @@ mod tests {
         assert!(laid_out_option("1. read\n2. write\n3. test").is_none());
         assert!(laid_out_option("Option 1 only").is_none());
         assert!(laid_out_option("```\nA) x\nB) y\n```").is_none());
+        let t = "Which style do you prefer:\n- **A** — subtle underline\n- **B** — a dot";
+        assert_eq!(named_alternatives(t), Some("- **A** — subtle underline"));
+        let t = "A few options:\n\n- **Graph API + device code flow** — simplest\n- **Use your Teams session** — trickier";
+        assert!(named_alternatives(t).is_some());
+        // Named parts without a word of choice, or one named item, are not alternatives.
+        assert!(named_alternatives("- **Workspace fix** — done\n- **Calendar** — added").is_none());
+        assert!(named_alternatives("Options:\n- **A** — x\nplain text\n- **B** — y").is_none());
+        let t = "Here are the directions we could go:\n1. **Logo** — brand\n2. **Rocket** — theme\n\nWhich direction appeals to you?";
+        assert_eq!(named_alternatives(t), Some("1. **Logo** — brand"));
+        let t = "Some ideas:\n1. **Clock** — big\n2. **Date** — small\n\nWant all of these, or pick and choose?";
+        assert!(named_alternatives(t).is_none());
     }
 }

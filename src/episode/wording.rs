@@ -60,10 +60,11 @@ fn shorten(path: &str, project: Option<&str>) -> String {
     trimmed.rsplit('/').next().unwrap_or(trimmed).to_string()
 }
 
-/// `text` without the transcript line references Gleaner adds (`(line 96)`, ` at line 104`).
+/// `text` without the transcript line references Gleaner adds (`(line 96)`); an error's own
+/// "at line 88" stays.
 pub(super) fn without_lines(text: &str) -> String {
     let mut out = text.to_string();
-    for open in [" (line ", " at line ", " (lines "] {
+    for open in [" (line ", " (lines "] {
         while let Some(i) = out.find(open) {
             let after = &out[i + open.len()..];
             let digits = after
@@ -95,16 +96,20 @@ pub(super) fn finish(text: &str, project: Option<&str>) -> String {
     t
 }
 
-/// When a lesson of this episode applies: the failure it was about (with `failures`), else
+/// When a lesson of this episode applies: the failure it was `about` (one whose error shares
+/// a word with the lesson: another failure of the episode is not its context), else
 /// the files it changed, else what it was asked to do (unless that is `except`, the words the
 /// lesson quotes).
-pub(super) fn trigger(open: &Open, failures: bool, except: Option<&str>) -> String {
+pub(super) fn trigger(open: &Open, about: Option<&str>, except: Option<&str>) -> String {
     let failure = open
         .recoveries
         .iter()
         .map(|r| &r.failure)
         .chain(open.failures.iter())
-        .find(|f| failures && !f.error.trim().is_empty());
+        .find(|f| {
+            !f.error.trim().is_empty()
+                && about.is_some_and(|a| super::auto::shares_word(a, &f.error))
+        });
     if let Some(f) = failure {
         let headline = crate::snippet::headline(&f.error);
         let what = match (f.tool.as_str(), &f.target) {
@@ -139,7 +144,10 @@ pub(super) fn trigger(open: &Open, failures: bool, except: Option<&str>) -> Stri
 /// install`"), for "When about to ...".
 pub(super) fn action(call: &str) -> String {
     match call.split_once(' ') {
-        Some(("Bash", cmd)) => format!("run {cmd}"),
+        Some(("Bash", cmd)) => format!(
+            "run `{}`",
+            super::fix::subject_command(cmd.trim_matches('`'))
+        ),
         Some(("Edit" | "Write" | "MultiEdit" | "NotebookEdit", file)) => format!("change {file}"),
         _ if call.starts_with("ExitPlanMode") => "go ahead with a plan".to_string(),
         Some((tool, what)) => format!("use {tool} on {what}"),
@@ -173,8 +181,8 @@ mod tests {
         );
         assert_eq!(relative("Use I/O, not A/B", None), "Use I/O, not A/B");
         assert_eq!(
-            without_lines("`go test` failed (line 293); it worked at line 300 with x."),
-            "`go test` failed; it worked with x."
+            without_lines("`go test` failed (line 293) at line 3 of x."),
+            "`go test` failed at line 3 of x."
         );
         assert_eq!(finish("the fix was X:", None), "the fix was X.");
         assert_eq!(action("Bash `npm install`"), "run `npm install`");

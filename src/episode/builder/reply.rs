@@ -3,7 +3,8 @@
 
 use super::super::open::push_signal;
 use super::super::text::{
-    ends_with_question, head_bytes, in_prose, laid_out_option, paragraph_around, sentence_around,
+    ends_with_question, head_bytes, in_prose, laid_out_option, named_alternatives,
+    paragraph_around, sentence_around,
 };
 use super::super::*;
 use super::Ctx;
@@ -94,7 +95,11 @@ impl Builder {
                     .iter()
                     .any(|h| in_prose(text, h.start) && !is_option_label(&h.phrase));
             // Alternatives laid out side by side ("A) ... B) ...", "Option 1 ... Option 2").
-            if let Some(opt) = laid_out_option(text).filter(|_| !handed_over) {
+            // Named alternatives in a list ("- **A** — ...") are laid out the same way.
+            if let Some(opt) = laid_out_option(text)
+                .filter(|_| !handed_over)
+                .or_else(|| named_alternatives(text))
+            {
                 push_signal(
                     open,
                     Signal {
