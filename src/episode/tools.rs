@@ -174,6 +174,7 @@ impl Builder {
             let key = terms::call_key(name, target.as_deref());
             // It acted after asking: the question is no longer the last word.
             self.asked = false;
+
             if let Some(open) = &mut self.open {
                 *open.tools.entry(name.to_string()).or_default() += 1;
                 note_action(open, line, name, &key, target.as_deref(), || {

@@ -423,11 +423,16 @@ impl Builder {
         // A prompt that corrects (never the session's first prompt: nothing to correct yet).
         if !first_of_file {
             let head = head_bytes(text, PROMPT_SCAN_BYTES);
-            if let Some(hit) = rules.correction.hits(head, 1).into_iter().next() {
-                // At the start of the prompt it is strong, unless the assistant had just asked
-                // a question: "no, thanks" then answers it (a correction turns down something
-                // the assistant did or set out to do, not an offer it made).
-                let at_start = head[..hit.start].trim().is_empty() && !self.asked;
+            // A correction turns down something the assistant did or set out to do; when it
+            // had just asked the user a question, a prompt opening with "no" answers it
+            // ("no thanks", "no i dont"): no correction at all.
+            let hit = rules.correction.hits(head, 1).into_iter().next();
+            let answer = hit
+                .as_ref()
+                .is_some_and(|h| self.asked && head[..h.start].trim().is_empty());
+            if let Some(hit) = hit.filter(|_| !answer) {
+                // At the start of the prompt it is strong.
+                let at_start = head[..hit.start].trim().is_empty();
                 push_signal(
                     open,
                     Signal {
