@@ -107,6 +107,40 @@ fn lesson_sentence(sentence: &str, text: &str) -> String {
     }
 }
 
+/// Whether a lesson only reports that its cause was dealt with ("the root cause is now fixed",
+/// "the issue has been resolved") without saying what the cause was.
+fn only_says_fixed(sentence: &str) -> bool {
+    let l = sentence.to_lowercase();
+    ["root cause", "the issue", "the problem", "the bug"]
+        .iter()
+        .any(|subject| {
+            l.match_indices(subject).any(|(i, _)| {
+                let rest = l[i + subject.len()..].trim_start();
+                let rest = [
+                    "is now ",
+                    "was now ",
+                    "has now been ",
+                    "has been ",
+                    "is ",
+                    "was ",
+                ]
+                .iter()
+                .find_map(|v| rest.strip_prefix(v))
+                .unwrap_or("");
+                [
+                    "fixed",
+                    "addressed",
+                    "resolved",
+                    "gone",
+                    "handled",
+                    "solved",
+                ]
+                .iter()
+                .any(|w| rest.starts_with(w))
+            })
+        })
+}
+
 /// Whether a sentence announces the next thing to try rather than concluding.
 fn is_trial(sentence: &str) -> bool {
     let lower = sentence
@@ -258,6 +292,11 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
             if lesson.trim_end().ends_with(':') {
                 score -= 0.2;
             }
+            // "... but the root cause is now fixed at the source" says the cause is gone, not
+            // what it was.
+            if only_says_fixed(&lesson) {
+                score -= 0.35;
+            }
         }
     }
     // "Key design decision: ..." needs no "Decision: " in front.
@@ -343,6 +382,12 @@ mod tests {
         ));
         assert!(!is_trial(
             "Switching to SQLite because the server is not always there."
+        ));
+        assert!(only_says_fixed(
+            "The fallbacks stay useful, but the root cause is now fixed at the source."
+        ));
+        assert!(!only_says_fixed(
+            "The root cause was a cache key that ignored the version."
         ));
         assert_eq!(
             lesson_sentence(
