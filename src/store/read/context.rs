@@ -55,19 +55,33 @@ impl Store {
         exclude: Option<&str>,
         limit: i64,
     ) -> Result<Vec<ContextSession>, StoreError> {
-        let q = Sql::new(
-            "SELECT s.session_id, s.title, s.last_activity_at, \
-             (SELECT su.text FROM summaries su WHERE su.session_id = s.session_id \
-              AND su.kind IN ('summary', 'compact_summary') AND su.text IS NOT NULL \
-              ORDER BY su.id DESC LIMIT 1) AS summary \
-             FROM sessions s WHERE s.project = $1 AND s.session_id <> $2 \
-             ORDER BY CASE WHEN s.last_activity_at IS NULL THEN 1 ELSE 0 END, \
-             s.last_activity_at DESC, s.session_id DESC LIMIT $3",
-        )
-        .arg(project)
-        .arg(exclude.unwrap_or(""))
-        .arg(limit);
-        self.fetch_all(&q.not_persistent()).await
+        // Sessions with a time, newest first, through `sessions_project_recent`; those
+        // without one (rare) only when the first part leaves room. (A `CASE` putting them last
+        // in one `ORDER BY` made every session of the project sorted.)
+        let query = |timed: bool, limit: i64| {
+            Sql::new(format!(
+                "SELECT s.session_id, s.title, s.last_activity_at, \
+                 (SELECT su.text FROM summaries su WHERE su.session_id = s.session_id \
+                  AND su.kind IN ('summary', 'compact_summary') AND su.text IS NOT NULL \
+                  ORDER BY su.id DESC LIMIT 1) AS summary \
+                 FROM sessions s WHERE s.project = $1 AND s.session_id <> $2 \
+                 AND s.last_activity_at IS {} NULL \
+                 ORDER BY s.last_activity_at DESC, s.session_id DESC LIMIT $3",
+                if timed { "NOT" } else { "" }
+            ))
+            .arg(project)
+            .arg(exclude.unwrap_or(""))
+            .arg(limit)
+        };
+        let mut rows: Vec<ContextSession> = self.fetch_all(&query(true, limit)).await?;
+        let left = limit - rows.len() as i64;
+        if left > 0 {
+            rows.extend(
+                self.fetch_all::<ContextSession>(&query(false, left))
+                    .await?,
+            );
+        }
+        Ok(rows)
     }
 
     /// Corrections in `sessions`, newest first: the evidence of episodes labelled (or holding a
