@@ -223,6 +223,11 @@ fn clean(text: &str) -> String {
 /// Whether two texts share a word of five letters or more (a narration about the failure
 /// names something in it: the file, the error, the program).
 pub(super) fn shares_word(a: &str, b: &str) -> bool {
+    shared_words(a, b) > 0
+}
+
+/// How many distinct words of five letters or more two texts share.
+pub(super) fn shared_words(a: &str, b: &str) -> usize {
     let words = |s: &str| -> BTreeSet<String> {
         s.split(|c: char| !c.is_alphanumeric() && c != '_')
             .filter(|w| w.chars().count() >= 5)
@@ -230,7 +235,7 @@ pub(super) fn shares_word(a: &str, b: &str) -> bool {
             .collect()
     };
     let b = words(b);
-    words(a).iter().any(|w| b.contains(w))
+    words(a).iter().filter(|w| b.contains(*w)).count()
 }
 
 /// Openings of an answer that takes a correction on board.

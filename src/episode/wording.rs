@@ -107,7 +107,8 @@ pub(super) fn trigger(open: &Open, about: Option<&str>, except: Option<&str>) ->
         .map(|r| &r.failure)
         .chain(open.failures.iter())
         .find(|f| {
-            !f.error.trim().is_empty() && about.is_some_and(|a| shared_words(a, &f.error) >= 2)
+            !f.error.trim().is_empty()
+                && about.is_some_and(|a| super::auto::shared_words(a, &f.error) >= 2)
         });
     if let Some(f) = failure {
         let headline = crate::snippet::headline(&f.error);
@@ -137,18 +138,6 @@ pub(super) fn trigger(open: &Open, about: Option<&str>, except: Option<&str>) ->
         Some(t) if !own(t) => format!("working on \"{}\"", clip_chars(t, 80)),
         _ => "working in this project".to_string(),
     }
-}
-
-/// How many distinct words of five letters or more two texts share.
-fn shared_words(a: &str, b: &str) -> usize {
-    let words = |s: &str| -> std::collections::BTreeSet<String> {
-        s.split(|c: char| !c.is_alphanumeric() && c != '_')
-            .filter(|w| w.chars().count() >= 5)
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let b = words(b);
-    words(a).iter().filter(|w| b.contains(*w)).count()
 }
 
 /// What a tool call the user turned down was about to do ("Bash `npm install`" -> "run `npm
