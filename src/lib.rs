@@ -13,6 +13,8 @@
 //! - [`extract`]: stage 3, records to rows ([`extract::rows`]), human prompts versus plumbing
 //!   ([`extract::prompt`]), user feedback ([`extract::feedback`]), secrets out of every text
 //!   ([`extract::redact`]).
+//! - [`archive`]: the bytes a batch read as compressed chunks, and back (the transcript kept
+//!   whole in the database, for restore and re-extraction).
 //! - [`snippet`]: what a snippet is (gates, tags, hash) and excerpts cut for `snippet add`.
 //! - [`episode`]: stage 4, turns, episodes, triage and automatic snippets.
 //! - [`conversation`]: a session's conversation as plain text (from stored rows or records).
@@ -26,9 +28,9 @@
 //! - [`web`]: the read-only web view (`gleaner web`).
 //! - [`cli`]: the command line, one function per subcommand.
 //!
-//! The stages `tail`, `parse`, `extract`, `snippet`, `episode` and `conversation` are synchronous
-//! and know nothing of the configuration, the store, the shell or the doors (see ARCHITECTURE.md,
-//! "Dependency rules"; `tests/it/layout.rs` checks it on the import graph).
+//! The stages `tail`, `parse`, `extract`, `archive`, `snippet`, `episode` and `conversation` are
+//! synchronous and know nothing of the configuration, the store, the shell or the doors (see
+//! ARCHITECTURE.md, "Dependency rules"; `tests/it/layout.rs` checks it on the import graph).
 
 /// The fully commented default configuration: the one source of every key and default value
 /// (`gleaner config --default` prints it; the configuration loader and the episode stage's
@@ -41,6 +43,7 @@ pub mod telemetry;
 pub mod tail;
 pub mod parse;
 pub mod extract;
+pub mod archive;
 pub mod snippet;
 pub mod episode;
 pub mod conversation;

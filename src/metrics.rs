@@ -72,9 +72,11 @@ pub enum Stage {
     Index,
     /// The writer's transactions, the search index excepted (wall time, server waits included).
     Write,
+    /// Compressing what a batch read for the archive.
+    Archive,
 }
 
-const STAGES: [(Stage, &str); 7] = [
+const STAGES: [(Stage, &str); 8] = [
     (Stage::Read, "read"),
     (Stage::Parse, "parse"),
     (Stage::Extract, "extract"),
@@ -82,10 +84,11 @@ const STAGES: [(Stage, &str); 7] = [
     (Stage::Episodes, "episodes"),
     (Stage::Index, "search_index"),
     (Stage::Write, "database_write"),
+    (Stage::Archive, "archive"),
 ];
 
-static STAGE_NS: [std::sync::atomic::AtomicU64; 7] =
-    [const { std::sync::atomic::AtomicU64::new(0) }; 7];
+static STAGE_NS: [std::sync::atomic::AtomicU64; 8] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; 8];
 
 /// Add `d` to a stage's total.
 pub fn add_stage(stage: Stage, d: Duration) {

@@ -25,6 +25,9 @@ struct Check {
     detail: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     hint: Option<String>,
+    /// Figures behind the verdict, where there are some (the archive's sizes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    figures: Option<serde_json::Value>,
 }
 
 fn check(check: &'static str, verdict: &'static str, detail: String, hint: Option<&str>) -> Check {
@@ -33,6 +36,7 @@ fn check(check: &'static str, verdict: &'static str, detail: String, hint: Optio
         verdict,
         detail,
         hint: hint.map(str::to_string),
+        figures: None,
     }
 }
 
@@ -76,9 +80,11 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
     });
 
     let url = crate::query::store::redact_url(&cfg.database.url);
+    let mut archive = None;
     checks.push(match Store::open_existing(&cfg.database).await {
         Ok(store) => {
             let schema = store.applied_schema().await.ok().flatten().unwrap_or(0);
+            archive = Some(store.archive_totals().await);
             store.close().await;
             check(
                 "database",
@@ -106,6 +112,10 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
             Some("check `database.url` (and that PostgreSQL runs, when used)"),
         ),
     });
+
+    if let Some(totals) = archive {
+        checks.push(archive_check(cfg, totals));
+    }
 
     let sock = socket::socket_path(&cfg.data_dir);
     checks.push(
@@ -207,11 +217,19 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
     checks.push(check(
         "retention",
         if days <= CLAUDE_DEFAULT_CLEANUP_DAYS { "warn" } else { "ok" },
-        format!(
-            "Claude Code deletes transcripts after {days} days; Gleaner keeps what it stored"
-        ),
-        (days <= CLAUDE_DEFAULT_CLEANUP_DAYS).then_some(
-            "to keep the transcripts themselves longer, set \"cleanupPeriodDays\": 365 in Claude Code's settings.json",
+        if cfg.archive.enabled {
+            format!(
+                "Claude Code deletes transcripts after {days} days; Gleaner's archive keeps \
+                 them (`gleaner restore`)"
+            )
+        } else {
+            format!(
+                "Claude Code deletes transcripts after {days} days; Gleaner keeps what it \
+                 stored (the archive is off)"
+            )
+        },
+        (days <= CLAUDE_DEFAULT_CLEANUP_DAYS && !cfg.archive.enabled).then_some(
+            "to keep the transcripts themselves longer, set \"cleanupPeriodDays\": 365 in Claude Code's settings.json, or turn the archive on",
         ),
     ));
 
@@ -227,4 +245,48 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
         }
     }
     Ok(if failed { EXIT_NOT_FOUND } else { EXIT_OK })
+}
+
+/// The archive's size, against the transcript bytes it holds.
+fn archive_check(
+    cfg: &Config,
+    totals: Result<crate::query::store::ArchiveTotals, StoreError>,
+) -> Check {
+    let t = match totals {
+        Ok(t) => t,
+        Err(e) => return check("archive", "fail", e.to_string(), None),
+    };
+    let mut c = if !cfg.archive.enabled {
+        check(
+            "archive",
+            "warn",
+            format!(
+                "off ([archive] enabled = false); {} files kept from before",
+                t.files
+            ),
+            Some("transcripts deleted by Claude Code cannot be restored while it is off"),
+        )
+    } else {
+        let share = if t.raw_bytes > 0 {
+            format!(
+                " ({:.1}%)",
+                100.0 * t.stored_bytes as f64 / t.raw_bytes as f64
+            )
+        } else {
+            String::new()
+        };
+        check(
+            "archive",
+            "ok",
+            format!(
+                "{} files, {:.1} MB of transcripts in {:.1} MB{share}",
+                t.files,
+                t.raw_bytes as f64 / 1e6,
+                t.stored_bytes as f64 / 1e6
+            ),
+            None,
+        )
+    };
+    c.figures = serde_json::to_value(t).ok();
+    c
 }

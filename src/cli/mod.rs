@@ -18,6 +18,7 @@ mod snippets;
 mod session_table;
 mod show;
 mod table;
+mod restore;
 mod text;
 mod web;
 
@@ -119,6 +120,9 @@ enum Command {
     Refine(refine::RefineArgs),
     /// A session's conversation as plain text (user and assistant text, in order).
     Text(text::TextArgs),
+    /// Write archived transcripts back to disk, byte for byte (after Claude Code deleted them,
+    /// or elsewhere with --to), sub-agents included; an existing file is never overwritten.
+    Restore(restore::RestoreArgs),
     /// What earlier sessions of a project kept, as a new session is given it at its start
     /// (corrections, decisions and fixes, recent sessions).
     Context(context::ContextArgs),
@@ -460,6 +464,7 @@ impl Command {
             Command::Snippets(args) => snippets::snippets(&cfg, args).await,
             Command::Search(args) => search::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,
+            Command::Restore(args) => restore::run(&cfg, args).await,
             Command::Context(args) => context::run(&cfg, args).await,
             Command::Show(args) => show::run(&cfg, args).await,
             Command::Diagnostics(args) => list::diagnostics(&cfg, args).await,

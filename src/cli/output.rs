@@ -201,6 +201,16 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
                 .collect();
             writeln!(out, "redacted  {}", red.join(", "))?;
         }
+        let a = &f.archive;
+        if a.files > 0 {
+            writeln!(
+                out,
+                "archive   {} files, {:.1} MB of transcripts in {:.1} MB",
+                a.files,
+                a.raw_bytes as f64 / 1e6,
+                a.stored_bytes as f64 / 1e6
+            )?;
+        }
     }
     if r.refined + r.refine_failed > 0 {
         writeln!(

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use super::raw::RawConfig;
 use super::{
-    BatchConfig, Config, ConfigError, ContextConfig, DaemonConfig, LogConfig, LogFormat, McpConfig,
-    RefineConfig, SessionsConfig, TailSettings, WebConfig, DEFAULT_CONFIG_TOML, ENV_PREFIX,
+    ArchiveConfig, BatchConfig, Config, ConfigError, ContextConfig, DaemonConfig, LogConfig,
+    LogFormat, McpConfig, RefineConfig, SessionsConfig, TailSettings, WebConfig,
+    DEFAULT_CONFIG_TOML, ENV_PREFIX,
 };
 use crate::episode::{Rules, Settings};
 use crate::extract::redact::Redactor;
@@ -438,6 +439,9 @@ impl Config {
                     raw.mcp.max_result_chars,
                     1000,
                 )?,
+            },
+            archive: ArchiveConfig {
+                enabled: raw.archive.enabled,
             },
             context: ContextConfig {
                 max_bytes: usize_at_least("context.max_bytes", raw.context.max_bytes, 256)?,

@@ -87,6 +87,8 @@ pub struct Config {
     pub tail: TailSettings,
     /// Transaction size limits.
     pub batch: BatchConfig,
+    /// The transcript archive.
+    pub archive: ArchiveConfig,
     /// Daemon timing.
     pub daemon: DaemonConfig,
     /// Session lifecycle.
@@ -134,6 +136,13 @@ pub struct BatchConfig {
     pub max_bytes: usize,
     /// Lines per transaction.
     pub max_lines: usize,
+}
+
+/// `[archive]`: the transcripts' bytes kept in the database (`crate::archive`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArchiveConfig {
+    /// Archive what ingest reads.
+    pub enabled: bool,
 }
 
 /// Daemon timing.

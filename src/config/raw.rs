@@ -16,6 +16,7 @@ pub struct RawConfig {
     pub(super) database: RawDatabase,
     pub(super) tail: RawTail,
     pub(super) batch: RawBatch,
+    pub(super) archive: RawArchive,
     pub(super) daemon: RawDaemon,
     pub(super) sessions: RawSessions,
     pub(super) episodes: EpisodesTable,
@@ -39,6 +40,11 @@ pub(super) struct RawRefine {
 #[derive(Debug, Clone, Deserialize)]
 pub(super) struct RawWeb {
     pub(super) bind: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub(super) struct RawArchive {
+    pub(super) enabled: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]

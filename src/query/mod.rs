@@ -37,12 +37,13 @@ pub mod store {
         self, SearchFilter, SearchHit, SearchKind, SearchPage, MAX_LIMIT,
     };
     pub use crate::store::{
-        redact_url, Backend, ConversationRow, DiagnosticListing, EpisodeFilter, EpisodeListing,
-        FeedbackCounts, FeedbackFilter, FeedbackListing, FeedbackType, FileListing, Origin, Page,
-        Paged, Schema, SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter,
-        SnippetListing, SnippetPage, Store, StoreError, SubAgent, SummaryCounts, SummaryFilter,
-        SummaryKind, SummaryListing, Timeline, TimelineFeedback, TimelineFile, TimelineMessage,
-        TimelineSummary, TimelineTool, TokenTotals, Totals, COUNT_CAP,
+        redact_url, ArchiveFilter, ArchiveTotals, Backend, ConversationRow, DiagnosticListing,
+        EpisodeFilter, EpisodeListing, FeedbackCounts, FeedbackFilter, FeedbackListing,
+        FeedbackType, FileListing, Origin, Page, Paged, Schema, SessionFilter, SessionListing,
+        SessionSort, SessionStatus, SnippetFilter, SnippetListing, SnippetPage, Store, StoreError,
+        SubAgent, SummaryCounts, SummaryFilter, SummaryKind, SummaryListing, Timeline,
+        TimelineFeedback, TimelineFile, TimelineMessage, TimelineSummary, TimelineTool,
+        TokenTotals, Totals, COUNT_CAP,
     };
 }
 

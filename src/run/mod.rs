@@ -16,6 +16,7 @@ pub mod once;
 mod priority;
 pub mod pump;
 pub mod refine;
+pub mod restore;
 mod requests;
 pub mod socket;
 pub mod tracked;

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use super::direct::{run_now, Direct};
 use super::messages::{self, CommitStats};
 use super::sql::{row_chunks, Conn, Pooled, Sql};
-use super::{copies, episodes, knowledge, Store, StoreError};
+use super::{archive, copies, episodes, knowledge, Store, StoreError};
 use crate::extract::rows::{now_iso, DiagnosticRow, KindCount, PreparedBatch, SessionUpdate};
 
 /// Merge a batch's session facts: first cwd and title win, latest branch and version win,
@@ -213,6 +213,7 @@ async fn group_body(
     let keep = copies.keep_messages(c, &accepted).await?;
     let models = super::model_names::ids(c, &accepted).await?;
     let inserted = messages::write(c, &accepted, &keep, &models, index_time).await?;
+    archive::write(c, &accepted).await?;
     write_diagnostics(c, &accepted, &now).await?;
     write_kinds(c, &accepted).await?;
     knowledge::write(c, &accepted, leaves).await?;

@@ -21,6 +21,7 @@
 //! The store writes rows it is handed; it never runs a stage (the episodes of finished sessions
 //! are closed by `run` and handed to [`sessions`]).
 
+mod archive;
 mod commit;
 mod conn;
 mod copies;
@@ -56,6 +57,7 @@ pub use open::Schema;
 pub use page::{Page, Paged};
 pub use vocab::{FeedbackType, SessionStatus, SummaryKind};
 
+pub use archive::{ArchiveFilter, ArchiveTotals, ArchivedFile, ChunkRef, StoredChunk};
 pub use commit::WriterConn;
 pub use episodes::SnippetSource;
 pub use files::FileRecord;

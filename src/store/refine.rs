@@ -150,6 +150,9 @@ pub struct DaemonFigures {
     pub rows: std::collections::BTreeMap<String, i64>,
     /// Secrets redacted, by kind.
     pub redactions: std::collections::BTreeMap<String, i64>,
+    /// What the transcript archive holds.
+    #[serde(default)]
+    pub archive: super::ArchiveTotals,
 }
 
 /// Backlog, sessions by status and five row counts, as the query returns them.
@@ -175,7 +178,9 @@ impl Store {
              WHERE category = 'redacted' GROUP BY name ORDER BY name",
         );
         let redactions: Vec<(String, i64)> = self.fetch_all(&q).await?;
+        let archive = self.archive_totals().await?;
         Ok(DaemonFigures {
+            archive,
             bytes_behind: r.0,
             sessions_active: r.1,
             sessions_finished: r.2,

@@ -129,6 +129,15 @@ impl LineSplitter {
         self.buf.len()
     }
 
+    /// The bytes after the last complete line, when they are all held (none dropped by an
+    /// over-long line) and no complete line is among them.
+    pub fn unfinished(&self) -> Option<&[u8]> {
+        let rest = &self.buf[self.consumed..];
+        (!self.skipping && self.buf_start + self.consumed as u64 == self.offset)
+            .then_some(rest)
+            .filter(|r| !r.contains(&b'\n'))
+    }
+
     /// Every buffered byte has been scanned and holds no complete line.
     pub fn all_scanned(&self) -> bool {
         self.scanned == self.buf.len()

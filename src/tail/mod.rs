@@ -146,7 +146,8 @@ pub enum TailError {
     },
 }
 
-pub(super) fn io_err(path: &Path, e: io::Error) -> TailError {
+/// An IO error on `path` as the tailer reports it (a missing file is [`TailError::Gone`]).
+pub fn io_err(path: &Path, e: io::Error) -> TailError {
     if e.kind() == io::ErrorKind::NotFound {
         TailError::Gone {
             path: path.to_path_buf(),
@@ -480,6 +481,15 @@ impl Tailer {
     /// re-opening from [`Tailer::checkpoint`] re-reads exactly these bytes.
     pub fn buffered_bytes(&self) -> usize {
         self.split.buffered()
+    }
+
+    /// The last line of the file as far as it was read, when it has no newline yet and is held
+    /// whole: the bytes from the checkpoint to the read position (see
+    /// [`LineSplitter::unfinished`]).
+    pub fn unfinished_line(&self) -> Option<&[u8]> {
+        self.split
+            .unfinished()
+            .filter(|r| !r.is_empty() && self.split.end() == self.cp.offset + r.len() as u64)
     }
 
     /// Total bytes this tailer has read from disk (validation included), for

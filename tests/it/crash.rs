@@ -175,6 +175,29 @@ async fn kill_nine(backend: Backend) {
     let crashed_counts = counts(&store).await;
     store.close().await;
 
+    // The archive written across the kills restores every file byte for byte.
+    let written: Vec<Vec<u8>> = paths
+        .iter()
+        .map(|p| std::fs::read(p).expect("read"))
+        .collect();
+    std::fs::remove_dir_all(env.path("-p")).expect("delete the files");
+    let out = env
+        .cmd()
+        .args(["restore", "--all", "--json"])
+        .output()
+        .expect("restore");
+    assert_ok(&out);
+    for (p, bytes) in paths.iter().zip(&written) {
+        let back = std::fs::read(p).expect("restored");
+        assert!(
+            back == *bytes,
+            "{} restored with {} of {} bytes differing in length or content; seed {seed}",
+            p.display(),
+            back.len(),
+            bytes.len()
+        );
+    }
+
     // A clean run over the same final files.
     let clean_env = TestEnv::new(backend).await;
     let clean_projects: &Path = &env.projects;

@@ -20,8 +20,9 @@ use syn::visit::Visit;
 const SRC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/src");
 
 /// The synchronous stages.
-const PURE: [&str; 6] = [
+const PURE: [&str; 7] = [
     "tail",
+    "archive",
     "parse",
     "extract",
     "snippet",

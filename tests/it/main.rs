@@ -18,10 +18,12 @@
 //! - `web`: `gleaner web` pages over the corpus (HTTP), escaping, the token, headless Chromium.
 //! - `doors`: the query layer at every door: bad inputs refused alike by CLI, MCP and web;
 //!   read commands create and migrate nothing; the web view's host and origin checks.
+//! - `archive`: every byte read comes back: `restore` over the corpus, after kill -9.
 //! - `identity`: a file's session is the same however its bytes arrive (chunks, kill -9).
 
 mod common;
 
+mod archive;
 mod cli;
 mod context;
 mod control;

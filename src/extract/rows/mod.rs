@@ -62,6 +62,38 @@ pub struct PreparedBatch {
     pub episode_closed: bool,
     /// The file's path as stored in `files.path` (the source of its snippets).
     pub path: String,
+    /// The bytes this batch read, compressed (`crate::archive`); empty when the archive is off.
+    pub archive: Vec<ArchiveChunk>,
+    /// A file beside the transcript read with this batch (a sub-agent's `.meta.json`), archived
+    /// whole.
+    pub sidecar: Option<Sidecar>,
+}
+
+/// One stretch of a transcript's bytes as the archive keeps it: `[start, end)` of generation
+/// `generation`, as one zstd frame (`data`) of exactly `end - start` bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArchiveChunk {
+    /// Generation of the file the bytes belong to.
+    pub generation: i64,
+    /// File offset of the first byte.
+    pub start: u64,
+    /// File offset just past the last byte.
+    pub end: u64,
+    /// The compressed bytes.
+    pub data: Vec<u8>,
+    /// A block made by packing several chunks (not a batch's own).
+    pub packed: bool,
+    /// A last line without its newline (see migration 0019).
+    pub partial: bool,
+}
+
+/// A file kept beside a transcript, compressed whole.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sidecar {
+    /// Its file name, in the transcript's folder.
+    pub name: String,
+    /// The compressed bytes.
+    pub data: Vec<u8>,
 }
 
 /// Facts about a session learnt from one batch; merged with `min`/`max`/first-wins rules.

@@ -69,6 +69,7 @@ fn changes(old: &Config, new: &Config) -> Vec<String> {
         old.daemon.debounce != new.daemon.debounce,
     );
     diff("daemon.workers", old.daemon.workers != new.daemon.workers);
+    diff("archive.enabled", old.archive != new.archive);
     diff("refine.command", old.refine.command != new.refine.command);
     out
 }

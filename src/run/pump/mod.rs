@@ -14,6 +14,7 @@ use std::time::Instant;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
+use crate::archive;
 use crate::config::Config;
 use crate::episode;
 use crate::extract::rows::{mtime_ms, unix_ms_now, PreparedBatch};
@@ -21,7 +22,7 @@ use crate::extract::{extract, FileContext};
 use crate::store::writer::Writer;
 use crate::store::{Store, StoreError};
 use crate::tail::discovery::FileKind;
-use crate::tail::{Checkpoint, TailError, Tailer, TailerConfig};
+use crate::tail::{io_err, Checkpoint, TailError, Tailer, TailerConfig};
 
 use super::health::Health;
 pub use super::tracked::{Stats, Tracked};
@@ -51,10 +52,12 @@ pub enum PumpEnd {
 ///
 /// The description is the prompt's gist written by the parent agent and can quote a secret:
 /// both fields are redacted like every other stored text.
+/// Also returns the sidecar's file name and bytes, for the archive.
+#[allow(clippy::type_complexity)]
 fn read_agent_meta(
     transcript: &std::path::Path,
     redactor: &crate::extract::redact::Redactor,
-) -> Option<(Option<String>, Option<String>)> {
+) -> Option<((Option<String>, Option<String>), (String, Vec<u8>))> {
     #[derive(serde::Deserialize)]
     struct Meta {
         #[serde(rename = "agentType")]
@@ -62,11 +65,12 @@ fn read_agent_meta(
         description: Option<String>,
     }
     let sidecar = transcript.with_extension("meta.json");
-    let bytes = std::fs::read(sidecar).ok()?;
+    let bytes = std::fs::read(&sidecar).ok()?;
     let m: Meta = serde_json::from_slice(&bytes).ok()?;
     let mut counts = std::collections::BTreeMap::new();
     let mut clean = |v: Option<String>| v.map(|t| redactor.redact(&t, &mut counts).into_owned());
-    Some((clean(m.agent_type), clean(m.description)))
+    let name = sidecar.file_name()?.to_string_lossy().into_owned();
+    Some(((clean(m.agent_type), clean(m.description)), (name, bytes)))
 }
 
 /// Shared machinery for reading files into the store.
@@ -227,6 +231,7 @@ impl Pipeline {
         // PostgreSQL stores the search words the reading threads find (see extract::lexemes).
         let lexemes = self.store.backend() == crate::store::Backend::Postgres;
         let wait_for_sessions = self.wait_for_sessions;
+        let archive = self.cfg.archive.enabled;
         move || {
             let mut tailer = match tailer {
                 Some(t) => t,
@@ -240,8 +245,9 @@ impl Pipeline {
             let mut at_eof = false;
             let mut waiting = false;
             let read = timed(Stage::Read, || tailer.read_batch(max_bytes, max_lines));
-            let result = read.map(|opt| {
-                opt.and_then(|batch| {
+            let result = read.and_then(|opt| {
+                let Some(batch) = opt else { return Ok(None) };
+                {
                     let meta = std::fs::metadata(tailer.path()).ok();
                     let size = meta
                         .as_ref()
@@ -266,7 +272,7 @@ impl Pipeline {
                     let mut ex = extract(&mut ctx, &batch, &redactor);
                     if ex.waiting_for_session {
                         waiting = true;
-                        return None;
+                        return Ok(None);
                     }
                     if ctx.info.kind == FileKind::Main && rules.settings.enabled {
                         let how = episode::Feed {
@@ -292,16 +298,44 @@ impl Pipeline {
                     prepared.size = size;
                     prepared.mtime_ms = file_mtime_ms;
                     if ctx.info.kind == FileKind::Agent && !ctx.agent_meta_seen {
-                        prepared.agent_meta = read_agent_meta(tailer.path(), &redactor);
-                        ctx.agent_meta_seen = prepared.agent_meta.is_some();
+                        let found = read_agent_meta(tailer.path(), &redactor);
+                        if let Some((meta, raw)) = found {
+                            prepared.agent_meta = Some(meta);
+                            ctx.agent_meta_seen = true;
+                            if archive {
+                                prepared.sidecar = Some(
+                                    archive::sidecar(&raw.0, &raw.1)
+                                        .map_err(|e| io_err(tailer.path(), e))?,
+                                );
+                            }
+                        }
+                    }
+                    if archive {
+                        prepared.archive = timed(Stage::Archive, || {
+                            let mut chunks = archive::batch_chunks(&batch, tailer.path())?;
+                            // A file idle past the session timeout whose last line has no
+                            // newline: that line is archived too (some transcripts end so).
+                            if at_eof && idle {
+                                if let Some(line) = tailer.unfinished_line() {
+                                    let cp = &batch.checkpoint;
+                                    chunks.push(archive::unfinished_chunk(
+                                        cp.generation,
+                                        cp.offset,
+                                        line,
+                                    )?);
+                                }
+                            }
+                            Ok::<_, std::io::Error>(chunks)
+                        })
+                        .map_err(|e| io_err(tailer.path(), e))?;
                     }
                     prepared.lines = if batch.checkpoint.generation == before.generation {
                         batch.checkpoint.lines.saturating_sub(before.lines)
                     } else {
                         batch.checkpoint.lines
                     };
-                    Some(prepared)
-                })
+                    Ok(Some(prepared))
+                }
             });
             Ok(ReadStep {
                 tailer,

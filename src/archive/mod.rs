@@ -1,0 +1,140 @@
+//! The archive's pure half (issue 29): the bytes a batch read, as compressed chunks, and chunks
+//! back as the file's bytes.
+//!
+//! Claude Code deletes transcripts after 30 days; the rows Gleaner extracts are not the
+//! transcript (tool results, thinking and attachments are not rows), so every byte read is also
+//! kept, compressed, in the same transaction as the rows and the checkpoint made from it (the
+//! store's `archive_chunks`). What the archive holds is the transcript as Claude Code wrote it:
+//! it is the one stored value not derived from redacted text, by design (a restored file must
+//! be byte-identical, for `claude --resume`); `[archive] enabled = false` keeps it out.
+//!
+//! Why zstd level 1 for a batch: it runs on the reading threads, on ingest's critical path
+//! (about 1 GB/s a core, against 3 for level 3 here), and a backfilled file is one batch anyway.
+//! Every frame carries zstd's content checksum, so a damaged chunk fails to decode instead of
+//! restoring wrong bytes.
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use crate::extract::rows::{ArchiveChunk, Sidecar};
+use crate::tail::Batch;
+
+/// `archive_chunks.codec` of a zstd frame.
+pub const CODEC_ZSTD: i64 = 1;
+
+/// The zstd level of a batch's chunk (see the module docs).
+pub const LIVE_LEVEL: i32 = 1;
+
+/// Raw bytes per chunk when an over-long line is read back from the file (the tailer skipped it
+/// without keeping it): memory stays bounded whatever the line's length.
+const PIECE: usize = 4 << 20;
+
+/// `raw` as one zstd frame at `level`, with a content checksum.
+pub fn compress(raw: &[u8], level: i32) -> io::Result<Vec<u8>> {
+    let mut c = zstd::bulk::Compressor::new(level)?;
+    c.include_checksum(true)?;
+    c.compress(raw)
+}
+
+/// The chunks of what `batch` (read from `path`) consumed: the file's bytes from the offset it
+/// started at to its checkpoint. The batch holds them all unless the tailer skipped an
+/// over-long line (its bytes were dropped as they came, so they are read again from `path`, in
+/// pieces of at most 4 MiB); `batch.data` is always the stretch just before the checkpoint.
+pub fn batch_chunks(batch: &Batch, path: &Path) -> io::Result<Vec<ArchiveChunk>> {
+    let (start, end) = (batch.start_offset, batch.checkpoint.offset);
+    let generation = batch.checkpoint.generation;
+    let held = batch.data.len() as u64;
+    if end <= start {
+        return Ok(Vec::new());
+    }
+    if held > end - start {
+        return Err(io::Error::other(format!(
+            "batch of {} holds {held} bytes for the {} between offsets {start} and {end}",
+            path.display(),
+            end - start
+        )));
+    }
+    let mut out = Vec::new();
+    let gap_end = end - held;
+    if gap_end > start {
+        let mut f = File::open(path)?;
+        f.seek(SeekFrom::Start(start))?;
+        let mut buf = vec![0u8; PIECE];
+        let mut pos = start;
+        while pos < gap_end {
+            let want = PIECE.min((gap_end - pos) as usize);
+            f.read_exact(&mut buf[..want])?;
+            out.push(ArchiveChunk {
+                generation,
+                start: pos,
+                end: pos + want as u64,
+                data: compress(&buf[..want], LIVE_LEVEL)?,
+                ..ArchiveChunk::default()
+            });
+            pos += want as u64;
+        }
+    }
+    if held > 0 {
+        out.push(ArchiveChunk {
+            generation,
+            start: gap_end,
+            end,
+            data: compress(&batch.data, LIVE_LEVEL)?,
+            ..ArchiveChunk::default()
+        });
+    }
+    Ok(out)
+}
+
+/// The chunk of a last line without its newline (`partial`), from the checkpoint on: archived
+/// once its file has gone idle, so a restored file is whole; replaced if the line is completed.
+pub fn unfinished_chunk(generation: i64, offset: u64, line: &[u8]) -> io::Result<ArchiveChunk> {
+    Ok(ArchiveChunk {
+        generation,
+        start: offset,
+        end: offset + line.len() as u64,
+        data: compress(line, LIVE_LEVEL)?,
+        packed: false,
+        partial: true,
+    })
+}
+
+/// A file beside a transcript (`name` in its folder), archived whole.
+pub fn sidecar(name: &str, raw: &[u8]) -> io::Result<Sidecar> {
+    Ok(Sidecar {
+        name: name.to_string(),
+        data: compress(raw, LIVE_LEVEL)?,
+    })
+}
+
+/// Decode one stored frame into `out`; the number of bytes written. A frame whose checksum or
+/// length does not match is an error (`InvalidData`).
+pub fn decode_into(data: &[u8], expected: u64, out: &mut impl Write) -> io::Result<u64> {
+    let mut dec = zstd::stream::read::Decoder::new(data)?;
+    let n = io::copy(&mut dec, out)?;
+    if n != expected {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("archived chunk decodes to {n} bytes, {expected} expected"),
+        ));
+    }
+    Ok(n)
+}
+
+/// Decode a stored frame of unrecorded length whole (a sidecar: a few hundred bytes).
+pub fn decode_all(data: &[u8]) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    io::copy(&mut zstd::stream::read::Decoder::new(data)?, &mut out)?;
+    Ok(out)
+}
+
+/// Decode one stored frame whole.
+pub fn decode(data: &[u8], expected: u64) -> io::Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
+    decode_into(data, expected, &mut out)?;
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,120 @@
+//! `gleaner restore`: archived transcripts back on disk (`run::restore` does the work).
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{resolve_prefix, Outcome, EXIT_ERROR, EXIT_OK};
+use crate::config::Config;
+use crate::query;
+use crate::run::restore::{restore, FileReport, Outcome as FileOutcome, RestoreOptions};
+
+/// `gleaner restore` flags.
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// The session to restore (a unique prefix of its id is enough).
+    #[arg(
+        value_name = "SESSION_PREFIX",
+        required_unless_present = "all",
+        conflicts_with = "all"
+    )]
+    pub session: Option<String>,
+    /// Every archived session (narrowed by --project and --since).
+    #[arg(long)]
+    pub all: bool,
+    /// Only sessions whose project folder or working directory contains this text.
+    #[arg(long, value_name = "P")]
+    pub project: Option<String>,
+    /// Only sessions active at or after this time (a date, a date-time, or an age: 12h, 7d).
+    #[arg(long, value_name = "T")]
+    pub since: Option<String>,
+    /// Write below this folder, in Claude Code's layout, instead of where the files were.
+    #[arg(long, value_name = "DIR")]
+    pub to: Option<PathBuf>,
+    /// Where another file is in the way, write the archived copy beside it as
+    /// `<name>.restored` (without this it is left alone and reported).
+    #[arg(long)]
+    pub force_suffix: bool,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner restore`.
+pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
+    let since = query::time_opt("--since", args.since.as_deref())?;
+    let store = super::open_store(cfg).await?;
+    let session_ids = match &args.session {
+        None => None,
+        Some(p) => match resolve_prefix(&store, p).await? {
+            Ok(id) => Some(vec![id]),
+            Err(code) => return Ok(code),
+        },
+    };
+    let opts = RestoreOptions {
+        filter: query::store::ArchiveFilter {
+            session_ids,
+            project: args.project.clone(),
+            since,
+        },
+        to: args.to.clone(),
+        force_suffix: args.force_suffix,
+        projects_dir: cfg.projects_dir.clone(),
+        machine_id: cfg.machine_id.clone(),
+    };
+    let json = args.json;
+    let report = restore(&store, &opts, |r: &FileReport| {
+        if json {
+            return;
+        }
+        let what = match r.outcome {
+            FileOutcome::Written | FileOutcome::Present => return,
+            FileOutcome::WrittenBeside => "written beside",
+            FileOutcome::Differs => "not restored",
+            FileOutcome::Incomplete => "incomplete",
+        };
+        eprintln!(
+            "{what}: {}{}",
+            r.path.display(),
+            r.detail
+                .as_deref()
+                .map(|d| format!(" ({d})"))
+                .unwrap_or_default()
+        );
+    })
+    .await?;
+    store.close().await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        let nothing = report.written + report.present + report.differs + report.incomplete == 0;
+        if nothing {
+            println!("nothing archived matches");
+        } else {
+            println!(
+                "restored {} file{} ({:.1} MB){}; {} already there{}{}",
+                report.written,
+                if report.written == 1 { "" } else { "s" },
+                report.bytes_written as f64 / 1e6,
+                match report.sidecars_written {
+                    0 => String::new(),
+                    n => format!(" and {n} sub-agent .meta.json"),
+                },
+                report.present,
+                match report.differs {
+                    0 => String::new(),
+                    n => format!("; {n} left alone (another file in the way: --force-suffix)"),
+                },
+                match report.incomplete {
+                    0 => String::new(),
+                    n => format!("; {n} incomplete in the archive"),
+                },
+            );
+        }
+    }
+    Ok(if report.incomplete > 0 {
+        EXIT_ERROR
+    } else {
+        EXIT_OK
+    })
+}

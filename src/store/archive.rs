@@ -1,0 +1,242 @@
+//! The archive's tables (migration 0019): chunks written with a group's rows, and read back for
+//! `restore` and for lines of a transcript that is gone.
+//!
+//! The store keeps the chunks as it is handed them: compressing and decoding is
+//! `crate::archive`'s (a pure stage), writing files back is `run::restore`'s.
+
+use std::borrow::Cow;
+
+use super::read::push_project_filter;
+use super::sql::{row_chunks, Conn, Sql};
+use super::{Store, StoreError};
+use crate::extract::rows::{ArchiveChunk, PreparedBatch, Sidecar};
+
+/// `archive_chunks.codec` of a zstd frame (`crate::archive::CODEC_ZSTD`).
+const CODEC_ZSTD: i64 = 1;
+
+/// The chunks and sidecars of the accepted batches of a group, in its transaction. A chunk that
+/// starts where a stored one does replaces it: only a partial last line (migration 0019) can be
+/// there, since a batch starts at its file's committed checkpoint.
+pub(super) async fn write(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<(), StoreError> {
+    let backend = c.backend();
+    let chunks: Vec<(i64, &ArchiveChunk)> = accepted
+        .iter()
+        .flat_map(|b| b.archive.iter().map(move |a| (b.file_id, a)))
+        .collect();
+    for part in row_chunks(backend, &chunks) {
+        let mut q = Sql::new(
+            "INSERT INTO archive_chunks (file_id, generation, start_off, end_off, codec, \
+             packed, partial, data) ",
+        );
+        q.push_rows(backend, part, |row, (id, a)| {
+            row.bind(*id)
+                .bind(a.generation)
+                .bind(a.start as i64)
+                .bind(a.end as i64)
+                .bind(CODEC_ZSTD)
+                .bind(a.packed)
+                .bind(a.partial)
+                .bind(Cow::Borrowed(a.data.as_slice()));
+        });
+        q.push(
+            " ON CONFLICT (file_id, generation, start_off) DO UPDATE SET \
+             end_off = excluded.end_off, codec = excluded.codec, dict_id = NULL, \
+             packed = excluded.packed, partial = excluded.partial, data = excluded.data",
+        );
+        c.execute(&q).await?;
+    }
+    let sidecars: Vec<(i64, &Sidecar)> = accepted
+        .iter()
+        .filter_map(|b| b.sidecar.as_ref().map(|s| (b.file_id, s)))
+        .collect();
+    for part in row_chunks(backend, &sidecars) {
+        let mut q = Sql::new("INSERT INTO archive_sidecars (file_id, name, codec, data) ");
+        q.push_rows(backend, part, |row, (id, s)| {
+            row.bind(*id)
+                .bind(s.name.as_str())
+                .bind(CODEC_ZSTD)
+                .bind(Cow::Borrowed(s.data.as_slice()));
+        });
+        q.push(" ON CONFLICT (file_id, name) DO UPDATE SET codec = excluded.codec, data = excluded.data");
+        c.execute(&q).await?;
+    }
+    Ok(())
+}
+
+/// Which archived transcripts a restore takes.
+#[derive(Debug, Clone, Default)]
+pub struct ArchiveFilter {
+    /// Only these sessions (`None`: every session).
+    pub session_ids: Option<Vec<String>>,
+    /// Project folder or working directory containing this text.
+    pub project: Option<String>,
+    /// Sessions active at or after this time (as stored).
+    pub since: Option<String>,
+}
+
+/// A transcript the archive holds: where it was, and how far it was read.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ArchivedFile {
+    /// `files.id`.
+    pub id: i64,
+    /// The machine that read it.
+    pub machine: String,
+    /// Its path there.
+    pub path: String,
+    /// Its project folder.
+    pub project: String,
+    /// Its session.
+    pub session_id: Option<String>,
+    /// The generation the checkpoint is in (what the file is now).
+    pub generation: i64,
+    /// Bytes read: the checkpoint's offset.
+    pub byte_offset: i64,
+}
+
+/// One stored chunk's place (its bytes are fetched apart: a file's chunks are walked in order).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ChunkRef {
+    /// File offset of its first byte.
+    pub start_off: i64,
+    /// File offset past its last byte.
+    pub end_off: i64,
+    /// How it is encoded.
+    pub codec: i64,
+    /// A last line without its newline.
+    pub partial: bool,
+}
+
+/// A stored chunk with its bytes.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StoredChunk {
+    /// File offset of its first byte.
+    pub start_off: i64,
+    /// File offset past its last byte.
+    pub end_off: i64,
+    /// How it is encoded.
+    pub codec: i64,
+    /// A last line without its newline.
+    pub partial: bool,
+    /// The encoded bytes.
+    pub data: Vec<u8>,
+}
+
+/// Archive totals, for `status` and `doctor`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ArchiveTotals {
+    /// Files with at least one chunk.
+    pub files: i64,
+    /// Chunks stored.
+    pub chunks: i64,
+    /// Transcript bytes they hold.
+    pub raw_bytes: i64,
+    /// Their compressed size (sidecars included).
+    pub stored_bytes: i64,
+}
+
+/// Chunks fetched per statement while a file is walked (a packed block can be megabytes).
+const CHUNKS_PER_FETCH: i64 = 8;
+
+impl Store {
+    /// The archived transcripts the filter selects (empty ones included), after file id `after`, at most `limit`, in
+    /// id order (a restore walks them page by page: its memory does not grow with the store).
+    pub async fn archived_files(
+        &self,
+        f: &ArchiveFilter,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<ArchivedFile>, StoreError> {
+        let mut q = Sql::new(
+            "SELECT f.id, f.machine, f.path, f.project, f.session_id, f.generation, \
+             f.byte_offset FROM files f WHERE f.id > ",
+        );
+        q.push_bind(after);
+        // An empty transcript has no chunk: it is restored empty.
+        q.push(
+            " AND (EXISTS (SELECT 1 FROM archive_chunks a WHERE a.file_id = f.id \
+             AND a.generation = f.generation) OR (f.size = 0 AND f.byte_offset = 0))",
+        );
+        if let Some(ids) = &f.session_ids {
+            q.push(" AND ").push_in("f.session_id", ids);
+        }
+        if f.project.is_some() || f.since.is_some() {
+            q.push(" AND f.session_id IN (SELECT s.session_id FROM sessions s WHERE 1 = 1");
+            if let Some(p) = &f.project {
+                push_project_filter(&mut q, p, "s.project", "s.cwd");
+            }
+            if let Some(s) = &f.since {
+                q.push(" AND s.last_activity_at >= ").push_bind(s.as_str());
+            }
+            q.push(")");
+        }
+        q.push(" ORDER BY f.id LIMIT ").push_bind(limit);
+        self.fetch_all(&q.not_persistent()).await
+    }
+
+    /// The chunks of a file's generation from offset `from` on, in offset order, at most
+    /// [`CHUNKS_PER_FETCH`] (the caller asks again from the last one's end).
+    pub async fn archive_chunks(
+        &self,
+        file_id: i64,
+        generation: i64,
+        from: i64,
+    ) -> Result<Vec<StoredChunk>, StoreError> {
+        let q = Sql::new(
+            "SELECT start_off, end_off, codec, partial, data FROM archive_chunks \
+             WHERE file_id = $1 AND generation = $2 AND start_off >= $3 \
+             ORDER BY start_off LIMIT $4",
+        )
+        .arg(file_id)
+        .arg(generation)
+        .arg(from)
+        .arg(CHUNKS_PER_FETCH);
+        self.fetch_all(&q).await
+    }
+
+    /// The places of a file generation's chunks, in offset order (no bytes).
+    pub async fn archive_chunk_refs(
+        &self,
+        file_id: i64,
+        generation: i64,
+    ) -> Result<Vec<ChunkRef>, StoreError> {
+        let q = Sql::new(
+            "SELECT start_off, end_off, codec, partial FROM archive_chunks \
+             WHERE file_id = $1 AND generation = $2 ORDER BY start_off",
+        )
+        .arg(file_id)
+        .arg(generation);
+        self.fetch_all(&q).await
+    }
+
+    /// The sidecars archived with a file: `(name, codec, data)`.
+    pub async fn archive_sidecars(
+        &self,
+        file_id: i64,
+    ) -> Result<Vec<(String, i64, Vec<u8>)>, StoreError> {
+        let q = Sql::new(
+            "SELECT name, codec, data FROM archive_sidecars WHERE file_id = $1 ORDER BY name",
+        )
+        .arg(file_id);
+        self.fetch_all(&q).await
+    }
+
+    /// How much the archive holds.
+    pub async fn archive_totals(&self) -> Result<ArchiveTotals, StoreError> {
+        let q = Sql::new(
+            "SELECT COUNT(DISTINCT file_id), COUNT(*), \
+             CAST(COALESCE(SUM(end_off - start_off), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(LENGTH(data)), 0) AS BIGINT) FROM archive_chunks",
+        );
+        let (files, chunks, raw_bytes, stored): (i64, i64, i64, i64) =
+            self.fetch_optional(&q).await?.unwrap_or_default();
+        let q =
+            Sql::new("SELECT CAST(COALESCE(SUM(LENGTH(data)), 0) AS BIGINT) FROM archive_sidecars");
+        let sidecars = self.fetch_i64(&q).await?;
+        Ok(ArchiveTotals {
+            files,
+            chunks,
+            raw_bytes,
+            stored_bytes: stored + sidecars,
+        })
+    }
+}

@@ -1,0 +1,178 @@
+//! The archive (issue 29): every byte ingest read comes back from the database, byte for byte.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use crate::both_backends;
+use crate::common::*;
+
+/// Every file below `root` (transcripts and sidecars), by path.
+fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.clone(), std::fs::read(&p).expect("read"));
+            }
+        }
+    }
+    out
+}
+
+fn restore(env: &TestEnv, args: &[&str]) -> std::process::Output {
+    env.cmd()
+        .arg("restore")
+        .args(args)
+        .output()
+        .expect("run restore")
+}
+
+/// The whole corpus: ingested, the tree deleted, `restore --all` writes every transcript and
+/// every sub-agent `.meta.json` back byte for byte (files whose last line has no newline
+/// included: they are idle), and a second restore finds them all present.
+async fn corpus_round_trip(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    // `cp -a`: the corpus files keep their old modification times (idle sessions).
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(corpus_dir().join("."))
+        .arg(&env.projects)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    let before = tree(&env.projects);
+    let transcripts = before
+        .keys()
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .count();
+    let sidecars = before
+        .keys()
+        .filter(|p| p.to_string_lossy().ends_with(".meta.json"))
+        .count();
+    assert!(
+        transcripts >= 250 && sidecars > 10,
+        "{transcripts} / {sidecars}"
+    );
+    let unterminated = before
+        .iter()
+        .filter(|(p, b)| p.extension().is_some_and(|e| e == "jsonl") && !b.ends_with(b"\n"))
+        .count();
+    let summary = env.ingest();
+    assert_eq!(summary["errors"], 0, "{summary}");
+
+    std::fs::remove_dir_all(&env.projects).expect("delete the tree");
+    let out = restore(&env, &["--all", "--json"]);
+    assert_ok(&out);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["written"], transcripts as u64, "{report}");
+    assert_eq!(report["incomplete"], 0, "{report}");
+    let after = tree(&env.projects);
+    let missing: Vec<_> = before.keys().filter(|p| !after.contains_key(*p)).collect();
+    assert!(missing.is_empty(), "not restored: {missing:?}");
+    for (p, bytes) in &before {
+        assert!(after[p] == *bytes, "{} differs", p.display());
+    }
+    assert_eq!(after.len(), before.len(), "nothing else is written");
+    eprintln!(
+        "{transcripts} transcripts ({unterminated} without a final newline), {sidecars} sidecars"
+    );
+
+    // Again: everything is there already; a changed file is left alone, or written beside.
+    let out = restore(&env, &["--all", "--json"]);
+    assert_ok(&out);
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(again["written"], 0, "{again}");
+    assert_eq!(again["present"], transcripts as u64, "{again}");
+    let (victim, original) = before
+        .iter()
+        .find(|(p, b)| p.extension().is_some_and(|e| e == "jsonl") && b.len() > 1000)
+        .expect("a transcript");
+    std::fs::write(victim, b"{\"changed\":true}\n").expect("overwrite");
+    let out = restore(&env, &["--all"]);
+    assert_ok(&out);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not restored"));
+    assert_eq!(
+        std::fs::read(victim).expect("read"),
+        b"{\"changed\":true}\n"
+    );
+    let out = restore(&env, &["--all", "--force-suffix"]);
+    assert_ok(&out);
+    let beside = PathBuf::from(format!("{}.restored", victim.display()));
+    assert!(std::fs::read(&beside).expect("written beside") == *original);
+
+    // One session, elsewhere, in Claude Code's layout.
+    let sid = victim
+        .file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .to_string();
+    let elsewhere = env.dir.path().join("elsewhere");
+    let out = restore(
+        &env,
+        &[&sid[..8], "--to", elsewhere.to_str().expect("utf-8")],
+    );
+    assert_ok(&out);
+    let project = victim
+        .parent()
+        .and_then(|d| d.file_name())
+        .expect("project");
+    let there = elsewhere
+        .join(project)
+        .join(victim.file_name().expect("name"));
+    assert!(std::fs::read(&there).expect("restored elsewhere") == *original);
+
+    // Archive figures.
+    let out = env
+        .cmd()
+        .args(["doctor", "--json"])
+        .output()
+        .expect("doctor");
+    let doctor: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor JSON");
+    let raw: u64 = before.values().map(|b| b.len() as u64).sum();
+    let archive = doctor
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["check"] == "archive"))
+        .map(|c| c["figures"].clone())
+        .expect("an archive check");
+    assert_eq!(
+        archive["raw_bytes"].as_u64().map(|b| b <= raw),
+        Some(true),
+        "{doctor}"
+    );
+    let stored = archive["stored_bytes"].as_u64().expect("stored bytes");
+    assert!(stored > 0 && stored < raw / 3, "{stored} of {raw}");
+    eprintln!(
+        "archive: {stored} bytes for {raw} ({:.1}%)",
+        100.0 * stored as f64 / raw as f64
+    );
+    env.cleanup().await;
+}
+
+both_backends!(
+    restore_writes_back_every_byte_of_the_corpus,
+    corpus_round_trip
+);
+
+/// `[archive] enabled = false` keeps nothing, and restore says there is nothing to restore.
+async fn archive_off(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let src = corpus_dir().join(
+        "Eduardodmb__ClaudeHome/projects.bak-20260511-072525/X--01-Edmb-Clockhelp/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl",
+    );
+    let dst = env.path("-x-clock/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl");
+    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(&src, &dst).expect("copy");
+    env.ingest_dir_env(&env.projects, &[("GLEANER_ARCHIVE__ENABLED", "false")]);
+    std::fs::remove_file(&dst).expect("delete");
+    let out = restore(&env, &["--all"]);
+    assert_ok(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("nothing archived"));
+    assert!(!dst.exists());
+    env.cleanup().await;
+}
+
+both_backends!(archive_off_keeps_nothing, archive_off);
