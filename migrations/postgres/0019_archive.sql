@@ -7,7 +7,7 @@
 -- later replaces a run of chunks with one block covering the same bytes (`packed` true). A chunk
 -- with `partial` true is a last line without its newline, archived once the file went idle: it
 -- starts at the checkpoint and is replaced when that line is completed.
-CREATE TABLE archive_chunks (
+CREATE TABLE IF NOT EXISTS archive_chunks (
     file_id    BIGINT   NOT NULL REFERENCES files (id),
     generation BIGINT   NOT NULL,
     start_off  BIGINT   NOT NULL,
@@ -24,7 +24,7 @@ ALTER TABLE archive_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
 
 -- Files that sit beside a transcript (a sub-agent's `agent-<id>.meta.json`), whole, compressed
 -- the same way; `name` is the file name in the transcript's folder.
-CREATE TABLE archive_sidecars (
+CREATE TABLE IF NOT EXISTS archive_sidecars (
     file_id BIGINT   NOT NULL REFERENCES files (id),
     name    TEXT     NOT NULL,
     codec   BIGINT   NOT NULL DEFAULT 1,

@@ -9,7 +9,7 @@
 -- starts at the checkpoint and is replaced when that line is completed.
 --
 -- A rowid table with a unique key, not WITHOUT ROWID: its rows are large blobs (see 0008).
-CREATE TABLE archive_chunks (
+CREATE TABLE IF NOT EXISTS archive_chunks (
     file_id    INTEGER NOT NULL REFERENCES files (id),
     generation INTEGER NOT NULL,
     start_off  INTEGER NOT NULL,
@@ -24,7 +24,7 @@ CREATE TABLE archive_chunks (
 
 -- Files that sit beside a transcript (a sub-agent's `agent-<id>.meta.json`), whole, compressed
 -- the same way; `name` is the file name in the transcript's folder.
-CREATE TABLE archive_sidecars (
+CREATE TABLE IF NOT EXISTS archive_sidecars (
     file_id INTEGER NOT NULL REFERENCES files (id),
     name    TEXT    NOT NULL,
     codec   INTEGER NOT NULL DEFAULT 1,

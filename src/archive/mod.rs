@@ -136,5 +136,48 @@ pub fn decode(data: &[u8], expected: u64) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// A file's bytes read back from its chunks, in order, one chunk decoded at a time (a chunk is
+/// at most a batch, or a packed block): the lines of a transcript that is gone are read through
+/// it as through the file.
+#[derive(Debug)]
+pub struct ChunkReader {
+    chunks: std::vec::IntoIter<(u64, u64, Vec<u8>)>,
+    cur: io::Cursor<Vec<u8>>,
+    pos: u64,
+}
+
+impl ChunkReader {
+    /// Over `(start, end, data)` chunks in offset order; a gap between them is a read error.
+    pub fn new(chunks: Vec<(u64, u64, Vec<u8>)>) -> ChunkReader {
+        ChunkReader {
+            chunks: chunks.into_iter(),
+            cur: io::Cursor::new(Vec::new()),
+            pos: 0,
+        }
+    }
+}
+
+impl Read for ChunkReader {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let n = self.cur.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            let Some((start, end, data)) = self.chunks.next() else {
+                return Ok(0);
+            };
+            if start != self.pos {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("the archive lacks bytes {} to {start}", self.pos),
+                ));
+            }
+            self.cur = io::Cursor::new(decode(&data, end - start)?);
+            self.pos = end;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests;

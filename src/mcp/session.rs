@@ -7,7 +7,7 @@ use super::args::{ConversationArgs, LinesArgs, Parameters, SessionArgs};
 use super::{cut_text, done, store_err, Body, Gleaner};
 use crate::query;
 use crate::query::overview::session_overview;
-use crate::snippet::excerpt::{self, Selection, SourceError};
+use crate::snippet::excerpt::{Selection, SourceError};
 
 type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
 
@@ -58,12 +58,17 @@ impl Gleaner {
         let file = query::transcript_copy(&files, &self.cfg.machine_id, None)
             .ok_or_else(|| format!("session {id} has no main transcript"))?;
         let path = file.path.clone();
-        if file.machine != self.cfg.machine_id || !std::path::Path::new(&path).is_file() {
+        // The file on disk, else the archive's copy (deleted, or another machine's).
+        let Some(source) = query::transcript::open(&self.store, file, &self.cfg.machine_id)
+            .await
+            .map_err(store_err)?
+        else {
             return Err(format!(
                 "{} through get_conversation",
                 query::unreadable_copy(file, &self.cfg.machine_id)
             ));
-        }
+        };
+        let archived = source.is_archived();
         let known = u64::try_from(file.lines).unwrap_or(0);
         if a.start_line > known.max(1) {
             return Err(format!(
@@ -74,13 +79,10 @@ impl Gleaner {
         let end = a.end_line.min(known.max(a.start_line));
         let clamped = end < a.end_line;
         let redactor = self.cfg.redactor.clone();
-        let p = path.clone();
         let sel = Selection::Lines(a.start_line, end);
-        let read = crate::run::blocking(move || {
-            excerpt::excerpt(std::path::Path::new(&p), sel, &redactor)
-        })
-        .await
-        .map_err(|e| format!("reading the transcript failed: {e}"))?;
+        let read = crate::run::blocking(move || source.excerpt(sel, &redactor))
+            .await
+            .map_err(|e| format!("reading the transcript failed: {e}"))?;
         let note = clamped.then(|| {
             format!(
                 "end_line {} is past the end of the file: lines {}:{end} shown",
@@ -115,6 +117,9 @@ impl Gleaner {
             "text": text,
             "truncated": truncated,
         });
+        if archived {
+            v["from_archive"] = Value::Bool(true);
+        }
         if let Some(n) = note {
             v["note"] = Value::String(n);
         }

@@ -14,6 +14,7 @@ pub mod overview;
 mod page;
 mod session_ref;
 pub mod snippet_add;
+pub mod transcript;
 mod time;
 pub mod view;
 pub mod vocab;
@@ -147,7 +148,7 @@ pub fn transcript_copy<'a>(
 }
 
 /// Why a transcript's lines cannot be read here: held by another machine, or gone from this
-/// one. Every door says it the same way.
+/// one, and not archived. Every door says it the same way.
 pub fn unreadable_copy(file: &store::TimelineFile, machine: &str) -> String {
     if file.machine != machine {
         let user = if file.user.is_empty() {
@@ -156,14 +157,14 @@ pub fn unreadable_copy(file: &store::TimelineFile, machine: &str) -> String {
             format!(" (user {})", file.user)
         };
         format!(
-            "the transcript {} is held by machine {}{user}, not this one ({machine}); its \
-             stored text is still available",
+            "the transcript {} is held by machine {}{user}, not this one ({machine}), and \
+             the archive has no copy of it; its stored text is still available",
             file.path, file.machine
         )
     } else {
         format!(
-            "the transcript {} is gone (Claude Code deletes transcripts after 30 days); its \
-             stored text is still available",
+            "the transcript {} is gone (Claude Code deletes transcripts after 30 days) and \
+             the archive has no copy of it (it was off); its stored text is still available",
             file.path
         )
     }

@@ -175,18 +175,27 @@ pub async fn add(
     };
     // A file that is not there says so when it is read ("cannot read ..."), which is the
     // more useful message.
-    if let Some(path) = source.filter(|p| p.exists()) {
+    let mut archived = None;
+    if let Some(path) = source {
         let files = store.session_files(&req.session_id).await?;
-        if !is_tracked(&path, &files) {
-            return Err(AddError::Untracked {
-                path,
-                session_id: req.session_id.clone(),
-            });
+        if path.exists() {
+            if !is_tracked(&path, &files) {
+                return Err(AddError::Untracked {
+                    path,
+                    session_id: req.session_id.clone(),
+                });
+            }
+        } else if let Content::Transcript(..) = &req.content {
+            // Gone from the disk (or another machine's): the archive's copy of a transcript of
+            // the session, as stored.
+            if let Some(f) = files.iter().find(|f| Path::new(&f.path) == path) {
+                archived = super::transcript::archived(store, f.id, f.generation, path).await?;
+            }
         }
     }
     let r = Arc::clone(redactor);
     let content = req.content.clone();
-    let cut = crate::run::blocking(move || read(&content, &r)).await??;
+    let cut = crate::run::blocking(move || read(&content, &r, archived)).await??;
 
     // Redact before anything else sees the text: validation, hashing, storage and output. An
     // excerpt is redacted piece by piece already (before its tool outputs are cut); redacting
@@ -287,7 +296,11 @@ fn merge_metadata(
 
 /// Read the content from its source (blocking IO). An excerpt is redacted as it is rendered;
 /// given text and a content file are returned as written.
-fn read(content: &Content, redactor: &Redactor) -> Result<Cut, AddError> {
+fn read(
+    content: &Content,
+    redactor: &Redactor,
+    archived: Option<super::transcript::Transcript>,
+) -> Result<Cut, AddError> {
     match content {
         Content::Text {
             text,
@@ -325,7 +338,10 @@ fn read(content: &Content, redactor: &Redactor) -> Result<Cut, AddError> {
             })
         }
         Content::Transcript(path, sel) => {
-            let ex = excerpt::excerpt(path, *sel, redactor)?;
+            let ex = match archived {
+                Some(t) => t.excerpt(*sel, redactor)?,
+                None => excerpt::excerpt(path, *sel, redactor)?,
+            };
             Ok(Cut {
                 content: ex.content,
                 source_file: canonical(path),

@@ -175,12 +175,30 @@ pub fn excerpt(path: &Path, sel: Selection, redactor: &Redactor) -> Result<Excer
     if start == 0 || start > end {
         return Err(SourceError::BadRange(format!("{start}:{end}")));
     }
+    let file = File::open(path).map_err(|source| SourceError::Unreadable {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    excerpt_from(path, file, sel, redactor)
+}
+
+/// [`excerpt`] of a transcript read from `source` (the archive's copy of the file at `path`
+/// once Claude Code deleted it: `crate::archive::ChunkReader`); `path` names it in errors.
+pub fn excerpt_from(
+    path: &Path,
+    source: impl Read,
+    sel: Selection,
+    redactor: &Redactor,
+) -> Result<Excerpt, SourceError> {
+    let (start, end) = sel.bounds();
+    if start == 0 || start > end {
+        return Err(SourceError::BadRange(format!("{start}:{end}")));
+    }
     let unreadable = |source| SourceError::Unreadable {
         path: path.to_path_buf(),
         source,
     };
-    let file = File::open(path).map_err(unreadable)?;
-    let mut lines = Lines::new(file);
+    let mut lines = Lines::new(source);
     let mut buf = Vec::new();
     let mut out = Render::new(redactor);
     let (line_start, line_end) = match sel {

@@ -345,16 +345,20 @@ pub async fn lines(
             ))
         }
     };
-    let path = std::path::PathBuf::from(&file.path);
-    let body = if path.is_file() {
+    // The file on disk, else the archive's copy (deleted, or another machine's).
+    let source = query::transcript::open(&st.store, file, &st.cfg.machine_id).await?;
+    let body = if let Some(source) = source {
+        let archived = source.is_archived();
         let redactor = st.cfg.redactor.clone();
         let sel = crate::snippet::excerpt::Selection::Lines(from, to);
-        let read =
-            crate::run::blocking(move || crate::snippet::excerpt::excerpt(&path, sel, &redactor))
-                .await
-                .map_err(|e| WebError::Internal(e.to_string()))?;
+        let read = crate::run::blocking(move || source.excerpt(sel, &redactor))
+            .await
+            .map_err(|e| WebError::Internal(e.to_string()))?;
         match read {
-            Ok(ex) => html! { pre.raw { (ex.content) } },
+            Ok(ex) => html! {
+                @if archived { p.muted { "From the archive: the file is no longer on this disk." } }
+                pre.raw { (ex.content) }
+            },
             Err(e) => html! { p.muted { (e.to_string()) } },
         }
     } else {

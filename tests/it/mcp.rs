@@ -267,6 +267,21 @@ async fn mcp_session(backend: Backend) {
         lines["text"].as_str().is_some_and(|t| t.contains("[L")),
         "{lines}"
     );
+    // The deleted transcript's lines come from the archive.
+    let archived = c
+        .call(
+            "get_transcript_lines",
+            json!({"session_id": gone_sid, "start_line": 1, "end_line": 5}),
+        )
+        .expect("lines of a deleted transcript");
+    assert_eq!(archived["from_archive"], true, "{archived}");
+    assert_eq!(archived["lines_in_file"], 1, "{archived}");
+    assert!(
+        archived["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("a transcript that will be deleted")),
+        "{archived}"
+    );
     let conv = c
         .call(
             "get_conversation",
@@ -348,11 +363,6 @@ async fn mcp_session(backend: Backend) {
             "get_transcript_lines",
             json!({"session_id": sid, "start_line": 5, "end_line": 2}),
             "invalid range",
-        ),
-        (
-            "get_transcript_lines",
-            json!({"session_id": gone_sid, "start_line": 1, "end_line": 1}),
-            "gone",
         ),
         ("get_conversation", json!({"session_id": 42}), "session_id"),
         ("list_episodes", json!({"triage": "drama"}), "triage"),

@@ -526,3 +526,65 @@ async fn errors_are_one_line(backend: Backend) {
 }
 
 both_backends!(misuse_is_one_line_and_stores_nothing, errors_are_one_line);
+
+/// Once Claude Code deleted the transcript, `--lines` and `--turns` cut from the archive's copy,
+/// with the same content as from the file.
+async fn from_the_archive(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let transcript = setup(&env);
+    let args = |title: &'static str| {
+        vec![
+            "--session",
+            SID,
+            "--type",
+            "error_reasoning",
+            "--title",
+            title,
+            "--turns",
+            "2:2",
+            "--json",
+        ]
+    };
+    let on_disk = json_of(&add_path(
+        &env,
+        &args("From the file"),
+        "--file",
+        &transcript,
+    ));
+    std::fs::remove_file(&transcript).expect("delete the transcript");
+    let archived = json_of(&add_path(
+        &env,
+        &args("From the archive"),
+        "--file",
+        &transcript,
+    ));
+    assert_eq!(archived["duplicate"], true, "{archived}");
+    assert_eq!(on_disk["content"], archived["content"], "{archived}");
+    let out = add_path(
+        &env,
+        &[
+            "--session",
+            SID,
+            "--type",
+            "decision_rationale",
+            "--title",
+            "Lines",
+            "--lines",
+            "3:7",
+        ],
+        "--file",
+        &transcript,
+    );
+    assert_ok(&out);
+    assert!(
+        stdout_of(&out).starts_with("stored snippet "),
+        "{}",
+        stdout_of(&out)
+    );
+    env.cleanup().await;
+}
+
+both_backends!(
+    lines_of_a_deleted_transcript_come_from_the_archive,
+    from_the_archive
+);

@@ -1,0 +1,90 @@
+//! A transcript's lines for the doors that show them (MCP `get_transcript_lines` and
+//! `extract_snippet`, the web view's raw lines, `snippet add --lines/--turns`): the file on disk
+//! when this machine holds it, else the archive's copy (issue 29), so they keep working after
+//! Claude Code deleted the file, and for another machine's transcripts in a shared store.
+
+use std::path::{Path, PathBuf};
+
+use crate::archive::ChunkReader;
+use crate::extract::redact::Redactor;
+use crate::snippet::excerpt::{self, Excerpt, Selection, SourceError};
+use crate::store::{Store, StoreError, TimelineFile};
+
+/// Where a transcript's bytes are read from.
+#[derive(Debug)]
+pub enum Transcript {
+    /// The file itself.
+    Disk(PathBuf),
+    /// The archive's copy of the file that was at `path`.
+    Archived {
+        /// Where it was.
+        path: PathBuf,
+        /// Its bytes.
+        reader: ChunkReader,
+    },
+}
+
+impl Transcript {
+    /// Where the file is, or was.
+    pub fn path(&self) -> &Path {
+        match self {
+            Transcript::Disk(p) | Transcript::Archived { path: p, .. } => p,
+        }
+    }
+
+    /// Whether the bytes come from the archive.
+    pub fn is_archived(&self) -> bool {
+        matches!(self, Transcript::Archived { .. })
+    }
+
+    /// The selected lines or turns, rendered and redacted (blocking: run it off the runtime).
+    pub fn excerpt(self, sel: Selection, redactor: &Redactor) -> Result<Excerpt, SourceError> {
+        match self {
+            Transcript::Disk(p) => excerpt::excerpt(&p, sel, redactor),
+            Transcript::Archived { path, reader } => {
+                excerpt::excerpt_from(&path, reader, sel, redactor)
+            }
+        }
+    }
+}
+
+/// `file`'s bytes: on disk if this machine (`machine`) holds it there, else from the archive;
+/// `None` when neither has them.
+pub async fn open(
+    store: &Store,
+    file: &TimelineFile,
+    machine: &str,
+) -> Result<Option<Transcript>, StoreError> {
+    let path = PathBuf::from(&file.path);
+    if file.machine == machine && path.is_file() {
+        return Ok(Some(Transcript::Disk(path)));
+    }
+    archived(store, file.id, file.generation, path).await
+}
+
+/// The archive's copy of file `id` (generation `generation`), once at `path`.
+pub async fn archived(
+    store: &Store,
+    id: i64,
+    generation: i64,
+    path: PathBuf,
+) -> Result<Option<Transcript>, StoreError> {
+    let mut chunks = Vec::new();
+    let mut from = 0;
+    loop {
+        let page = store.archive_chunks(id, generation, from).await?;
+        let Some(last) = page.last() else { break };
+        from = last.end_off;
+        chunks.extend(
+            page.into_iter()
+                .map(|c| (c.start_off as u64, c.end_off as u64, c.data)),
+        );
+    }
+    if chunks.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Transcript::Archived {
+        path,
+        reader: ChunkReader::new(chunks),
+    }))
+}
