@@ -87,6 +87,78 @@ pub fn batch_chunks(batch: &Batch, path: &Path) -> io::Result<Vec<ArchiveChunk>>
     Ok(out)
 }
 
+/// The zstd level of packing (see [`pack`]): 16 keeps 0.1 point more than 19 on the corpus and
+/// packs about twice as fast (10 against 4-6 MB/s a core here).
+pub const PACK_LEVEL: i32 = 16;
+
+/// Raw bytes per packed block, at most (a block is made of whole chunks, so of whole lines; a
+/// larger file is several blocks): what packing holds in memory at once, with its copy
+/// decoded for the check.
+pub const BLOCK_BYTES: u64 = 16 << 20;
+
+/// Raw bytes of a project's dictionary: its first archived bytes, at most this many.
+pub const DICT_BYTES: usize = 4 << 20;
+
+/// A project with fewer archived bytes gets no dictionary (yet): its blocks are packed alone.
+pub const MIN_DICT_BYTES: usize = 64 << 10;
+
+/// One packed block: `raw` at [`PACK_LEVEL`] against `dict` (the project's dictionary, raw
+/// content), with a content checksum, checked by decoding it again before it replaces anything.
+///
+/// Why this: measured on the real corpus (50.5 MB), each file whole at level 19 keeps 16.1% of
+/// the bytes; against a 4 MiB dictionary of its project's first bytes, 14.6% (level 16: 14.7%,
+/// level 12: 15.6%, level 3: 18.1%); level 1, what ingest writes, 18.8%. Sessions of one project read the same
+/// files and repeat the same prompts and tool output, which one file alone cannot share. The
+/// ~10% of base64 images barely compress either way (decoding them and storing each distinct
+/// one once measured no better than zstd on the text, 16.8%).
+pub fn pack(raw: &[u8], dict: Option<&PackDict>) -> io::Result<Vec<u8>> {
+    let mut c = match dict {
+        Some(d) => zstd::bulk::Compressor::with_prepared_dictionary(&d.prepared)?,
+        None => zstd::bulk::Compressor::new(PACK_LEVEL)?,
+    };
+    c.include_checksum(true)?;
+    let data = c.compress(raw)?;
+    if decode(&data, raw.len() as u64, dict.map(PackDict::raw))? != raw {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "a packed block does not decode to its bytes",
+        ));
+    }
+    Ok(data)
+}
+
+/// A project's dictionary, prepared once for packing at [`PACK_LEVEL`]: loading 4 MiB of
+/// dictionary into a level-19 context costs about what compressing them does, so it is done
+/// once per project, not once per file.
+pub struct PackDict {
+    raw: std::sync::Arc<[u8]>,
+    prepared: zstd::dict::EncoderDictionary<'static>,
+}
+
+impl std::fmt::Debug for PackDict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PackDict({} bytes)", self.raw.len())
+    }
+}
+
+impl PackDict {
+    /// Prepare `raw` (blocking: a fraction of a second for 4 MiB).
+    pub fn new(raw: std::sync::Arc<[u8]>) -> PackDict {
+        let prepared = zstd::dict::EncoderDictionary::copy(&raw, PACK_LEVEL);
+        PackDict { raw, prepared }
+    }
+
+    /// Its raw bytes (what decoding needs).
+    pub fn raw(&self) -> &[u8] {
+        &self.raw
+    }
+}
+
+/// A project's dictionary as stored: its raw bytes compressed alone.
+pub fn dict_frame(raw: &[u8]) -> io::Result<Vec<u8>> {
+    compress(raw, PACK_LEVEL)
+}
+
 /// The chunk of a last line without its newline (`partial`), from the checkpoint on: archived
 /// once its file has gone idle, so a restored file is whole; replaced if the line is completed.
 pub fn unfinished_chunk(generation: i64, offset: u64, line: &[u8]) -> io::Result<ArchiveChunk> {
@@ -108,11 +180,22 @@ pub fn sidecar(name: &str, raw: &[u8]) -> io::Result<Sidecar> {
     })
 }
 
-/// Decode one stored frame into `out`; the number of bytes written. A frame whose checksum or
-/// length does not match is an error (`InvalidData`).
-pub fn decode_into(data: &[u8], expected: u64, out: &mut impl Write) -> io::Result<u64> {
-    let mut dec = zstd::stream::read::Decoder::new(data)?;
-    let n = io::copy(&mut dec, out)?;
+/// Decode one stored frame (compressed against `dict` when it names one) into `out`; the
+/// number of bytes written. A frame whose checksum or length does not match is an error
+/// (`InvalidData`).
+pub fn decode_into(
+    data: &[u8],
+    expected: u64,
+    dict: Option<&[u8]>,
+    out: &mut impl Write,
+) -> io::Result<u64> {
+    let n = match dict {
+        None => io::copy(&mut zstd::stream::read::Decoder::new(data)?, out)?,
+        Some(d) => io::copy(
+            &mut zstd::stream::read::Decoder::with_dictionary(io::BufReader::new(data), d)?,
+            out,
+        )?,
+    };
     if n != expected {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -130,10 +213,23 @@ pub fn decode_all(data: &[u8]) -> io::Result<Vec<u8>> {
 }
 
 /// Decode one stored frame whole.
-pub fn decode(data: &[u8], expected: u64) -> io::Result<Vec<u8>> {
+pub fn decode(data: &[u8], expected: u64, dict: Option<&[u8]>) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
-    decode_into(data, expected, &mut out)?;
+    decode_into(data, expected, dict, &mut out)?;
     Ok(out)
+}
+
+/// One stored chunk as the readers take it.
+#[derive(Debug, Clone)]
+pub struct Encoded {
+    /// File offset of its first byte.
+    pub start: u64,
+    /// File offset past its last byte.
+    pub end: u64,
+    /// The dictionary it was compressed against (its raw bytes), if any.
+    pub dict: Option<std::sync::Arc<[u8]>>,
+    /// The frame.
+    pub data: Vec<u8>,
 }
 
 /// A file's bytes read back from its chunks, in order, one chunk decoded at a time (a chunk is
@@ -141,14 +237,14 @@ pub fn decode(data: &[u8], expected: u64) -> io::Result<Vec<u8>> {
 /// it as through the file.
 #[derive(Debug)]
 pub struct ChunkReader {
-    chunks: std::vec::IntoIter<(u64, u64, Vec<u8>)>,
+    chunks: std::vec::IntoIter<Encoded>,
     cur: io::Cursor<Vec<u8>>,
     pos: u64,
 }
 
 impl ChunkReader {
-    /// Over `(start, end, data)` chunks in offset order; a gap between them is a read error.
-    pub fn new(chunks: Vec<(u64, u64, Vec<u8>)>) -> ChunkReader {
+    /// Over chunks in offset order; a gap between them is a read error.
+    pub fn new(chunks: Vec<Encoded>) -> ChunkReader {
         ChunkReader {
             chunks: chunks.into_iter(),
             cur: io::Cursor::new(Vec::new()),
@@ -164,17 +260,17 @@ impl Read for ChunkReader {
             if n > 0 || buf.is_empty() {
                 return Ok(n);
             }
-            let Some((start, end, data)) = self.chunks.next() else {
+            let Some(c) = self.chunks.next() else {
                 return Ok(0);
             };
-            if start != self.pos {
+            if c.start != self.pos {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
-                    format!("the archive lacks bytes {} to {start}", self.pos),
+                    format!("the archive lacks bytes {} to {}", self.pos, c.start),
                 ));
             }
-            self.cur = io::Cursor::new(decode(&data, end - start)?);
-            self.pos = end;
+            self.cur = io::Cursor::new(decode(&c.data, c.end - c.start, c.dict.as_deref())?);
+            self.pos = c.end;
         }
     }
 }

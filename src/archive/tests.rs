@@ -14,7 +14,7 @@ fn drain(t: &mut Tailer, path: &Path, max_bytes: usize, into: &mut Vec<(u64, Vec
     while let Some(b) = t.read_batch(max_bytes, 1_000).unwrap() {
         for c in batch_chunks(&b, path).unwrap() {
             assert_eq!(c.generation, b.checkpoint.generation);
-            into.push((c.start, decode(&c.data, c.end - c.start).unwrap()));
+            into.push((c.start, decode(&c.data, c.end - c.start, None).unwrap()));
         }
     }
 }
@@ -85,9 +85,9 @@ fn a_damaged_chunk_does_not_decode() {
     let mut data = compress(b"{\"a\":1}\n{\"b\":2}\n", LIVE_LEVEL).unwrap();
     let n = data.len();
     data[n - 6] ^= 0x55;
-    assert!(decode(&data, 16).is_err());
+    assert!(decode(&data, 16, None).is_err());
     // A frame of another length is refused too.
     let ok = compress(b"abc\n", LIVE_LEVEL).unwrap();
-    assert!(decode(&ok, 5).is_err());
-    assert_eq!(decode(&ok, 4).unwrap(), b"abc\n");
+    assert!(decode(&ok, 5, None).is_err());
+    assert_eq!(decode(&ok, 4, None).unwrap(), b"abc\n");
 }

@@ -123,6 +123,13 @@ enum Command {
     /// Write archived transcripts back to disk, byte for byte (after Claude Code deleted them,
     /// or elsewhere with --to), sub-agents included; an existing file is never overwritten.
     Restore(restore::RestoreArgs),
+    /// Pack the archive now: the transcripts of finished sessions recompressed as large blocks
+    /// against their project's dictionary (the daemon does it in the background).
+    Pack {
+        /// Print what was packed as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// What earlier sessions of a project kept, as a new session is given it at its start
     /// (corrections, decisions and fixes, recent sessions).
     Context(context::ContextArgs),
@@ -465,6 +472,7 @@ impl Command {
             Command::Search(args) => search::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,
             Command::Restore(args) => restore::run(&cfg, args).await,
+            Command::Pack { json } => restore::pack(&cfg, json).await,
             Command::Context(args) => context::run(&cfg, args).await,
             Command::Show(args) => show::run(&cfg, args).await,
             Command::Diagnostics(args) => list::diagnostics(&cfg, args).await,

@@ -1,4 +1,5 @@
-//! `gleaner restore`: archived transcripts back on disk (`run::restore` does the work).
+//! `gleaner restore`: archived transcripts back on disk (`run::restore` does the work), and
+//! `gleaner pack`: the archive packed now (`run::pack`).
 
 use std::path::PathBuf;
 
@@ -117,4 +118,29 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
     } else {
         EXIT_OK
     })
+}
+
+/// Run `gleaner pack`.
+pub async fn pack(cfg: &Config, json: bool) -> Outcome {
+    let store = super::open_store(cfg).await?;
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let r = crate::run::pack::pack_pending(&store, None, &cancel).await?;
+    store.close().await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else if r.blocks == 0 {
+        println!("nothing to pack");
+    } else {
+        println!(
+            "packed {} files ({:.1} MB of transcripts): {:.1} MB -> {:.1} MB, plus {} project \
+             dictionaries ({:.1} MB)",
+            r.files,
+            r.raw_bytes as f64 / 1e6,
+            r.bytes_before as f64 / 1e6,
+            r.bytes_after as f64 / 1e6,
+            r.dicts,
+            r.dict_bytes as f64 / 1e6
+        );
+    }
+    Ok(EXIT_OK)
 }

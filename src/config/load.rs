@@ -442,6 +442,11 @@ impl Config {
             },
             archive: ArchiveConfig {
                 enabled: raw.archive.enabled,
+                pack_interval: secs_at_least(
+                    "archive.pack_interval_secs",
+                    raw.archive.pack_interval_secs,
+                    1,
+                )?,
             },
             context: ContextConfig {
                 max_bytes: usize_at_least("context.max_bytes", raw.context.max_bytes, 256)?,

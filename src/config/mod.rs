@@ -143,6 +143,8 @@ pub struct BatchConfig {
 pub struct ArchiveConfig {
     /// Archive what ingest reads.
     pub enabled: bool,
+    /// Time between the daemon's packing passes.
+    pub pack_interval: Duration,
 }
 
 /// Daemon timing.

@@ -45,6 +45,7 @@ pub(super) struct RawWeb {
 #[derive(Debug, Clone, Deserialize)]
 pub(super) struct RawArchive {
     pub(super) enabled: bool,
+    pub(super) pack_interval_secs: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -13,6 +13,7 @@ pub mod health;
 pub mod lock;
 pub mod memory;
 pub mod once;
+pub mod pack;
 mod priority;
 pub mod pump;
 pub mod refine;

@@ -106,6 +106,43 @@ pub enum RestoreError {
 /// Files fetched per statement.
 const PAGE: i64 = 500;
 
+/// The archive's dictionaries met so far, by id, raw (a restore meets each project's once).
+#[derive(Debug, Default)]
+pub struct Dicts(std::collections::HashMap<i64, std::sync::Arc<[u8]>>);
+
+impl Dicts {
+    /// Dictionary `id`'s raw bytes (an error when it is missing or does not decode: the
+    /// chunks naming it cannot be read).
+    pub async fn get(&mut self, store: &Store, id: i64) -> Result<std::sync::Arc<[u8]>, DictError> {
+        if let Some(d) = self.0.get(&id) {
+            return Ok(d.clone());
+        }
+        let d = store
+            .archive_dict(id)
+            .await?
+            .ok_or(DictError::Missing(id))?;
+        let raw = archive::decode(&d.data, d.raw_len as u64, None)
+            .map_err(|e| DictError::Damaged(id, e))?;
+        let raw: std::sync::Arc<[u8]> = raw.into();
+        self.0.insert(id, raw.clone());
+        Ok(raw)
+    }
+}
+
+/// Why an archive dictionary cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum DictError {
+    /// The database.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// No such dictionary.
+    #[error("archive dictionary {0} is missing")]
+    Missing(i64),
+    /// It does not decode.
+    #[error("archive dictionary {0} does not decode: {1}")]
+    Damaged(i64, #[source] io::Error),
+}
+
 /// Restore what `opts` selects; `progress` is told each file's outcome.
 pub async fn restore(
     store: &Store,
@@ -113,13 +150,14 @@ pub async fn restore(
     mut progress: impl FnMut(&FileReport),
 ) -> Result<RestoreReport, RestoreError> {
     let mut report = RestoreReport::default();
+    let mut dicts = Dicts::default();
     let mut after = 0;
     loop {
         let files = store.archived_files(&opts.filter, after, PAGE).await?;
         let Some(last) = files.last() else { break };
         after = last.id;
         for f in &files {
-            let r = restore_file(store, opts, f).await?;
+            let r = restore_file(store, opts, f, &mut dicts).await?;
             match r.outcome {
                 Outcome::Written | Outcome::WrittenBeside => {
                     report.written += 1;
@@ -181,6 +219,7 @@ async fn restore_file(
     store: &Store,
     opts: &RestoreOptions,
     f: &ArchivedFile,
+    dicts: &mut Dicts,
 ) -> Result<FileReport, RestoreError> {
     let target = target_path(opts, f);
     let io_err = |path: &Path| {
@@ -201,7 +240,7 @@ async fn restore_file(
     let written = {
         let mut out =
             io::BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(io_err(&tmp))?);
-        let r = write_chunks(store, f, &mut out).await;
+        let r = write_chunks(store, f, dicts, &mut out).await;
         let flushed = out
             .into_inner()
             .map_err(|e| e.into_error())
@@ -321,6 +360,7 @@ enum ChunkError {
 async fn write_chunks(
     store: &Store,
     f: &ArchivedFile,
+    dicts: &mut Dicts,
     out: &mut impl Write,
 ) -> Result<Result<u64, String>, ChunkError> {
     let mut pos: i64 = 0;
@@ -345,7 +385,15 @@ async fn write_chunks(
                 )));
             }
             let want = (c.end_off - c.start_off) as u64;
-            archive::decode_into(&c.data, want, out).map_err(ChunkError::Io)?;
+            let dict = match c.dict_id {
+                None => None,
+                Some(id) => match dicts.get(store, id).await {
+                    Ok(d) => Some(d),
+                    Err(DictError::Store(e)) => return Err(ChunkError::Store(e)),
+                    Err(e) => return Ok(Err(e.to_string())),
+                },
+            };
+            archive::decode_into(&c.data, want, dict.as_deref(), out).map_err(ChunkError::Io)?;
             pos = c.end_off;
         }
         if pos != next {

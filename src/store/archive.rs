@@ -117,7 +117,31 @@ pub struct StoredChunk {
     pub codec: i64,
     /// A last line without its newline.
     pub partial: bool,
+    /// The dictionary it was compressed against (`archive_dicts.id`).
+    pub dict_id: Option<i64>,
     /// The encoded bytes.
+    pub data: Vec<u8>,
+}
+
+/// A file generation with chunks packing has not reached, in a finished session.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PackCandidate {
+    /// `files.id`.
+    pub file_id: i64,
+    /// Its current generation.
+    pub generation: i64,
+    /// Its project folder (the dictionary's).
+    pub project: String,
+}
+
+/// A stored dictionary.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StoredDict {
+    /// `archive_dicts.id`.
+    pub id: i64,
+    /// Raw length.
+    pub raw_len: i64,
+    /// Its raw bytes, compressed alone.
     pub data: Vec<u8>,
 }
 
@@ -130,7 +154,7 @@ pub struct ArchiveTotals {
     pub chunks: i64,
     /// Transcript bytes they hold.
     pub raw_bytes: i64,
-    /// Their compressed size (sidecars included).
+    /// Their compressed size (sidecars and dictionaries included).
     pub stored_bytes: i64,
 }
 
@@ -182,7 +206,7 @@ impl Store {
         from: i64,
     ) -> Result<Vec<StoredChunk>, StoreError> {
         let q = Sql::new(
-            "SELECT start_off, end_off, codec, partial, data FROM archive_chunks \
+            "SELECT start_off, end_off, codec, partial, dict_id, data FROM archive_chunks \
              WHERE file_id = $1 AND generation = $2 AND start_off >= $3 \
              ORDER BY start_off LIMIT $4",
         )
@@ -229,8 +253,10 @@ impl Store {
         );
         let (files, chunks, raw_bytes, stored): (i64, i64, i64, i64) =
             self.fetch_optional(&q).await?.unwrap_or_default();
-        let q =
-            Sql::new("SELECT CAST(COALESCE(SUM(LENGTH(data)), 0) AS BIGINT) FROM archive_sidecars");
+        let q = Sql::new(
+            "SELECT CAST(COALESCE((SELECT SUM(LENGTH(data)) FROM archive_sidecars), 0) \
+             + COALESCE((SELECT SUM(LENGTH(data)) FROM archive_dicts), 0) AS BIGINT)",
+        );
         let sidecars = self.fetch_i64(&q).await?;
         Ok(ArchiveTotals {
             files,
@@ -238,5 +264,145 @@ impl Store {
             raw_bytes,
             stored_bytes: stored + sidecars,
         })
+    }
+}
+
+/// Packing (`run::pack`): what is left to pack, the projects' dictionaries, and the swap.
+impl Store {
+    /// Up to `limit` file generations of finished sessions with chunks not packed yet.
+    pub async fn archive_pack_candidates(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<PackCandidate>, StoreError> {
+        let q = Sql::new(
+            "SELECT f.id AS file_id, f.generation, f.project FROM files f \
+             WHERE EXISTS (SELECT 1 FROM archive_chunks a WHERE a.file_id = f.id \
+             AND a.generation = f.generation AND NOT a.packed AND NOT a.partial) \
+             AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = f.session_id \
+             AND s.status = 'finished') ORDER BY f.id LIMIT $1",
+        )
+        .arg(limit);
+        self.fetch_all(&q).await
+    }
+
+    /// The chunks of a file generation packing has not reached (partial lines left out), from
+    /// offset `from` on, at most [`CHUNKS_PER_FETCH`].
+    pub async fn archive_unpacked(
+        &self,
+        file_id: i64,
+        generation: i64,
+        from: i64,
+    ) -> Result<Vec<StoredChunk>, StoreError> {
+        let q = Sql::new(
+            "SELECT start_off, end_off, codec, partial, dict_id, data FROM archive_chunks \
+             WHERE file_id = $1 AND generation = $2 AND start_off >= $3 AND NOT packed \
+             AND NOT partial ORDER BY start_off LIMIT $4",
+        )
+        .arg(file_id)
+        .arg(generation)
+        .arg(from)
+        .arg(CHUNKS_PER_FETCH);
+        self.fetch_all(&q).await
+    }
+
+    /// The first dictionary of `project`, if it has one.
+    pub async fn archive_dict_of(&self, project: &str) -> Result<Option<StoredDict>, StoreError> {
+        let q = Sql::new(
+            "SELECT id, raw_len, data FROM archive_dicts WHERE project = $1 ORDER BY id LIMIT 1",
+        )
+        .arg(project);
+        self.fetch_optional(&q).await
+    }
+
+    /// Dictionary `id`.
+    pub async fn archive_dict(&self, id: i64) -> Result<Option<StoredDict>, StoreError> {
+        let q = Sql::new("SELECT id, raw_len, data FROM archive_dicts WHERE id = $1").arg(id);
+        self.fetch_optional(&q).await
+    }
+
+    /// Store a dictionary of `project`; the id of the project's first one (another packer may
+    /// have stored one meanwhile: every chunk of a project then names the same).
+    pub async fn add_archive_dict(
+        &self,
+        project: &str,
+        raw_len: i64,
+        data: &[u8],
+    ) -> Result<i64, StoreError> {
+        let q = Sql::new(
+            "INSERT INTO archive_dicts (project, raw_len, data, created_at) VALUES ($1, $2, $3, $4)",
+        )
+        .arg(project)
+        .arg(raw_len)
+        .arg(Cow::Borrowed(data))
+        .arg(crate::extract::rows::now_iso());
+        self.execute(&q).await?;
+        let q = Sql::new("SELECT id FROM archive_dicts WHERE project = $1 ORDER BY id LIMIT 1")
+            .arg(project);
+        self.fetch_i64(&q).await
+    }
+
+    /// Up to `limit` archived file generations of `project` after file id `after`, in id order
+    /// (a dictionary is made of their first bytes).
+    pub async fn project_archived(
+        &self,
+        project: &str,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<(i64, i64)>, StoreError> {
+        let q = Sql::new(
+            "SELECT f.id, f.generation FROM files f WHERE f.project = $1 AND f.id > $2 \
+             AND EXISTS (SELECT 1 FROM archive_chunks a WHERE a.file_id = f.id \
+             AND a.generation = f.generation) ORDER BY f.id LIMIT $3",
+        )
+        .arg(project)
+        .arg(after)
+        .arg(limit);
+        self.fetch_all(&q).await
+    }
+
+    /// Replace the unpacked chunks starting at `old` (of one file generation) by `blocks`, in
+    /// one transaction; `false` (nothing changed) when those chunks are no longer all there
+    /// unpacked (a restore or another packer got there first).
+    pub async fn swap_archive_chunks(
+        &self,
+        file_id: i64,
+        old: &[i64],
+        blocks: &[ArchiveChunk],
+        dict_id: Option<i64>,
+    ) -> Result<bool, StoreError> {
+        let Some(generation) = blocks.first().map(|b| b.generation) else {
+            return Ok(false);
+        };
+        let mut pooled = self.acquire().await?;
+        let mut tx = pooled.begin().await?;
+        let mut q = Sql::new("DELETE FROM archive_chunks WHERE file_id = ");
+        q.push_bind(file_id)
+            .push(" AND generation = ")
+            .push_bind(generation)
+            .push(" AND NOT packed AND NOT partial AND ")
+            .push_in("start_off", old.iter().copied());
+        let gone = tx.conn().execute(&q.not_persistent()).await?;
+        if gone != old.len() as u64 {
+            // Dropped, the transaction rolls back.
+            return Ok(false);
+        }
+        for b in blocks {
+            let q = Sql::new(
+                "INSERT INTO archive_chunks (file_id, generation, start_off, end_off, codec, \
+                 dict_id, packed, partial, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .arg(file_id)
+            .arg(b.generation)
+            .arg(b.start as i64)
+            .arg(b.end as i64)
+            .arg(CODEC_ZSTD)
+            .arg(dict_id)
+            .arg(true)
+            .arg(false)
+            .arg(Cow::Borrowed(b.data.as_slice()));
+            tx.conn().execute(&q).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
     }
 }

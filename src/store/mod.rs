@@ -57,7 +57,9 @@ pub use open::Schema;
 pub use page::{Page, Paged};
 pub use vocab::{FeedbackType, SessionStatus, SummaryKind};
 
-pub use archive::{ArchiveFilter, ArchiveTotals, ArchivedFile, ChunkRef, StoredChunk};
+pub use archive::{
+    ArchiveFilter, ArchiveTotals, ArchivedFile, ChunkRef, PackCandidate, StoredChunk, StoredDict,
+};
 pub use commit::WriterConn;
 pub use episodes::SnippetSource;
 pub use files::FileRecord;

@@ -149,6 +149,54 @@ async fn corpus_round_trip(backend: Backend) {
         "archive: {stored} bytes for {raw} ({:.1}%)",
         100.0 * stored as f64 / raw as f64
     );
+
+    // Packed: smaller, and every file still comes back byte for byte.
+    let out = env.cmd().args(["pack", "--json"]).output().expect("pack");
+    assert_ok(&out);
+    let packed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("pack JSON");
+    assert!(
+        packed["files"].as_u64().is_some_and(|n| n > 200),
+        "{packed}"
+    );
+    assert_eq!(packed["skipped"], 0, "{packed}");
+    let out = env
+        .cmd()
+        .args(["pack", "--json"])
+        .output()
+        .expect("pack again");
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).expect("pack JSON");
+    assert_eq!(again["blocks"], 0, "nothing left: {again}");
+    std::fs::remove_dir_all(&env.projects).expect("delete the tree again");
+    let out = restore(&env, &["--all", "--json"]);
+    assert_ok(&out);
+    let after = tree(&env.projects);
+    for (p, bytes) in &before {
+        assert!(
+            after.get(p) == Some(bytes),
+            "{} differs after packing",
+            p.display()
+        );
+    }
+    let out = env
+        .cmd()
+        .args(["doctor", "--json"])
+        .output()
+        .expect("doctor");
+    let doctor: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor JSON");
+    let figures = doctor
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["check"] == "archive"))
+        .map(|c| c["figures"].clone())
+        .expect("an archive check");
+    let packed_size = figures["stored_bytes"].as_u64().expect("stored bytes");
+    assert!(
+        packed_size < stored,
+        "{packed_size} after packing, {stored} before"
+    );
+    eprintln!(
+        "packed: {packed_size} bytes for {raw} ({:.1}%)",
+        100.0 * packed_size as f64 / raw as f64
+    );
     env.cleanup().await;
 }
 
@@ -176,3 +224,72 @@ async fn archive_off(backend: Backend) {
 }
 
 both_backends!(archive_off_keeps_nothing, archive_off);
+
+/// `(unpacked, packed)` chunks (partial lines left out).
+async fn chunk_counts(store: &gleaner::store::Store) -> (i64, i64) {
+    let sql = "SELECT CAST(COALESCE(SUM(CASE WHEN packed THEN 0 ELSE 1 END), 0) AS BIGINT), \
+               CAST(COALESCE(SUM(CASE WHEN packed THEN 1 ELSE 0 END), 0) AS BIGINT) \
+               FROM archive_chunks WHERE NOT partial";
+    match store {
+        gleaner::store::Store::Sqlite(p) => sqlx::query_as(sql).fetch_one(p).await,
+        gleaner::store::Store::Postgres(p) => sqlx::query_as(sql).fetch_one(p).await,
+    }
+    .expect("chunk counts")
+}
+
+/// A session the daemon follows as it is written: a chunk per append, packed in the background
+/// once the session is finished, and restored byte for byte.
+async fn daemon_packs(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let src = corpus_dir().join(
+        "Eduardodmb__ClaudeHome/projects.bak-20260511-072525/X--01-Edmb-Clockhelp/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl",
+    );
+    let bytes = std::fs::read(&src).expect("read");
+    let (end, _) = expected_checkpoint(&bytes);
+    let whole = &bytes[..end as usize];
+    let dst = env.path("-x-clock/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl");
+    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+    let mut daemon = env.spawn_daemon(&[
+        ("GLEANER_ARCHIVE__PACK_INTERVAL_SECS", "1"),
+        ("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "2"),
+    ]);
+    let store = env.store().await;
+    // Five appends at line ends, each committed before the next.
+    let cuts: Vec<usize> = (1..5)
+        .filter_map(|k| {
+            let at = whole.len() * k / 5;
+            whole[at..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map(|i| at + i + 1)
+        })
+        .chain(std::iter::once(whole.len()))
+        .collect();
+    let mut from = 0;
+    for to in cuts {
+        if to <= from {
+            continue;
+        }
+        append(&dst, &whole[from..to]);
+        wait_offset(&store, &dst, to as u64).await;
+        from = to;
+    }
+    let (unpacked, _) = chunk_counts(&store).await;
+    assert!(unpacked >= 3, "{unpacked} chunks for the appends");
+    wait_for(
+        std::time::Duration::from_secs(60),
+        "the daemon to pack the finished session",
+        || async { chunk_counts(&store).await == (0, 1) },
+    )
+    .await;
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success(), "{status:?}");
+    std::fs::remove_file(&dst).expect("delete");
+    let out = restore(&env, &["--all"]);
+    assert_ok(&out);
+    assert!(std::fs::read(&dst).expect("restored") == whole);
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(the_daemon_packs_a_finished_session, daemon_packs);

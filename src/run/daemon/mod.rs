@@ -317,6 +317,14 @@ async fn start_generation(
             .run(Mode::Follow, Hint::Rescan, hint_rx, engine_cancel)
             .await;
     });
+    if cfg.archive.enabled {
+        // Recoverable: a packer that stops leaves ingestion running (the archive stays whole,
+        // only larger).
+        workers.spawn(
+            "pack",
+            super::pack::worker(store.clone(), cfg.archive.pack_interval, cancel.clone()),
+        );
+    }
     if cfg.refine.command.is_some() {
         // Recoverable: a refine worker that stops leaves ingestion running.
         workers.spawn(

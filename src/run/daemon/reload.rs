@@ -69,7 +69,14 @@ fn changes(old: &Config, new: &Config) -> Vec<String> {
         old.daemon.debounce != new.daemon.debounce,
     );
     diff("daemon.workers", old.daemon.workers != new.daemon.workers);
-    diff("archive.enabled", old.archive != new.archive);
+    diff(
+        "archive.enabled",
+        old.archive.enabled != new.archive.enabled,
+    );
+    diff(
+        "archive.pack_interval_secs",
+        old.archive.pack_interval != new.archive.pack_interval,
+    );
     diff("refine.command", old.refine.command != new.refine.command);
     out
 }

@@ -1,0 +1,332 @@
+//! Packing the archive: the chunks of finished sessions recompressed as few large blocks at a
+//! high level against their project's dictionary (`crate::archive::pack` says why and what it
+//! measured). Ingest writes each batch at a fast level on its critical path; this runs after,
+//! in the background of the daemon (time-boxed passes on a reading thread at low priority, so
+//! live ingest keeps the cores) and to completion in `gleaner pack`.
+//!
+//! Each block replaces the chunks it covers in one transaction, only once it decodes to their
+//! bytes, and only if those chunks are all still there: a crash or a concurrent packer leaves
+//! either the old chunks or the new block, never neither.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::archive::{self, PackDict, BLOCK_BYTES, DICT_BYTES, MIN_DICT_BYTES};
+use crate::extract::rows::ArchiveChunk;
+use crate::store::{PackCandidate, Store, StoreError, StoredChunk};
+
+/// What a packing pass did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PackReport {
+    /// File generations packed.
+    pub files: u64,
+    /// Chunks replaced.
+    pub chunks: u64,
+    /// Blocks written.
+    pub blocks: u64,
+    /// Transcript bytes they hold.
+    pub raw_bytes: u64,
+    /// Their stored size before.
+    pub bytes_before: u64,
+    /// Their stored size after.
+    pub bytes_after: u64,
+    /// Dictionaries made (each is stored once per project).
+    pub dicts: u64,
+    /// Stored size of those dictionaries.
+    pub dict_bytes: u64,
+    /// Files left for later (their chunks changed meanwhile).
+    pub skipped: u64,
+}
+
+/// Why packing stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum PackError {
+    /// The database.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A chunk that does not decode, or a block that does not decode back.
+    #[error("archive data of file {file_id}: {source}")]
+    Data {
+        /// The file.
+        file_id: i64,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Projects' dictionaries met so far, prepared (`None`: the project has none).
+type Dicts = HashMap<String, Option<(i64, Arc<PackDict>)>>;
+
+/// Pack what is waiting, until nothing is or `budget` has run out (`None`: no limit) or
+/// `cancel` fires.
+pub async fn pack_pending(
+    store: &Store,
+    budget: Option<Duration>,
+    cancel: &CancellationToken,
+) -> Result<PackReport, PackError> {
+    let started = Instant::now();
+    let mut report = PackReport::default();
+    let mut dicts = Dicts::new();
+    let mut after_skip = std::collections::HashSet::new();
+    loop {
+        let candidates = store.archive_pack_candidates(64).await?;
+        let fresh: Vec<PackCandidate> = candidates
+            .into_iter()
+            .filter(|c| !after_skip.contains(&c.file_id))
+            .collect();
+        if fresh.is_empty() {
+            return Ok(report);
+        }
+        for c in fresh {
+            if cancel.is_cancelled() || budget.is_some_and(|b| started.elapsed() > b) {
+                return Ok(report);
+            }
+            if !pack_file(store, &c, &mut dicts, &mut report).await? {
+                report.skipped += 1;
+                after_skip.insert(c.file_id);
+            }
+        }
+    }
+}
+
+/// The project's dictionary: the stored one, else one made of its first archived bytes (none
+/// while it has fewer than [`MIN_DICT_BYTES`]).
+async fn dict_for(
+    store: &Store,
+    project: &str,
+    dicts: &mut Dicts,
+    report: &mut PackReport,
+) -> Result<Option<(i64, Arc<PackDict>)>, PackError> {
+    if let Some(d) = dicts.get(project) {
+        return Ok(d.clone());
+    }
+    let made = match store.archive_dict_of(project).await? {
+        Some(d) => Some((d.id, prepare(d).await?)),
+        None => {
+            let raw = first_bytes(store, project).await?;
+            if raw.len() < MIN_DICT_BYTES {
+                // Not cached: the project may grow enough by the next pass.
+                return Ok(None);
+            }
+            let frame = archive::dict_frame(&raw)
+                .map_err(|source| PackError::Data { file_id: 0, source })?;
+            let id = store
+                .add_archive_dict(project, raw.len() as i64, &frame)
+                .await?;
+            report.dicts += 1;
+            report.dict_bytes += frame.len() as u64;
+            // Another packer may have stored the first one: use whichever is first.
+            match store.archive_dict(id).await? {
+                Some(d) => Some((d.id, prepare(d).await?)),
+                None => None,
+            }
+        }
+    };
+    dicts.insert(project.to_string(), made.clone());
+    Ok(made)
+}
+
+/// A stored dictionary, decoded and prepared off the runtime.
+async fn prepare(d: crate::store::StoredDict) -> Result<Arc<PackDict>, PackError> {
+    super::blocking(move || {
+        let raw = archive::decode(&d.data, d.raw_len as u64, None)?;
+        Ok(Arc::new(PackDict::new(Arc::from(raw))))
+    })
+    .await
+    .map_err(|e| PackError::Data {
+        file_id: 0,
+        source: std::io::Error::other(e.to_string()),
+    })?
+    .map_err(|source| PackError::Data { file_id: 0, source })
+}
+
+/// Up to [`DICT_BYTES`] of the project's archived bytes, its files in id order.
+async fn first_bytes(store: &Store, project: &str) -> Result<Vec<u8>, PackError> {
+    let mut raw = Vec::new();
+    let mut after = 0;
+    'files: loop {
+        let files = store.project_archived(project, after, 32).await?;
+        let Some(&(last, _)) = files.last() else {
+            break;
+        };
+        after = last;
+        for (id, generation) in files {
+            let mut from = 0;
+            loop {
+                let chunks = store.archive_chunks(id, generation, from).await?;
+                let Some(l) = chunks.last() else { break };
+                from = l.end_off;
+                for c in &chunks {
+                    let dict = match c.dict_id {
+                        // A chunk already packed against a dictionary: this project has one.
+                        Some(_) => continue,
+                        None => None,
+                    };
+                    let bytes = decode_chunk(id, c, dict)?;
+                    let room = DICT_BYTES - raw.len();
+                    raw.extend_from_slice(&bytes[..bytes.len().min(room)]);
+                    if raw.len() >= DICT_BYTES {
+                        break 'files;
+                    }
+                }
+            }
+        }
+    }
+    Ok(raw)
+}
+
+fn decode_chunk(file_id: i64, c: &StoredChunk, dict: Option<&[u8]>) -> Result<Vec<u8>, PackError> {
+    archive::decode(&c.data, (c.end_off - c.start_off) as u64, dict)
+        .map_err(|source| PackError::Data { file_id, source })
+}
+
+/// Pack one file generation's unpacked chunks into blocks of at most [`BLOCK_BYTES`]; `false`
+/// when its chunks changed meanwhile (left for a later pass).
+async fn pack_file(
+    store: &Store,
+    c: &PackCandidate,
+    dicts: &mut Dicts,
+    report: &mut PackReport,
+) -> Result<bool, PackError> {
+    let dict = dict_for(store, &c.project, dicts, report).await?;
+    let prepared = dict.as_ref().map(|(_, d)| d.clone());
+    let mut from = 0;
+    let mut run: Vec<StoredChunk> = Vec::new();
+    let mut run_raw: u64 = 0;
+    let mut blocks = 0;
+    loop {
+        let chunks = store
+            .archive_unpacked(c.file_id, c.generation, from)
+            .await?;
+        let done = chunks.is_empty();
+        for ch in chunks {
+            from = ch.end_off;
+            // A block is a contiguous run of whole chunks.
+            let contiguous = run.last().is_none_or(|l| l.end_off == ch.start_off);
+            if !run.is_empty()
+                && (!contiguous || run_raw + (ch.end_off - ch.start_off) as u64 > BLOCK_BYTES)
+            {
+                let taken = std::mem::take(&mut run);
+                let id = dict.as_ref().map(|d| d.0);
+                if !pack_run(store, c, &taken, id, prepared.clone(), report).await? {
+                    return Ok(false);
+                }
+                blocks += 1;
+                run_raw = 0;
+            }
+            run_raw += (ch.end_off - ch.start_off) as u64;
+            run.push(ch);
+        }
+        if done {
+            break;
+        }
+    }
+    if !run.is_empty() {
+        let id = dict.as_ref().map(|d| d.0);
+        if !pack_run(store, c, &run, id, prepared, report).await? {
+            return Ok(false);
+        }
+        blocks += 1;
+    }
+    if blocks > 0 {
+        report.files += 1;
+    }
+    Ok(true)
+}
+
+/// Pack one run of chunks as one block, off the runtime; `false` when the swap found them
+/// changed.
+async fn pack_run(
+    store: &Store,
+    c: &PackCandidate,
+    run: &[StoredChunk],
+    dict_id: Option<i64>,
+    dict: Option<Arc<PackDict>>,
+    report: &mut PackReport,
+) -> Result<bool, PackError> {
+    let (Some(first), Some(last)) = (run.first(), run.last()) else {
+        return Ok(true);
+    };
+    // A single chunk packed already at this level and dictionary gains nothing: still it is
+    // marked packed, so that it is not taken again.
+    let file_id = c.file_id;
+    let frames: Vec<(Vec<u8>, u64, Option<i64>)> = run
+        .iter()
+        .map(|ch| {
+            (
+                ch.data.clone(),
+                (ch.end_off - ch.start_off) as u64,
+                ch.dict_id,
+            )
+        })
+        .collect();
+    let before: u64 = run.iter().map(|ch| ch.data.len() as u64).sum();
+    let packed = super::blocking(move || -> Result<Vec<u8>, std::io::Error> {
+        super::priority::reading_thread();
+        let mut raw = Vec::new();
+        for (data, len, id) in &frames {
+            if id.is_some() {
+                return Err(std::io::Error::other(
+                    "an unpacked chunk names a dictionary",
+                ));
+            }
+            archive::decode_into(data, *len, None, &mut raw)?;
+        }
+        archive::pack(&raw, dict.as_deref())
+    })
+    .await
+    .map_err(|e| PackError::Data {
+        file_id,
+        source: std::io::Error::other(e.to_string()),
+    })?
+    .map_err(|source| PackError::Data { file_id, source })?;
+    let block = ArchiveChunk {
+        generation: c.generation,
+        start: first.start_off as u64,
+        end: last.end_off as u64,
+        data: packed,
+        packed: true,
+        partial: false,
+    };
+    let old: Vec<i64> = run.iter().map(|ch| ch.start_off).collect();
+    let after = block.data.len() as u64;
+    let raw = block.end - block.start;
+    if !store
+        .swap_archive_chunks(c.file_id, &old, std::slice::from_ref(&block), dict_id)
+        .await?
+    {
+        return Ok(false);
+    }
+    report.chunks += run.len() as u64;
+    report.blocks += 1;
+    report.raw_bytes += raw;
+    report.bytes_before += before;
+    report.bytes_after += after;
+    Ok(true)
+}
+
+/// The daemon's packer: a pass of at most a few seconds every `interval` until `cancel`.
+pub async fn worker(store: Store, interval: Duration, cancel: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = tokio::time::sleep(interval) => {}
+        }
+        match pack_pending(&store, Some(Duration::from_secs(5)), &cancel).await {
+            Ok(r) if r.blocks > 0 => tracing::debug!(
+                files = r.files,
+                blocks = r.blocks,
+                raw_bytes = r.raw_bytes,
+                bytes_before = r.bytes_before,
+                bytes_after = r.bytes_after,
+                "archive packed"
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "archive packing failed; retrying later"),
+        }
+    }
+}
