@@ -10,6 +10,7 @@ mod hook;
 mod hooks;
 mod list;
 mod output;
+mod prune;
 mod refine;
 mod search;
 mod service;
@@ -130,6 +131,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Remove old sessions on purpose: their archive and message rows (and, without
+    /// --keep-knowledge, everything kept about them). Says what it would remove first.
+    Prune(prune::PruneArgs),
     /// What earlier sessions of a project kept, as a new session is given it at its start
     /// (corrections, decisions and fixes, recent sessions).
     Context(context::ContextArgs),
@@ -473,6 +477,7 @@ impl Command {
             Command::Text(args) => text::run(&cfg, args).await,
             Command::Restore(args) => restore::run(&cfg, args).await,
             Command::Pack { json } => restore::pack(&cfg, json).await,
+            Command::Prune(args) => prune::run(&cfg, args).await,
             Command::Context(args) => context::run(&cfg, args).await,
             Command::Show(args) => show::run(&cfg, args).await,
             Command::Diagnostics(args) => list::diagnostics(&cfg, args).await,

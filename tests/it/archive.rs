@@ -293,3 +293,124 @@ async fn daemon_packs(backend: Backend) {
 }
 
 both_backends!(the_daemon_packs_a_finished_session, daemon_packs);
+
+/// Rows of `table` (tests only: a name from this file).
+async fn rows(store: &gleaner::store::Store, table: &str) -> i64 {
+    let sql = format!("SELECT COUNT(*) FROM {table}");
+    match store {
+        gleaner::store::Store::Sqlite(p) => sqlx::query_scalar(&sql).fetch_one(p).await,
+        gleaner::store::Store::Postgres(p) => sqlx::query_scalar(&sql).fetch_one(p).await,
+    }
+    .expect("count")
+}
+
+/// `prune`: refused without a terminal or --yes; with --keep-knowledge the archive and messages
+/// go and the knowledge stays; then everything goes; the search index stays consistent, and the
+/// files are not read again.
+async fn prune_sessions(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let corpus = corpus_dir().join("4thehalibit__omarchy-backup/.claude/projects");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(corpus.join("."))
+        .arg(&env.projects)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    env.ingest();
+    let store = env.store().await;
+    let (messages, summaries, episodes) = (
+        rows(&store, "messages").await,
+        rows(&store, "summaries").await,
+        rows(&store, "episodes").await,
+    );
+    assert!(messages > 100 && episodes > 0, "{messages} / {episodes}");
+    let search = |q: &str| -> serde_json::Value {
+        let out = env
+            .cmd()
+            .args(["search", q, "--json"])
+            .output()
+            .expect("search");
+        assert_ok(&out);
+        serde_json::from_slice(&out.stdout).expect("search JSON")
+    };
+    let hits = |v: &serde_json::Value| v["results"].as_array().map_or(0, Vec::len);
+    assert!(hits(&search("file")) > 0);
+
+    // Not from a terminal: refused, nothing removed.
+    let out = env
+        .cmd()
+        .args(["prune", "--before", "2100-01-01", "--keep-knowledge"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("prune");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--yes"));
+    assert_eq!(rows(&store, "messages").await, messages);
+
+    let out = env
+        .cmd()
+        .args([
+            "prune",
+            "--before",
+            "2100-01-01",
+            "--keep-knowledge",
+            "--yes",
+            "--json",
+        ])
+        .output()
+        .expect("prune");
+    assert_ok(&out);
+    let done: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(done["messages"], messages, "{done}");
+    assert!(done["chunks"].as_i64().is_some_and(|n| n > 0), "{done}");
+    assert_eq!(rows(&store, "messages").await, 0);
+    assert_eq!(rows(&store, "archive_chunks").await, 0);
+    assert_eq!(rows(&store, "summaries").await, summaries);
+    assert_eq!(rows(&store, "episodes").await, episodes);
+    // Messages are no longer found; the index holds nothing stale (SQLite checks it).
+    let found = search("file");
+    assert!(
+        found["results"]
+            .as_array()
+            .is_some_and(|r| r.iter().all(|h| h["kind"] != "message")),
+        "{found}"
+    );
+    if let gleaner::store::Store::Sqlite(p) = &store {
+        sqlx::query("INSERT INTO search_fts (search_fts) VALUES ('integrity-check')")
+            .execute(p)
+            .await
+            .expect("the full-text index is consistent");
+    }
+    // The files are not read again.
+    let again = env.ingest();
+    assert_eq!(again["rows"], 0, "{again}");
+
+    let out = env
+        .cmd()
+        .args(["prune", "--before", "2100-01-01", "--yes", "--json"])
+        .output()
+        .expect("prune all");
+    assert_ok(&out);
+    for table in [
+        "sessions",
+        "summaries",
+        "episodes",
+        "snippets",
+        "feedback",
+        "tool_uses",
+    ] {
+        assert_eq!(rows(&store, table).await, 0, "{table}");
+    }
+    assert_eq!(hits(&search("file")), 0);
+    if let gleaner::store::Store::Sqlite(p) = &store {
+        sqlx::query("INSERT INTO search_fts (search_fts) VALUES ('integrity-check')")
+            .execute(p)
+            .await
+            .expect("the full-text index is consistent");
+    }
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(prune_removes_what_it_says, prune_sessions);

@@ -1,0 +1,95 @@
+//! `gleaner prune`: old sessions removed on purpose (`store::prune` says what goes and stays).
+
+use std::io::{BufRead, IsTerminal, Write};
+
+use clap::Args;
+
+use super::{Outcome, EXIT_ERROR, EXIT_OK};
+use crate::config::Config;
+use crate::query;
+
+/// `gleaner prune` flags.
+#[derive(Debug, Args)]
+pub struct PruneArgs {
+    /// Finished sessions last active before this time (a date, a date-time, or an age: 90d).
+    #[arg(long, value_name = "DATE")]
+    pub before: String,
+    /// Keep what was kept about them (summaries, feedback, episodes, snippets); remove only
+    /// their archive and message rows.
+    #[arg(long)]
+    pub keep_knowledge: bool,
+    /// Do not ask (required when not run from a terminal).
+    #[arg(long)]
+    pub yes: bool,
+    /// Print what was removed as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn mb(bytes: i64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// Run `gleaner prune`.
+pub async fn run(cfg: &Config, args: PruneArgs) -> Outcome {
+    let before = query::TimeBound::parse("--before", &args.before)?.as_stored();
+    let store = super::open_store(cfg).await?;
+    let plan = store.prune_plan(&before, args.keep_knowledge).await?;
+    if plan.sessions == 0 {
+        store.close().await;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&plan)?);
+        } else {
+            println!("nothing to prune: no finished session was last active before {before}");
+        }
+        return Ok(EXIT_OK);
+    }
+    let what = format!(
+        "{} sessions ({} transcript files) last active before {before}: {} message rows, the \
+         archive of {} of transcripts ({} stored){}",
+        plan.sessions,
+        plan.files,
+        plan.messages,
+        mb(plan.archived_bytes),
+        mb(plan.stored_bytes),
+        if args.keep_knowledge {
+            "; their summaries, feedback, episodes and snippets are kept".to_string()
+        } else {
+            format!(
+                ", and {} summaries, feedback, episodes and snippets",
+                plan.knowledge
+            )
+        }
+    );
+    if !args.yes {
+        if !std::io::stdin().is_terminal() {
+            store.close().await;
+            eprintln!("gleaner: prune would remove {what}; not run from a terminal: add --yes");
+            return Ok(EXIT_ERROR);
+        }
+        eprint!("remove {what}? [y/N] ");
+        std::io::stderr().flush()?;
+        let mut answer = String::new();
+        std::io::stdin().lock().read_line(&mut answer)?;
+        if !matches!(answer.trim(), "y" | "Y" | "yes") {
+            store.close().await;
+            eprintln!("nothing removed");
+            return Ok(EXIT_OK);
+        }
+    }
+    let done = store.prune(&before, args.keep_knowledge).await?;
+    let backend = store.backend();
+    store.close().await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&done)?);
+    } else {
+        println!("removed {what}");
+        if backend == query::store::Backend::Sqlite {
+            println!(
+                "the database file keeps its size: SQLite reuses the freed pages (`sqlite3 FILE \
+                 VACUUM` gives them back to the disk)"
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}
