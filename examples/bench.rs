@@ -68,7 +68,7 @@ struct Opts {
 }
 
 /// The stages `gleaner ingest --json` times, in pipeline order.
-const STAGES: [&str; 7] = [
+const STAGES: [&str; 8] = [
     "read",
     "parse",
     "extract",
@@ -76,6 +76,7 @@ const STAGES: [&str; 7] = [
     "episodes",
     "search_index",
     "database_write",
+    "archive",
 ];
 
 /// The JSON printed by `gleaner ingest --json`.

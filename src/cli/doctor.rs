@@ -81,10 +81,12 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
 
     let url = crate::query::store::redact_url(&cfg.database.url);
     let mut archive = None;
+    let mut rules = None;
     checks.push(match Store::open_existing(&cfg.database).await {
         Ok(store) => {
             let schema = store.applied_schema().await.ok().flatten().unwrap_or(0);
             archive = Some(store.archive_totals().await);
+            rules = store.rules_counts().await.ok();
             store.close().await;
             check(
                 "database",
@@ -115,6 +117,31 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
 
     if let Some(totals) = archive {
         checks.push(archive_check(cfg, totals));
+    }
+    if let Some(r) = rules {
+        let mut c = if r.older == 0 {
+            check(
+                "rules",
+                "ok",
+                format!(
+                    "every session read by this build's rules (version {})",
+                    r.current
+                ),
+                None,
+            )
+        } else {
+            check(
+                "rules",
+                "warn",
+                format!(
+                    "{} sessions read by older rules, {} of them archived (rules version {})",
+                    r.older, r.archived, r.current
+                ),
+                Some("the daemon derives archived ones again in the background; `gleaner reextract --older-than-rules` does it at once"),
+            )
+        };
+        c.figures = serde_json::to_value(r).ok();
+        checks.push(c);
     }
 
     let sock = socket::socket_path(&cfg.data_dir);

@@ -131,6 +131,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Derive sessions' summaries, feedback, episodes, triage and snippets again from the
+    /// archive, with this build's rules and the current configuration (hand-made snippets kept).
+    Reextract(restore::ReextractArgs),
     /// Remove old sessions on purpose: their archive and message rows (and, without
     /// --keep-knowledge, everything kept about them). Says what it would remove first.
     Prune(prune::PruneArgs),
@@ -478,6 +481,7 @@ impl Command {
             Command::Restore(args) => restore::run(&cfg, args).await,
             Command::Pack { json } => restore::pack(&cfg, json).await,
             Command::Prune(args) => prune::run(&cfg, args).await,
+            Command::Reextract(args) => restore::reextract(cfg.clone(), args).await,
             Command::Context(args) => context::run(&cfg, args).await,
             Command::Show(args) => show::run(&cfg, args).await,
             Command::Diagnostics(args) => list::diagnostics(&cfg, args).await,

@@ -201,6 +201,14 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
                 .collect();
             writeln!(out, "redacted  {}", red.join(", "))?;
         }
+        if f.rules.older > 0 {
+            writeln!(
+                out,
+                "rules     {} sessions read by older rules ({} archived: derived again in the \
+                 background)",
+                f.rules.older, f.rules.archived
+            )?;
+        }
         let a = &f.archive;
         if a.files > 0 {
             writeln!(

@@ -144,3 +144,73 @@ pub async fn pack(cfg: &Config, json: bool) -> Outcome {
     }
     Ok(EXIT_OK)
 }
+
+/// `gleaner reextract` flags.
+#[derive(Debug, Args)]
+pub struct ReextractArgs {
+    /// The session (a unique prefix of its id is enough).
+    #[arg(value_name = "SESSION_PREFIX", conflicts_with = "all")]
+    pub session: Option<String>,
+    /// Every archived session.
+    #[arg(long)]
+    pub all: bool,
+    /// Only sessions read by rules older than this build's (alone: all of them).
+    #[arg(long)]
+    pub older_than_rules: bool,
+    /// Print what was done as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Run `gleaner reextract`.
+pub async fn reextract(cfg: std::sync::Arc<Config>, args: ReextractArgs) -> Outcome {
+    if args.session.is_none() && !args.all && !args.older_than_rules {
+        anyhow::bail!("name a session, or give --all or --older-than-rules");
+    }
+    // As ingest: one writer per machine (the daemon re-extracts on its own).
+    let _lock = crate::run::lock::acquire_lock(&cfg.lock_path())?;
+    let store = super::open_store(&cfg).await?;
+    let mut ids = Vec::new();
+    if let Some(p) = &args.session {
+        match resolve_prefix(&store, p).await? {
+            Ok(id) => ids.push(id),
+            Err(code) => return Ok(code),
+        }
+    } else {
+        let mut after = String::new();
+        loop {
+            let page = if args.older_than_rules {
+                store.sessions_on_older_rules(&after, 500, false).await?
+            } else {
+                store.archived_sessions(&after, 500).await?
+            };
+            let Some(last) = page.last() else { break };
+            after = last.clone();
+            ids.extend(page);
+        }
+    }
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let r = crate::run::reextract::reextract(&cfg, &store, &ids, None, &cancel).await?;
+    store.close().await;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!(
+            "derived {} sessions again ({} files, {:.1} MB, {} messages) in {:.1} s{}",
+            r.sessions,
+            r.files,
+            r.bytes as f64 / 1e6,
+            r.messages,
+            r.seconds,
+            match r.skipped.len() {
+                0 => String::new(),
+                n => format!("; {n} left as they were (not wholly archived)"),
+            }
+        );
+    }
+    Ok(if r.skipped.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_ERROR
+    })
+}

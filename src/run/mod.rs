@@ -16,6 +16,7 @@ pub mod once;
 pub mod pack;
 mod priority;
 pub mod pump;
+pub mod reextract;
 pub mod refine;
 pub mod restore;
 mod requests;

@@ -297,6 +297,28 @@ async fn restore_file(
     Ok(report)
 }
 
+/// Write `f`'s archived bytes to `path` (created or truncated): `Ok(Ok(bytes))`, or
+/// `Ok(Err(why))` when the archive does not hold them all. For `gleaner reextract`'s copies.
+pub async fn materialize(
+    store: &Store,
+    f: &ArchivedFile,
+    dicts: &mut Dicts,
+    path: &Path,
+) -> Result<Result<u64, String>, RestoreError> {
+    let io_err = |source| RestoreError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut out = io::BufWriter::with_capacity(1 << 20, File::create(path).map_err(io_err)?);
+    let r = match write_chunks(store, f, dicts, &mut out).await {
+        Ok(r) => r,
+        Err(ChunkError::Store(e)) => return Err(e.into()),
+        Err(ChunkError::Io(e)) => return Err(io_err(e)),
+    };
+    out.flush().map_err(io_err)?;
+    Ok(r)
+}
+
 /// `<target>.restored`, or `.restored.2`, `.restored.3`... whichever is free.
 fn free_name(target: &Path) -> PathBuf {
     let name = target

@@ -69,6 +69,9 @@ pub struct Tracked {
     /// `Extracted::waiting_for_session`): every rescan reads it again, unchanged or not, so it
     /// is decided once the file goes idle.
     pub waiting_for_session: bool,
+    /// Where the bytes are read from when not the file itself: `gleaner reextract` reads a
+    /// copy of the archive's (the file may be gone); rows still name the file.
+    pub source: Option<std::path::PathBuf>,
     /// Pumps in a row that ended in failure (a read error, a batch the database refused):
     /// the retry waits longer each time ([`Tracked::retry_delay`]), so a file that cannot be
     /// stored is not read again every few seconds for ever.
@@ -114,6 +117,7 @@ impl Tracked {
             seen: None,
             gone: r.state == "gone",
             waiting_for_session: false,
+            source: None,
             failures: 0,
         }
     }
@@ -121,6 +125,11 @@ impl Tracked {
     /// The file's path.
     pub fn path(&self) -> &std::path::Path {
         &self.ctx.info.path
+    }
+
+    /// Where its bytes are read from: [`Tracked::source`], else the file.
+    pub fn read_path(&self) -> &std::path::Path {
+        self.source.as_deref().unwrap_or(self.path())
     }
 }
 

@@ -14,7 +14,9 @@ use super::direct::{run_now, Direct};
 use super::messages::{self, CommitStats};
 use super::sql::{row_chunks, Conn, Pooled, Sql};
 use super::{archive, copies, episodes, knowledge, Store, StoreError};
-use crate::extract::rows::{now_iso, DiagnosticRow, KindCount, PreparedBatch, SessionUpdate};
+use crate::extract::rows::{
+    now_iso, DiagnosticRow, KindCount, PreparedBatch, SessionUpdate, RULES_VERSION,
+};
 
 /// Merge a batch's session facts: first cwd and title win, latest branch and version win,
 /// timestamps widen, the message counter adds what was actually inserted (`UPSERT_SESSION`:
@@ -385,6 +387,18 @@ async fn upsert_sessions(
                 .bind(s.user.as_str());
         });
         q.push(UPSERT_SESSIONS_CONFLICT);
+        c.execute(&q).await?;
+        // The rules that read them: a session keeps the oldest version any part of it was
+        // read with (`session_rules`, migration 0021).
+        let mut q = Sql::new("INSERT INTO session_rules (session_id, rules_version) ");
+        q.push_rows(backend, chunk, |row, (s, _)| {
+            row.bind(s.session_id.as_str()).bind(RULES_VERSION);
+        });
+        q.push(
+            " ON CONFLICT (session_id) DO UPDATE SET rules_version = CASE \
+             WHEN session_rules.rules_version < excluded.rules_version \
+             THEN session_rules.rules_version ELSE excluded.rules_version END",
+        );
         c.execute(&q).await?;
     }
     Ok(())

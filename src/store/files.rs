@@ -43,6 +43,8 @@ pub struct FileRecord {
     pub tail_hash: i64,
     /// `active` or `gone`.
     pub state: String,
+    /// Modification time seen when last read (Unix ms; 0 when unknown).
+    pub mtime_ms: i64,
 }
 
 impl FileRecord {
@@ -68,7 +70,7 @@ impl FileRecord {
 
 const FILE_COLUMNS: &str =
     "id, path, kind, project, session_id, agent_id, dev, inode, generation, \
-     byte_offset, lines, size, head_len, head_hash, tail_len, tail_hash, state";
+     byte_offset, lines, size, head_len, head_hash, tail_len, tail_hash, state, mtime_ms";
 
 impl Store {
     /// All file rows of one machine.
@@ -77,6 +79,16 @@ impl Store {
             "SELECT {FILE_COLUMNS} FROM files WHERE machine = $1"
         ))
         .arg(machine);
+        self.fetch_all(&q).await
+    }
+
+    /// The file rows of one session, main files first.
+    pub async fn files_of_session(&self, session_id: &str) -> Result<Vec<FileRecord>, StoreError> {
+        let q = Sql::new(format!(
+            "SELECT {FILE_COLUMNS} FROM files WHERE session_id = $1 \
+             ORDER BY CASE WHEN kind = 'main' THEN 0 ELSE 1 END, id"
+        ))
+        .arg(session_id);
         self.fetch_all(&q).await
     }
 

@@ -39,6 +39,7 @@ mod page;
 mod unnest;
 mod plan;
 mod prune;
+mod reextract;
 mod read;
 mod refine;
 pub mod search;
@@ -78,6 +79,7 @@ pub use read::sessions::{
 pub use read::stats::{TableCounts, Totals, SESSIONS_COUNTED};
 pub use read::summaries::{SummaryFilter, SummaryListing};
 pub use read::Origin;
+pub use reextract::RulesCounts;
 pub use sessions::{ClosedEpisode, EpisodeStateRow, IdleSession};
 pub use snippet_query::{
     EpisodeFilter, EpisodeListing, SnippetFilter, SnippetListing, SnippetPage, COUNT_CAP,

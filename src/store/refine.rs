@@ -153,6 +153,9 @@ pub struct DaemonFigures {
     /// What the transcript archive holds.
     #[serde(default)]
     pub archive: super::ArchiveTotals,
+    /// Sessions read by older extraction rules.
+    #[serde(default)]
+    pub rules: super::RulesCounts,
 }
 
 /// Backlog, sessions by status and five row counts, as the query returns them.
@@ -179,8 +182,10 @@ impl Store {
         );
         let redactions: Vec<(String, i64)> = self.fetch_all(&q).await?;
         let archive = self.archive_totals().await?;
+        let rules = self.rules_counts().await?;
         Ok(DaemonFigures {
             archive,
+            rules,
             bytes_behind: r.0,
             sessions_active: r.1,
             sessions_finished: r.2,

@@ -19,6 +19,7 @@
 //! - `doors`: the query layer at every door: bad inputs refused alike by CLI, MCP and web;
 //!   read commands create and migrate nothing; the web view's host and origin checks.
 //! - `archive`: every byte read comes back: `restore` over the corpus, after kill -9.
+//! - `reextract`: derived rows made again from the archive; nothing else changes.
 //! - `identity`: a file's session is the same however its bytes arrive (chunks, kill -9).
 
 mod common;
@@ -43,6 +44,7 @@ mod layout;
 mod mcp;
 mod outage;
 mod redact;
+mod reextract;
 mod search;
 mod service;
 mod snippet_add;

@@ -9,6 +9,13 @@ use crate::tail::Checkpoint;
 mod stored;
 pub use stored::{pack_state, unpack_state, uuid_bytes, uuid_from_bytes, uuid_stored, StoredUuid};
 
+/// The version of the rules that turn transcript lines into derived rows (summaries, feedback,
+/// episodes, triage, snippets). Bump it with any change to extraction, triage or snippet rules
+/// that changes what is stored: each session records the version that read it
+/// (`session_rules`), and sessions on older rules are derived again from the archive (`gleaner
+/// reextract`, and the daemon in the background).
+pub const RULES_VERSION: i64 = 1;
+
 /// Everything one transaction writes for one file.
 #[derive(Debug, Clone, Default)]
 pub struct PreparedBatch {

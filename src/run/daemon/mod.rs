@@ -324,6 +324,17 @@ async fn start_generation(
             "pack",
             super::pack::worker(store.clone(), cfg.archive.pack_interval, cancel.clone()),
         );
+        // After an upgrade whose rules read transcripts differently: finished sessions derived
+        // again from the archive, a few seconds per pass.
+        workers.spawn(
+            "reextract",
+            super::reextract::worker(
+                cfg.clone(),
+                store.clone(),
+                cfg.archive.pack_interval,
+                cancel.clone(),
+            ),
+        );
     }
     if cfg.refine.command.is_some() {
         // Recoverable: a refine worker that stops leaves ingestion running.

@@ -206,7 +206,7 @@ impl Pipeline {
     /// Reserve budget for the next read of `t`: its unread bytes, at most one batch. `None`
     /// when cancelled while waiting.
     async fn reserve(&self, t: &Tracked, offset: u64) -> Option<OwnedSemaphorePermit> {
-        let unread = std::fs::metadata(t.path())
+        let unread = std::fs::metadata(t.read_path())
             .map(|m| m.len().saturating_sub(offset))
             .unwrap_or(0);
         let want = unread.min(self.cfg.batch.max_bytes as u64) / 1024 + 1;
@@ -420,7 +420,7 @@ impl Pipeline {
                 // back with the step's context (and is reloaded if the step fails).
                 let step = self.read_step(
                     t.tailer.take(),
-                    t.path().to_path_buf(),
+                    t.read_path().to_path_buf(),
                     t.stored.clone(),
                     (t.ctx.clone(), t.episodes.take()),
                     expected,

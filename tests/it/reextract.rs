@@ -1,0 +1,199 @@
+//! `gleaner reextract` (issue 29): derived rows made again from the archive, with the rules and
+//! configuration of now; nothing else changes.
+
+use crate::both_backends;
+use crate::common::*;
+
+/// `SELECT` of one column set, as sorted strings (tests only: queries from this file).
+async fn rows(store: &gleaner::store::Store, sql: &str) -> Vec<String> {
+    let mut out: Vec<String> = match store {
+        gleaner::store::Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+        gleaner::store::Store::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+    }
+    .expect(sql);
+    out.sort();
+    out
+}
+
+/// What must not change, and what re-extraction makes again.
+async fn snapshot(store: &gleaner::store::Store) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
+    let kept = vec![
+        rows(
+            store,
+            "SELECT CAST(file_id AS TEXT) || ':' || CAST(line_no AS TEXT) || ':' || \
+                     CAST(seq AS TEXT) || ':' || COALESCE(text, '') FROM messages",
+        )
+        .await,
+        rows(
+            store,
+            "SELECT CAST(id AS TEXT) || ':' || CAST(generation AS TEXT) || ':' || \
+                     CAST(byte_offset AS TEXT) || ':' || CAST(lines AS TEXT) FROM files",
+        )
+        .await,
+        rows(
+            store,
+            "SELECT CAST(file_id AS TEXT) || ':' || CAST(start_off AS TEXT) || ':' || \
+                     CAST(end_off AS TEXT) FROM archive_chunks",
+        )
+        .await,
+        rows(
+            store,
+            "SELECT session_id || ':' || status || ':' || \
+                     CAST(message_count AS TEXT) FROM sessions",
+        )
+        .await,
+        rows(store, "SELECT title FROM snippets WHERE origin = 'manual'").await,
+    ];
+    let derived = vec![
+        rows(
+            store,
+            "SELECT session_id || ':' || CAST(start_line AS TEXT) || ':' || \
+                     CAST(end_line AS TEXT) || ':' || triage || ':' || status FROM episodes",
+        )
+        .await,
+        rows(
+            store,
+            "SELECT session_id || ':' || kind || ':' || COALESCE(text, '') \
+                     FROM summaries",
+        )
+        .await,
+        rows(
+            store,
+            "SELECT session_id || ':' || feedback_type || ':' || content FROM feedback",
+        )
+        .await,
+        rows(
+            store,
+            "SELECT session_id || ':' || title FROM snippets WHERE origin = 'auto'",
+        )
+        .await,
+    ];
+    (kept, derived)
+}
+
+fn reextract(env: &TestEnv, args: &[&str], envs: &[(&str, &str)]) -> serde_json::Value {
+    let mut c = env.cmd();
+    for (k, v) in envs {
+        c.env(k, v);
+    }
+    let out = c
+        .arg("reextract")
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("reextract");
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).expect("reextract JSON")
+}
+
+async fn derive_again(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let corpus = corpus_dir().join("4thehalibit__omarchy-backup/.claude/projects");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(corpus.join("."))
+        .arg(&env.projects)
+        .status()
+        .expect("cp");
+    assert!(status.success());
+    env.ingest();
+    let store = env.store().await;
+    // A hand-made snippet, which re-extraction keeps.
+    let sid = rows(&store, "SELECT session_id FROM sessions").await[0].clone();
+    let note = env.dir.path().join("note.md");
+    std::fs::write(
+        &note,
+        "The deploy script must run from the repository root: it reads ./config relative to \
+         the working directory and fails with a missing-file error elsewhere.",
+    )
+    .expect("note");
+    let out = env
+        .cmd()
+        .args([
+            "snippet",
+            "add",
+            "--session",
+            &sid,
+            "--type",
+            "learning_pattern",
+        ])
+        .args([
+            "--title",
+            "Run the deploy script from the root",
+            "--content-file",
+        ])
+        .arg(&note)
+        .output()
+        .expect("snippet add");
+    assert_ok(&out);
+    let (kept, derived) = snapshot(&store).await;
+    assert!(!derived[0].is_empty(), "the corpus has episodes");
+
+    // Same rules, same configuration: the same rows.
+    let r = reextract(&env, &["--all"], &[]);
+    let sessions = rows(&store, "SELECT session_id FROM sessions").await.len() as u64;
+    assert_eq!(r["sessions"], sessions, "{r}");
+    assert_eq!(r["skipped"].as_array().map(Vec::len), Some(0), "{r}");
+    let (kept2, derived2) = snapshot(&store).await;
+    assert_eq!(kept2, kept);
+    assert_eq!(derived2, derived);
+
+    // Another configuration (no episodes): the derived rows change, nothing else does.
+    reextract(&env, &["--all"], &[("GLEANER_EPISODES__ENABLED", "false")]);
+    let (kept3, derived3) = snapshot(&store).await;
+    assert_eq!(kept3, kept);
+    assert!(
+        derived3[0].is_empty() && derived3[3].is_empty(),
+        "{:?}",
+        derived3[0]
+    );
+    assert_eq!(derived3[1..3], derived[1..3]);
+    // And back.
+    reextract(&env, &["--all"], &[]);
+    assert_eq!(snapshot(&store).await, (kept.clone(), derived.clone()));
+    if let gleaner::store::Store::Sqlite(p) = &store {
+        sqlx::query("INSERT INTO search_fts (search_fts) VALUES ('integrity-check')")
+            .execute(p)
+            .await
+            .expect("the full-text index is consistent");
+    }
+
+    // Sessions read by older rules: doctor says so, --older-than-rules takes exactly those.
+    let doctor = || -> serde_json::Value {
+        let out = env
+            .cmd()
+            .args(["doctor", "--json"])
+            .output()
+            .expect("doctor");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor JSON");
+        v.as_array()
+            .and_then(|c| c.iter().find(|c| c["check"] == "rules").cloned())
+            .expect("a rules check")
+    };
+    assert_eq!(doctor()["verdict"], "ok");
+    let r = reextract(&env, &["--older-than-rules"], &[]);
+    assert_eq!(r["sessions"], 0, "{r}");
+    execute(
+        &store,
+        &format!("UPDATE session_rules SET rules_version = 0 WHERE session_id = '{sid}'"),
+    )
+    .await
+    .expect("older rules");
+    let d = doctor();
+    assert_eq!(
+        (d["verdict"].as_str(), d["figures"]["older"].as_i64()),
+        (Some("warn"), Some(1)),
+        "{d}"
+    );
+    let r = reextract(&env, &["--older-than-rules"], &[]);
+    assert_eq!(r["sessions"], 1, "{r}");
+    assert_eq!(doctor()["verdict"], "ok");
+    assert_eq!(snapshot(&store).await, (kept, derived));
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(
+    reextract_changes_the_derived_rows_and_nothing_else,
+    derive_again
+);
