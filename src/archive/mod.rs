@@ -124,7 +124,7 @@ pub fn pack(raw: &[u8], dict: Option<&PackDict>) -> io::Result<Vec<u8>> {
     };
     c.include_checksum(true)?;
     let data = c.compress(raw)?;
-    if decode(&data, raw.len() as u64, dict.map(PackDict::raw))? != raw {
+    if decode(&data, raw.len() as u64, dict.map(PackDict::dict))? != raw {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "a packed block does not decode to its bytes",
@@ -137,13 +137,13 @@ pub fn pack(raw: &[u8], dict: Option<&PackDict>) -> io::Result<Vec<u8>> {
 /// dictionary into a level-19 context costs about what compressing them does, so it is done
 /// once per project, not once per file.
 pub struct PackDict {
-    raw: std::sync::Arc<[u8]>,
+    dict: Dict,
     prepared: zstd::dict::EncoderDictionary<'static>,
 }
 
 impl std::fmt::Debug for PackDict {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PackDict({} bytes)", self.raw.len())
+        write!(f, "PackDict({} bytes)", self.dict.raw.len())
     }
 }
 
@@ -151,10 +151,39 @@ impl PackDict {
     /// Prepare `raw` (blocking: a fraction of a second for 4 MiB).
     pub fn new(raw: std::sync::Arc<[u8]>) -> PackDict {
         let prepared = zstd::dict::EncoderDictionary::copy(&raw, PACK_LEVEL);
-        PackDict { raw, prepared }
+        PackDict {
+            dict: Dict::new(raw),
+            prepared,
+        }
     }
 
-    /// Its raw bytes (what decoding needs).
+    /// The same dictionary, for decoding.
+    pub fn dict(&self) -> &Dict {
+        &self.dict
+    }
+}
+
+/// A dictionary prepared for decoding once: loading 4 MiB into a decoder for every chunk made
+/// reading a packed archive several times slower.
+pub struct Dict {
+    raw: std::sync::Arc<[u8]>,
+    prepared: zstd::dict::DecoderDictionary<'static>,
+}
+
+impl std::fmt::Debug for Dict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Dict({} bytes)", self.raw.len())
+    }
+}
+
+impl Dict {
+    /// Prepare `raw` for decoding.
+    pub fn new(raw: std::sync::Arc<[u8]>) -> Dict {
+        let prepared = zstd::dict::DecoderDictionary::copy(&raw);
+        Dict { raw, prepared }
+    }
+
+    /// Its raw bytes.
     pub fn raw(&self) -> &[u8] {
         &self.raw
     }
@@ -192,13 +221,16 @@ pub fn sidecar(name: &str, raw: &[u8]) -> io::Result<Sidecar> {
 pub fn decode_into(
     data: &[u8],
     expected: u64,
-    dict: Option<&[u8]>,
+    dict: Option<&Dict>,
     out: &mut impl Write,
 ) -> io::Result<u64> {
     let n = match dict {
         None => io::copy(&mut zstd::stream::read::Decoder::new(data)?, out)?,
         Some(d) => io::copy(
-            &mut zstd::stream::read::Decoder::with_dictionary(io::BufReader::new(data), d)?,
+            &mut zstd::stream::read::Decoder::with_prepared_dictionary(
+                io::BufReader::new(data),
+                &d.prepared,
+            )?,
             out,
         )?,
     };
@@ -219,7 +251,7 @@ pub fn decode_all(data: &[u8]) -> io::Result<Vec<u8>> {
 }
 
 /// Decode one stored frame whole.
-pub fn decode(data: &[u8], expected: u64, dict: Option<&[u8]>) -> io::Result<Vec<u8>> {
+pub fn decode(data: &[u8], expected: u64, dict: Option<&Dict>) -> io::Result<Vec<u8>> {
     let mut out = Vec::with_capacity(usize::try_from(expected).unwrap_or(0));
     decode_into(data, expected, dict, &mut out)?;
     Ok(out)
@@ -232,8 +264,8 @@ pub struct Encoded {
     pub start: u64,
     /// File offset past its last byte.
     pub end: u64,
-    /// The dictionary it was compressed against (its raw bytes), if any.
-    pub dict: Option<std::sync::Arc<[u8]>>,
+    /// The dictionary it was compressed against, if any.
+    pub dict: Option<std::sync::Arc<Dict>>,
     /// The frame.
     pub data: Vec<u8>,
 }

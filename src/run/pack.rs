@@ -8,7 +8,6 @@
 //! bytes, and only if those chunks are all still there: a crash or a concurrent packer leaves
 //! either the old chunks or the new block, never neither.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -58,8 +57,10 @@ pub enum PackError {
     },
 }
 
-/// Projects' dictionaries met so far, prepared (`None`: the project has none).
-type Dicts = HashMap<String, Option<(i64, Arc<PackDict>)>>;
+/// The last project's dictionary, prepared (`None`: the project has none). One at a time: a
+/// level-16 context prepared with 4 MiB holds tens of MB (holding every project's took 2 GB on
+/// the 1 GB bench tree), and candidates come project by project.
+type Dicts = Option<(String, Option<(i64, Arc<PackDict>)>)>;
 
 /// Pack what is waiting, until nothing is or `budget` has run out (`None`: no limit) or
 /// `cancel` fires.
@@ -70,7 +71,7 @@ pub async fn pack_pending(
 ) -> Result<PackReport, PackError> {
     let started = Instant::now();
     let mut report = PackReport::default();
-    let mut dicts = Dicts::new();
+    let mut dicts: Dicts = None;
     let mut after_skip = std::collections::HashSet::new();
     loop {
         let candidates = store.archive_pack_candidates(64).await?;
@@ -101,9 +102,13 @@ async fn dict_for(
     dicts: &mut Dicts,
     report: &mut PackReport,
 ) -> Result<Option<(i64, Arc<PackDict>)>, PackError> {
-    if let Some(d) = dicts.get(project) {
-        return Ok(d.clone());
+    if let Some((p, d)) = dicts {
+        if p == project {
+            return Ok(d.clone());
+        }
     }
+    // The previous project's goes before this one's is prepared.
+    *dicts = None;
     let made = match store.archive_dict_of(project).await? {
         Some(d) => Some((d.id, prepare(d).await?)),
         None => {
@@ -126,7 +131,7 @@ async fn dict_for(
             }
         }
     };
-    dicts.insert(project.to_string(), made.clone());
+    *dicts = Some((project.to_string(), made.clone()));
     Ok(made)
 }
 
@@ -161,12 +166,11 @@ async fn first_bytes(store: &Store, project: &str) -> Result<Vec<u8>, PackError>
                 let Some(l) = chunks.last() else { break };
                 from = l.end_off;
                 for c in &chunks {
-                    let dict = match c.dict_id {
+                    if c.dict_id.is_some() {
                         // A chunk already packed against a dictionary: this project has one.
-                        Some(_) => continue,
-                        None => None,
-                    };
-                    let bytes = decode_chunk(id, c, dict)?;
+                        continue;
+                    }
+                    let bytes = decode_chunk(id, c)?;
                     let room = DICT_BYTES - raw.len();
                     raw.extend_from_slice(&bytes[..bytes.len().min(room)]);
                     if raw.len() >= DICT_BYTES {
@@ -179,8 +183,9 @@ async fn first_bytes(store: &Store, project: &str) -> Result<Vec<u8>, PackError>
     Ok(raw)
 }
 
-fn decode_chunk(file_id: i64, c: &StoredChunk, dict: Option<&[u8]>) -> Result<Vec<u8>, PackError> {
-    archive::decode(&c.data, (c.end_off - c.start_off) as u64, dict)
+/// A chunk compressed alone.
+fn decode_chunk(file_id: i64, c: &StoredChunk) -> Result<Vec<u8>, PackError> {
+    archive::decode(&c.data, (c.end_off - c.start_off) as u64, None)
         .map_err(|source| PackError::Data { file_id, source })
 }
 

@@ -9,9 +9,10 @@
 //! copy is written beside them as `<name>.restored` (`--force-suffix`), a name neither Claude Code
 //! nor Gleaner reads as a transcript.
 //!
-//! Where a file goes: with `--to DIR`, `DIR/<project folder>/<path below it>` (the layout Claude
-//! Code reads, sub-agent folders included); otherwise where it was read on this machine, and a
-//! file read on another machine (a shared store) under this machine's projects folder.
+//! Where a file goes: with `--to DIR`, `DIR/<its path below this machine's projects folder>`
+//! (another machine's file: `DIR/<project folder>/<path below it>`), the layout Claude Code
+//! reads, sub-agent folders included; otherwise where it was read on this machine, and a file
+//! read on another machine (a shared store) under this machine's projects folder.
 
 use std::fs::{self, File};
 use std::io::{self, BufReader, Read, Write};
@@ -106,14 +107,23 @@ pub enum RestoreError {
 /// Files fetched per statement.
 const PAGE: i64 = 500;
 
-/// The archive's dictionaries met so far, by id, raw (a restore meets each project's once).
+/// The archive's dictionaries met last, by id, prepared for decoding (at most [`DICTS_KEPT`]:
+/// each is 4 MiB, and a restore walks files in id order, so one project's files mostly come
+/// together).
 #[derive(Debug, Default)]
-pub struct Dicts(std::collections::HashMap<i64, std::sync::Arc<[u8]>>);
+pub struct Dicts(std::collections::HashMap<i64, std::sync::Arc<archive::Dict>>);
+
+/// Dictionaries a restore keeps at once.
+const DICTS_KEPT: usize = 4;
 
 impl Dicts {
-    /// Dictionary `id`'s raw bytes (an error when it is missing or does not decode: the
-    /// chunks naming it cannot be read).
-    pub async fn get(&mut self, store: &Store, id: i64) -> Result<std::sync::Arc<[u8]>, DictError> {
+    /// Dictionary `id`, prepared (an error when it is missing or does not decode: the chunks
+    /// naming it cannot be read).
+    pub async fn get(
+        &mut self,
+        store: &Store,
+        id: i64,
+    ) -> Result<std::sync::Arc<archive::Dict>, DictError> {
         if let Some(d) = self.0.get(&id) {
             return Ok(d.clone());
         }
@@ -123,9 +133,12 @@ impl Dicts {
             .ok_or(DictError::Missing(id))?;
         let raw = archive::decode(&d.data, d.raw_len as u64, None)
             .map_err(|e| DictError::Damaged(id, e))?;
-        let raw: std::sync::Arc<[u8]> = raw.into();
-        self.0.insert(id, raw.clone());
-        Ok(raw)
+        let dict = std::sync::Arc::new(archive::Dict::new(raw.into()));
+        if self.0.len() >= DICTS_KEPT {
+            self.0.clear();
+        }
+        self.0.insert(id, dict.clone());
+        Ok(dict)
     }
 }
 
@@ -184,11 +197,16 @@ pub async fn restore(
 
 /// Where `f` goes (see the module docs).
 pub fn target_path(opts: &RestoreOptions, f: &ArchivedFile) -> PathBuf {
-    let below = below_project(Path::new(&f.path), &f.project);
-    match &opts.to {
-        Some(dir) => dir.join(below),
-        None if f.machine == opts.machine_id => PathBuf::from(&f.path),
-        None => opts.projects_dir.join(below),
+    let path = Path::new(&f.path);
+    // This machine's file: its place below the projects folder, whatever the nesting.
+    let mine = (f.machine == opts.machine_id)
+        .then(|| path.strip_prefix(&opts.projects_dir).ok())
+        .flatten();
+    match (&opts.to, mine) {
+        (Some(dir), Some(rel)) => dir.join(rel),
+        (Some(dir), None) => dir.join(below_project(path, &f.project)),
+        (None, _) if f.machine == opts.machine_id => path.to_path_buf(),
+        (None, _) => opts.projects_dir.join(below_project(path, &f.project)),
     }
 }
 

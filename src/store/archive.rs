@@ -269,7 +269,8 @@ impl Store {
 
 /// Packing (`run::pack`): what is left to pack, the projects' dictionaries, and the swap.
 impl Store {
-    /// Up to `limit` file generations of finished sessions with chunks not packed yet.
+    /// Up to `limit` file generations of finished sessions with chunks not packed yet, project
+    /// by project (the packer holds one project's dictionary at a time).
     pub async fn archive_pack_candidates(
         &self,
         limit: i64,
@@ -279,7 +280,7 @@ impl Store {
              WHERE EXISTS (SELECT 1 FROM archive_chunks a WHERE a.file_id = f.id \
              AND a.generation = f.generation AND NOT a.packed AND NOT a.partial) \
              AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = f.session_id \
-             AND s.status = 'finished') ORDER BY f.id LIMIT $1",
+             AND s.status = 'finished') ORDER BY f.project, f.id LIMIT $1",
         )
         .arg(limit);
         self.fetch_all(&q).await

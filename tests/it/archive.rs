@@ -116,13 +116,8 @@ async fn corpus_round_trip(backend: Backend) {
         &[&sid[..8], "--to", elsewhere.to_str().expect("utf-8")],
     );
     assert_ok(&out);
-    let project = victim
-        .parent()
-        .and_then(|d| d.file_name())
-        .expect("project");
-    let there = elsewhere
-        .join(project)
-        .join(victim.file_name().expect("name"));
+    // Its place below the projects folder (the corpus nests its projects folders).
+    let there = elsewhere.join(victim.strip_prefix(&env.projects).expect("below projects"));
     assert!(std::fs::read(&there).expect("restored elsewhere") == *original);
 
     // Archive figures.
