@@ -61,6 +61,11 @@ pub async fn sweep_idle_sessions(store: &Store, cfg: &Config) -> Result<usize, S
     }
     let found_ms = t0.elapsed().as_millis() as u64;
     let ids: Vec<&str> = idle.iter().map(|s| s.session_id.as_str()).collect();
+    if cfg.archive.enabled {
+        for id in &ids {
+            archive_unfinished_lines(store, cfg, id).await?;
+        }
+    }
     let closed = close_episodes(store, &ids).await?;
     let closed_ms = t0.elapsed().as_millis() as u64;
     let n = store.finish_idle(&idle, &closed).await?;
@@ -72,4 +77,48 @@ pub async fn sweep_idle_sessions(store: &Store, cfg: &Config) -> Result<usize, S
         "idle sessions finished"
     );
     Ok(n as usize)
+}
+
+/// A session going idle whose files end with a line without its newline: that line is
+/// archived (a `partial` chunk), so a restored file is whole. A batch that reads a file already
+/// idle does it itself (`run::pump`); this is the file that went idle after its last batch.
+async fn archive_unfinished_lines(
+    store: &Store,
+    cfg: &Config,
+    session_id: &str,
+) -> Result<(), StoreError> {
+    for f in store.files_of_session(session_id).await? {
+        let (path, start) = (std::path::PathBuf::from(&f.path), f.byte_offset as u64);
+        let (dev, inode) = (f.dev as u64, f.inode as u64);
+        let max = cfg.tail.max_line_bytes as u64;
+        // Read off the runtime; only the file that was read (same identity: not another
+        // machine's path, not a replacement), holding one line without a newline after the
+        // checkpoint (its bytes never reached a batch, so the stored size does not count them).
+        let chunk = crate::run::blocking(move || -> std::io::Result<Option<_>> {
+            use std::io::{Read, Seek, SeekFrom};
+            let mut file = std::fs::File::open(&path)?;
+            let meta = file.metadata()?;
+            let size = meta.len();
+            if crate::tail::identity(&meta) != (dev, inode) || size <= start || size - start > max {
+                return Ok(None);
+            }
+            file.seek(SeekFrom::Start(start))?;
+            let mut line = Vec::with_capacity((size - start) as usize);
+            file.take(size - start).read_to_end(&mut line)?;
+            if line.len() as u64 != size - start || line.contains(&b'\n') {
+                return Ok(None);
+            }
+            crate::archive::unfinished_chunk(f.generation, start, &line).map(Some)
+        })
+        .await;
+        match chunk {
+            Ok(Ok(Some(c))) => store.add_partial_chunk(f.id, &c).await?,
+            Ok(Ok(None)) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(file_id = f.id, error = %e, "unfinished line not archived")
+            }
+            Err(e) => tracing::warn!(file_id = f.id, error = %e, "unfinished line not archived"),
+        }
+    }
+    Ok(())
 }

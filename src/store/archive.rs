@@ -63,6 +63,35 @@ pub(super) async fn write(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Resu
     Ok(())
 }
 
+impl Store {
+    /// Archive the last line without its newline of a file gone idle (`chunk.partial`), only
+    /// while the file's checkpoint is still where the chunk starts.
+    pub async fn add_partial_chunk(
+        &self,
+        file_id: i64,
+        chunk: &ArchiveChunk,
+    ) -> Result<(), StoreError> {
+        let q = Sql::new(
+            "INSERT INTO archive_chunks (file_id, generation, start_off, end_off, codec, packed, \
+             partial, data) SELECT $1, $2, $3, $4, $5, $6, $7, $8 WHERE EXISTS (SELECT 1 FROM \
+             files WHERE id = $1 AND generation = $2 AND byte_offset = $3) \
+             ON CONFLICT (file_id, generation, start_off) DO UPDATE SET end_off = excluded.end_off, \
+             codec = excluded.codec, dict_id = NULL, packed = excluded.packed, \
+             partial = excluded.partial, data = excluded.data",
+        )
+        .arg(file_id)
+        .arg(chunk.generation)
+        .arg(chunk.start as i64)
+        .arg(chunk.end as i64)
+        .arg(CODEC_ZSTD)
+        .arg(false)
+        .arg(true)
+        .arg(Cow::Borrowed(chunk.data.as_slice()));
+        self.execute(&q).await?;
+        Ok(())
+    }
+}
+
 /// Which archived transcripts a restore takes.
 #[derive(Debug, Clone, Default)]
 pub struct ArchiveFilter {
@@ -91,19 +120,6 @@ pub struct ArchivedFile {
     pub generation: i64,
     /// Bytes read: the checkpoint's offset.
     pub byte_offset: i64,
-}
-
-/// One stored chunk's place (its bytes are fetched apart: a file's chunks are walked in order).
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ChunkRef {
-    /// File offset of its first byte.
-    pub start_off: i64,
-    /// File offset past its last byte.
-    pub end_off: i64,
-    /// How it is encoded.
-    pub codec: i64,
-    /// A last line without its newline.
-    pub partial: bool,
 }
 
 /// A stored chunk with its bytes.
@@ -214,21 +230,6 @@ impl Store {
         .arg(generation)
         .arg(from)
         .arg(CHUNKS_PER_FETCH);
-        self.fetch_all(&q).await
-    }
-
-    /// The places of a file generation's chunks, in offset order (no bytes).
-    pub async fn archive_chunk_refs(
-        &self,
-        file_id: i64,
-        generation: i64,
-    ) -> Result<Vec<ChunkRef>, StoreError> {
-        let q = Sql::new(
-            "SELECT start_off, end_off, codec, partial FROM archive_chunks \
-             WHERE file_id = $1 AND generation = $2 ORDER BY start_off",
-        )
-        .arg(file_id)
-        .arg(generation);
         self.fetch_all(&q).await
     }
 

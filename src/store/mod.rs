@@ -60,7 +60,7 @@ pub use page::{Page, Paged};
 pub use vocab::{FeedbackType, SessionStatus, SummaryKind};
 
 pub use archive::{
-    ArchiveFilter, ArchiveTotals, ArchivedFile, ChunkRef, PackCandidate, StoredChunk, StoredDict,
+    ArchiveFilter, ArchiveTotals, ArchivedFile, PackCandidate, StoredChunk, StoredDict,
 };
 pub use commit::WriterConn;
 pub use episodes::SnippetSource;

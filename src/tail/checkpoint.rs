@@ -91,14 +91,17 @@ pub(super) fn fingerprint(b: &[u8]) -> u64 {
     }
 }
 
+/// `(device, inode)` of a file: what tells the file that was read from another one at the same
+/// path.
 #[cfg(unix)]
-pub(super) fn identity(m: &Metadata) -> (u64, u64) {
+pub fn identity(m: &Metadata) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
     (m.dev(), m.ino())
 }
 
+/// `(device, inode)` of a file (none known here).
 #[cfg(not(unix))]
-pub(super) fn identity(_m: &Metadata) -> (u64, u64) {
+pub fn identity(_m: &Metadata) -> (u64, u64) {
     (0, 0)
 }
 

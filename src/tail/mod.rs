@@ -25,8 +25,8 @@ use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use checkpoint::{fingerprint, identity, validate, Validated};
-pub use checkpoint::{Checkpoint, Resume, HEAD_BYTES, TAIL_BYTES, VERIFY_BYTES};
+use checkpoint::{fingerprint, validate, Validated};
+pub use checkpoint::{identity, Checkpoint, Resume, HEAD_BYTES, TAIL_BYTES, VERIFY_BYTES};
 use lines::{LineSplitter, Next};
 
 /// Tuning knobs for a [`Tailer`].

@@ -37,13 +37,7 @@ fn restore(env: &TestEnv, args: &[&str]) -> std::process::Output {
 async fn corpus_round_trip(backend: Backend) {
     let env = TestEnv::new(backend).await;
     // `cp -a`: the corpus files keep their old modification times (idle sessions).
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(corpus_dir().join("."))
-        .arg(&env.projects)
-        .status()
-        .expect("cp");
-    assert!(status.success());
+    copy_tree(&corpus_dir(), &env.projects);
     let before = tree(&env.projects);
     let transcripts = before
         .keys()
@@ -121,22 +115,12 @@ async fn corpus_round_trip(backend: Backend) {
     assert!(std::fs::read(&there).expect("restored elsewhere") == *original);
 
     // Archive figures.
-    let out = env
-        .cmd()
-        .args(["doctor", "--json"])
-        .output()
-        .expect("doctor");
-    let doctor: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor JSON");
     let raw: u64 = before.values().map(|b| b.len() as u64).sum();
-    let archive = doctor
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["check"] == "archive"))
-        .map(|c| c["figures"].clone())
-        .expect("an archive check");
+    let archive = doctor_check(&env, "archive")["figures"].clone();
     assert_eq!(
         archive["raw_bytes"].as_u64().map(|b| b <= raw),
         Some(true),
-        "{doctor}"
+        "{archive}"
     );
     let stored = archive["stored_bytes"].as_u64().expect("stored bytes");
     assert!(stored > 0 && stored < raw / 3, "{stored} of {raw}");
@@ -172,17 +156,7 @@ async fn corpus_round_trip(backend: Backend) {
             p.display()
         );
     }
-    let out = env
-        .cmd()
-        .args(["doctor", "--json"])
-        .output()
-        .expect("doctor");
-    let doctor: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor JSON");
-    let figures = doctor
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["check"] == "archive"))
-        .map(|c| c["figures"].clone())
-        .expect("an archive check");
+    let figures = doctor_check(&env, "archive")["figures"].clone();
     let packed_size = figures["stored_bytes"].as_u64().expect("stored bytes");
     assert!(
         packed_size < stored,
@@ -305,13 +279,7 @@ async fn rows(store: &gleaner::store::Store, table: &str) -> i64 {
 async fn prune_sessions(backend: Backend) {
     let env = TestEnv::new(backend).await;
     let corpus = corpus_dir().join("4thehalibit__omarchy-backup/.claude/projects");
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(corpus.join("."))
-        .arg(&env.projects)
-        .status()
-        .expect("cp");
-    assert!(status.success());
+    copy_tree(&corpus, &env.projects);
     env.ingest();
     let store = env.store().await;
     let (messages, summaries, episodes) = (
@@ -409,3 +377,40 @@ async fn prune_sessions(backend: Backend) {
 }
 
 both_backends!(prune_removes_what_it_says, prune_sessions);
+
+/// A live file whose last line has no newline, then goes idle: the daemon archives that line
+/// when the session finishes, so the restored file is whole.
+async fn idle_unfinished_line(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let sid = "7e570000-0000-4000-8000-00000000aa01";
+    let dst = env.path(&format!("-x-tail/{sid}.jsonl"));
+    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+    let mut daemon = env.spawn_daemon(&[("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1")]);
+    let store = env.store().await;
+    let first = user_line(sid, "u1", "a line with its newline");
+    append(&dst, first.as_bytes());
+    wait_offset(&store, &dst, first.len() as u64).await;
+    let tail = b"{\"type\":\"user\",\"sessionId\":\"7e570000-0000-4000-8000-00000000aa01\",\"message\":{\"role\":\"user\",\"content\":\"cut";
+    append(&dst, tail);
+    let partial = || async { rows(&store, "archive_chunks WHERE partial").await == 1 };
+    wait_for(
+        std::time::Duration::from_secs(30),
+        "the unfinished line archived once the session is idle",
+        partial,
+    )
+    .await;
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success(), "{status:?}");
+    let whole = std::fs::read(&dst).expect("read");
+    std::fs::remove_file(&dst).expect("delete");
+    let out = restore(&env, &["--all"]);
+    assert_ok(&out);
+    assert!(std::fs::read(&dst).expect("restored") == whole);
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(
+    the_unfinished_line_of_an_idle_file_is_archived,
+    idle_unfinished_line
+);

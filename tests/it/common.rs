@@ -453,3 +453,34 @@ pub async fn execute(store: &Store, sql: &str) -> Result<u64, sqlx::Error> {
         Store::Postgres(p) => sqlx::query(sql).execute(p).await.map(|r| r.rows_affected()),
     }
 }
+
+/// Copy the folder `from`'s contents into `to` as `cp -a` does (modification times kept: the
+/// corpus's sessions stay idle, as after a backfill).
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    let status = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(from.join("."))
+        .arg(to)
+        .status()
+        .expect("cp");
+    assert!(
+        status.success(),
+        "cp -a {} {}",
+        from.display(),
+        to.display()
+    );
+}
+
+/// One check of `gleaner doctor --json` by name (`archive`, `rules`, ...).
+pub fn doctor_check(env: &TestEnv, name: &str) -> serde_json::Value {
+    let out = env
+        .cmd()
+        .args(["doctor", "--json"])
+        .output()
+        .expect("doctor");
+    let all: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor JSON");
+    all.as_array()
+        .and_then(|c| c.iter().find(|c| c["check"] == name).cloned())
+        .unwrap_or_else(|| panic!("no {name} check in {all}"))
+}

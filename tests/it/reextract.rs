@@ -89,13 +89,7 @@ fn reextract(env: &TestEnv, args: &[&str], envs: &[(&str, &str)]) -> serde_json:
 async fn derive_again(backend: Backend) {
     let env = TestEnv::new(backend).await;
     let corpus = corpus_dir().join("4thehalibit__omarchy-backup/.claude/projects");
-    let status = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(corpus.join("."))
-        .arg(&env.projects)
-        .status()
-        .expect("cp");
-    assert!(status.success());
+    copy_tree(&corpus, &env.projects);
     env.ingest();
     let store = env.store().await;
     // A hand-made snippet, which re-extraction keeps.
@@ -159,17 +153,7 @@ async fn derive_again(backend: Backend) {
     }
 
     // Sessions read by older rules: doctor says so, --older-than-rules takes exactly those.
-    let doctor = || -> serde_json::Value {
-        let out = env
-            .cmd()
-            .args(["doctor", "--json"])
-            .output()
-            .expect("doctor");
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor JSON");
-        v.as_array()
-            .and_then(|c| c.iter().find(|c| c["check"] == "rules").cloned())
-            .expect("a rules check")
-    };
+    let doctor = || doctor_check(&env, "rules");
     assert_eq!(doctor()["verdict"], "ok");
     let r = reextract(&env, &["--older-than-rules"], &[]);
     assert_eq!(r["sessions"], 0, "{r}");
