@@ -202,27 +202,50 @@ async fn one(
 /// The daemon's background re-extraction of finished sessions on older rules: a pass of at
 /// most a few seconds every `interval` (live ingest keeps priority: the pass runs between its
 /// batches, its reading at low priority like every read).
+///
+/// A session the archive cannot give back whole (read before the archive existed, then resumed:
+/// its chunks start past byte 0) is left as it is and not tried again while the daemon runs.
 pub async fn worker(cfg: Arc<Config>, store: Store, interval: Duration, cancel: CancellationToken) {
+    const PASS: Duration = Duration::from_secs(5);
+    let mut skipped = std::collections::HashSet::new();
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep(interval) => {}
         }
-        let ids = match store.sessions_on_older_rules("", 20, true).await {
-            Ok(ids) if ids.is_empty() => continue,
-            Ok(ids) => ids,
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot list sessions on older rules");
+        let started = Instant::now();
+        let mut after = String::new();
+        while started.elapsed() < PASS && !cancel.is_cancelled() {
+            let ids = match store.sessions_on_older_rules(&after, 20, true).await {
+                Ok(ids) => ids,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot list sessions on older rules");
+                    break;
+                }
+            };
+            let Some(last) = ids.last() else { break };
+            after = last.clone();
+            let todo: Vec<String> = ids.into_iter().filter(|i| !skipped.contains(i)).collect();
+            if todo.is_empty() {
                 continue;
             }
-        };
-        match reextract(&cfg, &store, &ids, Some(Duration::from_secs(5)), &cancel).await {
-            Ok(r) => tracing::info!(
-                sessions = r.sessions,
-                skipped = r.skipped.len(),
-                "sessions on older rules derived again"
-            ),
-            Err(e) => tracing::warn!(error = %e, "re-extraction failed; retrying later"),
+            let left = PASS.saturating_sub(started.elapsed());
+            match reextract(&cfg, &store, &todo, Some(left), &cancel).await {
+                Ok(r) => {
+                    if r.sessions > 0 {
+                        tracing::info!(
+                            sessions = r.sessions,
+                            skipped = r.skipped.len(),
+                            "sessions on older rules derived again"
+                        );
+                    }
+                    skipped.extend(r.skipped);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "re-extraction failed; retrying later");
+                    break;
+                }
+            }
         }
     }
 }

@@ -181,3 +181,45 @@ both_backends!(
     reextract_changes_the_derived_rows_and_nothing_else,
     derive_again
 );
+
+/// The daemon derives finished sessions on older rules again by itself.
+async fn daemon_derives_again(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let src = corpus_dir().join(
+        "Eduardodmb__ClaudeHome/projects.bak-20260511-072525/X--01-Edmb-Clockhelp/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl",
+    );
+    let dst = env.path("-x-clock/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl");
+    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(&src, &dst).expect("copy");
+    // A day old: the session is finished by the ingest.
+    let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(&dst)
+        .and_then(|f| f.set_modified(day_ago))
+        .expect("mtime");
+    env.ingest();
+    let store = env.store().await;
+    let (kept, derived) = snapshot(&store).await;
+    execute(&store, "UPDATE session_rules SET rules_version = 0")
+        .await
+        .expect("older rules");
+    assert_eq!(doctor_check(&env, "rules")["verdict"], "warn");
+    let mut daemon = env.spawn_daemon(&[("GLEANER_ARCHIVE__PACK_INTERVAL_SECS", "1")]);
+    wait_for(
+        std::time::Duration::from_secs(60),
+        "the daemon to derive the session again",
+        || async { doctor_check(&env, "rules")["verdict"] == "ok" },
+    )
+    .await;
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(snapshot(&store).await, (kept, derived));
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(
+    the_daemon_derives_sessions_on_older_rules_again,
+    daemon_derives_again
+);
