@@ -177,12 +177,7 @@ both_backends!(
 /// `[archive] enabled = false` keeps nothing, and restore says there is nothing to restore.
 async fn archive_off(backend: Backend) {
     let env = TestEnv::new(backend).await;
-    let src = corpus_dir().join(
-        "Eduardodmb__ClaudeHome/projects.bak-20260511-072525/X--01-Edmb-Clockhelp/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl",
-    );
-    let dst = env.path("-x-clock/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl");
-    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
-    std::fs::copy(&src, &dst).expect("copy");
+    let dst = copy_clockhelp(&env);
     env.ingest_dir_env(&env.projects, &[("GLEANER_ARCHIVE__ENABLED", "false")]);
     std::fs::remove_file(&dst).expect("delete");
     let out = restore(&env, &["--all"]);
@@ -210,10 +205,7 @@ async fn chunk_counts(store: &gleaner::store::Store) -> (i64, i64) {
 /// once the session is finished, and restored byte for byte.
 async fn daemon_packs(backend: Backend) {
     let env = TestEnv::new(backend).await;
-    let src = corpus_dir().join(
-        "Eduardodmb__ClaudeHome/projects.bak-20260511-072525/X--01-Edmb-Clockhelp/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl",
-    );
-    let bytes = std::fs::read(&src).expect("read");
+    let bytes = std::fs::read(corpus_dir().join(CLOCKHELP)).expect("read");
     let (end, _) = expected_checkpoint(&bytes);
     let whole = &bytes[..end as usize];
     let dst = env.path("-x-clock/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl");

@@ -484,3 +484,14 @@ pub fn doctor_check(env: &TestEnv, name: &str) -> serde_json::Value {
         .and_then(|c| c.iter().find(|c| c["check"] == name).cloned())
         .unwrap_or_else(|| panic!("no {name} check in {all}"))
 }
+
+/// A real session of the corpus (a short one, finished) that single-session tests use.
+pub const CLOCKHELP: &str = "Eduardodmb__ClaudeHome/projects.bak-20260511-072525/X--01-Edmb-Clockhelp/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl";
+
+/// [`CLOCKHELP`] copied into the test's projects folder (project `-x-clock`); its path.
+pub fn copy_clockhelp(env: &TestEnv) -> PathBuf {
+    let dst = env.path("-x-clock/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl");
+    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(corpus_dir().join(CLOCKHELP), &dst).expect("copy");
+    dst
+}

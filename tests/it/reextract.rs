@@ -185,12 +185,7 @@ both_backends!(
 /// The daemon derives finished sessions on older rules again by itself.
 async fn daemon_derives_again(backend: Backend) {
     let env = TestEnv::new(backend).await;
-    let src = corpus_dir().join(
-        "Eduardodmb__ClaudeHome/projects.bak-20260511-072525/X--01-Edmb-Clockhelp/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl",
-    );
-    let dst = env.path("-x-clock/3dae6bc4-bf52-4a30-a961-09999364d8c6.jsonl");
-    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
-    std::fs::copy(&src, &dst).expect("copy");
+    let dst = copy_clockhelp(&env);
     // A day old: the session is finished by the ingest.
     let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
     std::fs::File::options()
