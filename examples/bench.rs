@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! cargo run --release --example bench -- [--size-mb 1024] [--work DIR] [--corpus DIR]
-//!     [--skip-postgres] [--latency-samples 200] [--one-file-mb 0]
-//!     [--baseline OLD_GLEANER [--rounds 3] [--compare-only]]
+//!     [--skip-postgres] [--latency-samples 200] [--one-file-mb 0] [--fresh-ids]
+//!     [--baseline OLD_GLEANER [--rounds 3] [--compare-only] [--ccusage CCUSAGE_BIN]]
 //! ```
 //! `--baseline` runs the same cold ingest with an earlier build, alternating (see `compare`).
 //! PostgreSQL admin URL: `GLEANER_BENCH_PG_URL` (default `postgres://postgres@127.0.0.1:5432/postgres`).
@@ -62,9 +62,20 @@ struct Opts {
     /// Rounds per build and backend with --baseline (medians are reported).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Make every id of each copy fresh (messages, tools, requests), not only the session ids.
+    /// Why: copies that share message ids are stored once (`store::copies`, as a resumed
+    /// session's copied history is), so the default tree writes about one corpus's rows
+    /// whatever its size; with fresh ids every copy is new work, as distinct real sessions are
+    /// (issue 30's real-shaped tree).
+    #[arg(long)]
+    fresh_ids: bool,
     /// With --baseline: only the back-to-back comparison.
     #[arg(long, requires = "baseline")]
     compare_only: bool,
+    /// With --baseline: also run ccusage (`ccusage daily --json --offline`, which parses every
+    /// line of the same tree and stores nothing) in each round, as the yardstick of issue 30.
+    #[arg(long, requires = "baseline")]
+    ccusage: Option<PathBuf>,
 }
 
 /// The stages `gleaner ingest --json` times, in pipeline order.
@@ -174,11 +185,14 @@ fn run() -> Result<usize> {
     };
 
     // 1. The transcript tree (kept and reused with --work).
-    let corpus = Corpus::scan(&opts.corpus)?;
+    let corpus = match opts.fresh_ids {
+        true => Corpus::scan(&opts.corpus)?.with_fresh_ids(),
+        false => Corpus::scan(&opts.corpus)?,
+    };
     let projects = work.join("projects");
     let target = opts.size_mb * 1_000_000;
     let marker = work.join("tree.done");
-    if fs::read_to_string(&marker).ok() == Some(Corpus::marker(target)) {
+    if fs::read_to_string(&marker).ok() == Some(corpus.marker(target)) {
         println!(
             "reusing {} (delete {} to regenerate)",
             projects.display(),
@@ -191,14 +205,21 @@ fn run() -> Result<usize> {
         let (mb, secs) = (bytes as f64 / 1e6, t0.elapsed().as_secs_f64());
         let n = corpus.files.len();
         println!("generated {mb:.1} MB in {files} files in {secs:.1} s from {n} corpus files");
-        fs::write(&marker, Corpus::marker(target))?;
+        fs::write(&marker, corpus.marker(target))?;
     }
     let admin = (!opts.skip_postgres)
         .then(|| std::env::var("GLEANER_BENCH_PG_URL").unwrap_or_else(|_| DEFAULT_PG.into()));
     if opts.compare_only {
         if let Some(old) = &opts.baseline {
             let pg = admin.as_deref().filter(|a| reachable(&b, a));
-            compare::compare(&mut b, old, opts.rounds, &projects, pg)?;
+            compare::compare(
+                &mut b,
+                old,
+                opts.ccusage.as_deref(),
+                opts.rounds,
+                &projects,
+                pg,
+            )?;
         }
         return Ok(b.problems.len());
     }
@@ -326,7 +347,14 @@ fn run() -> Result<usize> {
         session.text_bytes as f64 / 1e6
     );
     if let Some(old) = &opts.baseline {
-        compare::compare(&mut b, old, opts.rounds, &projects, pg)?;
+        compare::compare(
+            &mut b,
+            old,
+            opts.ccusage.as_deref(),
+            opts.rounds,
+            &projects,
+            pg,
+        )?;
     }
     for p in &b.problems {
         println!("CHECK FAILED: {p}");

@@ -116,11 +116,14 @@ fn run() -> Result<()> {
     let projects = work.join("projects");
     let target = opts.size_mb * 1_000_000;
     let marker = work.join("tree.done");
-    if fs::read_to_string(&marker).ok() != Some(Corpus::marker(target)) {
+    // Every id fresh: copies that shared message ids would be stored once (`store::copies`),
+    // and the store would hold one corpus's messages whatever the tree's size.
+    let corpus = Corpus::scan(&opts.corpus)?.with_fresh_ids();
+    if fs::read_to_string(&marker).ok() != Some(corpus.marker(target)) {
         let _ = fs::remove_dir_all(&projects);
-        let (bytes, files) = Corpus::scan(&opts.corpus)?.generate(&projects, target)?;
+        let (bytes, files) = corpus.generate(&projects, target)?;
         println!("generated {:.1} MB in {files} files", bytes as f64 / 1e6);
-        fs::write(&marker, Corpus::marker(target))?;
+        fs::write(&marker, corpus.marker(target))?;
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

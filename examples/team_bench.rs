@@ -181,7 +181,7 @@ fn run(o: Opts) -> Result<()> {
 fn slice(bin: &Path, work: &Path, corpus: &Corpus, i: u64, bytes: u64) -> Result<Slice> {
     let dir = work.join(format!("slice-{i}"));
     let done = dir.join("tree.done");
-    let marker = Corpus::marker(bytes);
+    let marker = corpus.marker(bytes);
     if std::fs::read_to_string(&done).ok().as_deref() != Some(marker.as_str()) {
         let _ = std::fs::remove_dir_all(&dir);
         let tree = dir.join("projects");

@@ -27,10 +27,12 @@ enum Target<'a> {
     Postgres(&'a str),
 }
 
-/// Runs `rounds` rounds per backend and prints one table of medians with the new/old ratios.
+/// Runs `rounds` rounds per backend and prints one table of medians with the new/old ratios;
+/// with `ccusage`, that tool's run over the same tree joins each round (new/ccusage ratios).
 pub fn compare(
     b: &mut Bench,
     baseline: &Path,
+    ccusage: Option<&Path>,
     rounds: usize,
     projects: &Path,
     pg_admin: Option<&str>,
@@ -46,11 +48,16 @@ pub fn compare(
         baseline.display()
     );
     let mut lines = Vec::new();
+    let tree = tree_bytes(projects)?;
     for (backend, target) in &targets {
         let mut runs: [Vec<Run>; 2] = [Vec::new(), Vec::new()];
+        let mut cc: Vec<Run> = Vec::new();
         for round in 0..rounds {
             // ABBA order: neither build always runs first after the other's writes.
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            if let Some(bin) = ccusage.filter(|_| round % 2 == 1) {
+                cc.push(ccusage_run(bin, projects, tree, backend, round)?);
+            }
             for i in order {
                 let (name, bin) = &builds[i];
                 b.bin = bin.clone();
@@ -66,6 +73,9 @@ pub fn compare(
                     run.db_pct
                 );
                 runs[i].push(run);
+            }
+            if let Some(bin) = ccusage.filter(|_| round % 2 == 0) {
+                cc.push(ccusage_run(bin, projects, tree, backend, round)?);
             }
         }
         let med = |i: usize, f: &dyn Fn(&Run) -> f64| {
@@ -89,6 +99,22 @@ pub fn compare(
             ratio(&|r| r.rss_mb),
             ratio(&|r| r.db_pct),
         ));
+        if !cc.is_empty() {
+            let m =
+                |f: &dyn Fn(&Run) -> f64| percentile(&cc.iter().map(f).collect::<Vec<_>>(), 0.5);
+            lines.push(format!(
+                "{backend:<9} ccusage {:>5.1} {:>7.2} {:>8.1}",
+                m(&|r| r.mb_per_s),
+                m(&|r| r.cpu),
+                m(&|r| r.rss_mb),
+            ));
+            lines.push(format!(
+                "{backend:<9} new/ccusage: throughput x{:.2}, CPU x{:.2}, peak RSS x{:.2}",
+                med(0, &|r| r.mb_per_s) / m(&|r| r.mb_per_s).max(1e-9),
+                med(0, &|r| r.cpu) / m(&|r| r.cpu).max(1e-9),
+                med(0, &|r| r.rss_mb) / m(&|r| r.rss_mb).max(1e-9),
+            ));
+        }
     }
     println!(
         "\n{:<9} {:<4} {:>7} {:>7} {:>8} {:>8}  median stage seconds (all threads)",
@@ -98,6 +124,54 @@ pub fn compare(
         println!("{l}");
     }
     Ok(())
+}
+
+/// The bytes of the tree's transcripts (what both tools read).
+fn tree_bytes(dir: &Path) -> Result<u64> {
+    let mut n = 0;
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        let t = e.file_type()?;
+        if t.is_dir() {
+            n += tree_bytes(&e.path())?;
+        } else if e.path().extension().is_some_and(|x| x == "jsonl") {
+            n += e.metadata()?.len();
+        }
+    }
+    Ok(n)
+}
+
+/// One `ccusage daily --json --offline` over `projects` (its `CLAUDE_CONFIG_DIR` is the tree's
+/// parent folder), timed like an ingest: wall, CPU and peak RSS from `wait4`.
+fn ccusage_run(bin: &Path, projects: &Path, tree: u64, backend: &str, round: usize) -> Result<Run> {
+    let config = projects.parent().unwrap_or(projects);
+    let t0 = std::time::Instant::now();
+    let child = std::process::Command::new(bin)
+        .args(["daily", "--json", "--offline"])
+        .env("CLAUDE_CONFIG_DIR", config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()?;
+    let Some((code, cpu, rss)) = super::common::proc::wait_pid(child.id() as i32, true)? else {
+        anyhow::bail!("ccusage did not end");
+    };
+    let wall = t0.elapsed().as_secs_f64();
+    anyhow::ensure!(code == 0, "ccusage exited with {code}");
+    let run = Run {
+        mb_per_s: tree as f64 / 1e6 / wall,
+        cpu,
+        rss_mb: rss as f64 / 1e6,
+        db_pct: 0.0,
+        stages: BTreeMap::new(),
+    };
+    println!(
+        "  {backend} ccusage round {}: {:.1} MB/s, CPU {:.2} s, peak RSS {:.1} MB",
+        round + 1,
+        run.mb_per_s,
+        run.cpu,
+        run.rss_mb
+    );
+    Ok(run)
 }
 
 /// One cold ingest into a fresh database, which is removed afterwards.

@@ -126,8 +126,11 @@ impl Corpus {
 
     /// What a finished tree's `tree.done` holds: its target size and how it was made (a tree
     /// made another way is made again).
-    pub fn marker(target: u64) -> String {
-        format!("{target} day-old\n")
+    pub fn marker(&self, target: u64) -> String {
+        match self.every_id {
+            true => format!("{target} day-old every-id\n"),
+            false => format!("{target} day-old\n"),
+        }
     }
 
     /// Copy the corpus as `copy-<k>/...` with fresh session ids, line by line, until `target`
