@@ -260,7 +260,11 @@ async fn index_share(name: &str, url: &str, sqlite: Option<&Path>) -> Result<()>
             };
             sqlx::query("VACUUM FULL").execute(&pool).await?;
             let with = size(pool.clone()).await? as u64;
-            for t in ["messages", "summaries", "feedback", "snippets"] {
+            // A message's vector has a table of its own (migration 0022).
+            sqlx::query("DROP TABLE message_search")
+                .execute(&pool)
+                .await?;
+            for t in ["summaries", "feedback", "snippets"] {
                 sqlx::query(&format!("ALTER TABLE {t} DROP COLUMN search_vec"))
                     .execute(&pool)
                     .await?;

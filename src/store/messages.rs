@@ -1,9 +1,10 @@
 //! The message rows of a group, and their search index: most of what a backfill writes, so
 //! each backend gets the way that is fastest for it behind one call ([`write`]):
 //!
-//! - PostgreSQL: multi-row `INSERT`s (arrays per column, see `store::unnest`) with the
-//!   `search_vec` column filled from the vectors the reading threads computed, each statement
-//!   built while the previous one runs on the server.
+//! - PostgreSQL: multi-row `INSERT`s (arrays per column, see `store::unnest`), each statement
+//!   built while the previous one runs on the server; then the searchable messages' vectors
+//!   (computed on the reading threads) in `message_search` (migration 0022: a narrow table, so
+//!   that a search's walk over the newest messages reads no text and no unsearchable row).
 //! - SQLite: single-row prepared statements run on the writer's own handle ([`Conn::Direct`],
 //!   `store::direct`), and the searchable text put in the full-text index (`search_docs`,
 //!   `search_fts`) in the same transaction.
@@ -61,7 +62,7 @@ pub(super) async fn write(
             *index_time += index;
             written
         }
-        _ => write_multi_row(c, accepted, keep, models).await?,
+        _ => write_multi_row(c, accepted, keep, models, index_time).await?,
     };
     let mut inserted = HashMap::with_capacity(accepted.len());
     for (b, rows) in accepted.iter().zip(written) {
@@ -110,6 +111,7 @@ async fn write_multi_row(
     accepted: &[&PreparedBatch],
     keep: &Keep,
     models: &HashMap<String, i64>,
+    index_time: &mut std::time::Duration,
 ) -> Result<Vec<Option<u64>>, StoreError> {
     let backend = c.backend();
     let messages: Vec<(&PreparedBatch, &MessageRow)> = accepted
@@ -129,11 +131,46 @@ async fn write_multi_row(
         message_rows += done?;
         next = built;
     }
+    if backend == Backend::Postgres {
+        let t = std::time::Instant::now();
+        write_search_rows(c, &messages).await?;
+        *index_time += t.elapsed();
+    }
     let all = message_rows == messages.len() as u64;
     Ok(accepted
         .iter()
         .map(|b| all.then_some(keep.count(b)))
         .collect())
+}
+
+/// PostgreSQL: the vectors of the searchable messages among `messages` in `message_search`,
+/// keyed as their rows (a row already there, from a message already stored, is kept).
+async fn write_search_rows(
+    c: &mut Conn<'_>,
+    messages: &[(&PreparedBatch, &MessageRow)],
+) -> Result<(), StoreError> {
+    let backend = c.backend();
+    let rows: Vec<(&PreparedBatch, &MessageRow, &str)> = messages
+        .iter()
+        .filter(|(_, m)| lexemes::searchable(m))
+        .filter_map(|(b, m)| Some((*b, *m, m.text.as_deref()?)))
+        .collect();
+    for chunk in row_chunks(backend, &rows) {
+        let mut q = Sql::new(
+            "INSERT INTO message_search (file_id, generation, line_no, seq, ts, search_vec) ",
+        );
+        q.push_rows(backend, chunk, |row, (b, m, text)| {
+            row.bind(b.file_id)
+                .bind(b.checkpoint.generation)
+                .bind(m.line_no as i64)
+                .bind(i64::from(m.seq))
+                .bind(m.ts.as_deref())
+                .bind(tsvector_arg(&m.search_vec, Some(*text)));
+        });
+        q.push(" ON CONFLICT (file_id, generation, line_no, seq) DO NOTHING");
+        c.execute(&q).await?;
+    }
+    Ok(())
 }
 
 /// One multi-row `INSERT` of message rows (see [`write_multi_row`]).
@@ -142,13 +179,11 @@ fn messages_insert<'a>(
     chunk: &'a [(&'a PreparedBatch, &'a MessageRow)],
     models: &HashMap<String, i64>,
 ) -> Sql<'a> {
-    let pg = backend == Backend::Postgres;
     let mut q = Sql::new(format!(
         "{}messages (file_id, generation, line_no, seq, byte_start, byte_end, \
      uuid, parent_uuid, kind, subtype, ts, is_sidechain, agent_id, \
-     model_id, tool_names, is_error, text, is_meta{}) ",
+     model_id, tool_names, is_error, text, is_meta) ",
         backend.insert_ignore(),
-        if pg { ", search_vec" } else { "" }
     ));
     q.push_rows(backend, chunk, |row, (b, m)| {
         row.bind(b.file_id)
@@ -169,10 +204,6 @@ fn messages_insert<'a>(
             .bind(m.is_error)
             .bind(m.text.as_deref())
             .bind(m.is_meta);
-        if pg {
-            let text = m.text.as_deref().filter(|_| lexemes::searchable(m));
-            row.bind(tsvector_arg(&m.search_vec, text));
-        }
     });
     q.push(&backend.on_conflict_ignore("file_id, generation, line_no, seq"));
     q

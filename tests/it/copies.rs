@@ -327,22 +327,33 @@ async fn stored_twice_before_is_folded(backend: Backend) {
          AND COALESCE(fb.agent_id, '') = COALESCE(fa.agent_id, '') AND fb.machine = 'beta'";
     let cols = "generation, line_no, seq, byte_start, byte_end, uuid, parent_uuid, kind, \
          subtype, ts, is_sidechain, agent_id, model_id, tool_names, is_error, is_meta, text";
-    let extra = if pg { ", search_vec" } else { "" };
     let copied = execute(
         &store,
         &format!(
-            "INSERT INTO messages (file_id, {cols}{extra}) SELECT fb.id, {} {pair}",
+            "INSERT INTO messages (file_id, {cols}) SELECT fb.id, {} {pair}",
             cols.split(", ")
                 .map(|c| format!("m.{c}"))
                 .collect::<Vec<_>>()
                 .join(", ")
-                + &extra.replace(", ", ", m.")
         ),
     )
     .await
     .expect("copy messages");
     assert!(copied > 400, "{copied}");
-    if !pg {
+    if pg {
+        // The copies' vectors (`message_search`, migration 0022), which the fold's deletes
+        // must take with the rows.
+        execute(
+            &store,
+            "INSERT INTO message_search (file_id, generation, line_no, seq, ts, search_vec) \
+             SELECT fb.id, s.generation, s.line_no, s.seq, s.ts, s.search_vec \
+             FROM message_search s JOIN files fa ON fa.id = s.file_id AND fa.machine = 'alpha' \
+             JOIN files fb ON fb.session_id = fa.session_id AND fb.kind = fa.kind \
+             AND COALESCE(fb.agent_id, '') = COALESCE(fa.agent_id, '') AND fb.machine = 'beta'",
+        )
+        .await
+        .expect("copy vectors");
+    } else {
         execute(
             &store,
             "INSERT INTO search_docs (kind, session_id, ts, file_id, generation, line_no, seq) \

@@ -43,18 +43,26 @@ fn spans(text: &str) -> Vec<(usize, usize)> {
 /// [`START`] and [`STOP`], `…` where the text goes on.
 pub(super) fn excerpt(text: &str, terms: &[(String, bool)]) -> String {
     let words = spans(text);
+    // Stemming every word was most of a page's cost (a long message has thousands of words).
+    // A lexeme keeps its word's first letter (the English stemmer rewrites endings only, and
+    // a word here is letters and digits), so a word whose first letter starts no term is no
+    // match and is not stemmed.
+    let firsts: Vec<char> = terms.iter().filter_map(|(t, _)| t.chars().next()).collect();
+    let first = |w: &str| w.chars().next().and_then(|c| c.to_lowercase().next());
     let hit: Vec<bool> = words
         .iter()
         .map(|&(s, e)| {
-            lexeme(&text[s..e]).is_some_and(|l| {
-                terms.iter().any(|(t, prefix)| {
-                    if *prefix {
-                        l.starts_with(t.as_str())
-                    } else {
-                        l == *t
-                    }
+            let word = &text[s..e];
+            first(word).is_some_and(|c| firsts.contains(&c))
+                && lexeme(word).is_some_and(|l| {
+                    terms.iter().any(|(t, prefix)| {
+                        if *prefix {
+                            l.starts_with(t.as_str())
+                        } else {
+                            l == *t
+                        }
+                    })
                 })
-            })
         })
         .collect();
     // The window of WINDOW words holding the most matches (the first such one).
@@ -138,5 +146,41 @@ mod tests {
         assert!(e.contains("[flaky] [auth] test"), "{e}");
         assert!(e.split_whitespace().count() <= WINDOW + 2, "{e}");
         assert_eq!(marked("", "x"), "");
+    }
+
+    /// What the first-letter filter of [`excerpt`] relies on: a word's lexeme starts with the
+    /// word's first letter, lowercased (the stemmer's exceptions included).
+    #[test]
+    fn a_lexeme_keeps_its_first_letter() {
+        let first = |w: &str| w.chars().next().and_then(|c| c.to_lowercase().next());
+        let tricky = [
+            "dying",
+            "lying",
+            "tying",
+            "Yelling",
+            "yes",
+            "skies",
+            "ugly",
+            "early",
+            "news",
+            "Generously",
+            "relational",
+            "İstanbul",
+            "Ünïcode",
+            "ΣΑΣ",
+            "Straße",
+            "x86",
+            "a",
+        ];
+        for w in tricky {
+            if let Some(l) = lexeme(w) {
+                assert_eq!(l.chars().next(), first(w), "{w} -> {l}");
+            }
+        }
+        proptest::proptest!(|(w in "[a-zA-Zà-öø-ÿ0-9]{1,20}")| {
+            if let Some(l) = lexeme(&w) {
+                proptest::prop_assert_eq!(l.chars().next(), first(&w), "{} -> {}", w, l);
+            }
+        });
     }
 }

@@ -269,22 +269,29 @@ impl Store {
         let offset = i64::from(f.offset);
         let end = offset + returned;
         let full = returned == i64::from(limit);
-        let (total_count, exact) = if !full && (returned > 0 || offset == 0) {
-            (end, true)
-        } else {
-            let n = self
-                .fetch_i64(&sql::count(backend, f).not_persistent())
-                .await?;
-            if n > COUNT_CAP {
-                (COUNT_CAP.max(end + i64::from(full)), false)
-            } else {
-                (n, true)
+        let counted = full || (returned == 0 && offset > 0);
+        // The count and the page's details are independent: asked at once, on two
+        // connections, the count is off the answer's critical path (on PostgreSQL it is a
+        // few milliseconds of a common word's search).
+        let count = async {
+            match counted {
+                true => Some(
+                    self.fetch_i64(&sql::count(backend, f).not_persistent())
+                        .await,
+                ),
+                false => None,
             }
+        };
+        let (n, results) = tokio::join!(count, self.complete(f, ranked));
+        let (total_count, exact) = match n.transpose()? {
+            None => (end, true),
+            Some(n) if n > COUNT_CAP => (COUNT_CAP.max(end + i64::from(full)), false),
+            Some(n) => (n, true),
         };
         // Only the newest matches are ranked: no page starts past them.
         let reachable = i64::from(ranked_candidates(self.backend()));
         let has_more = end < reachable && if exact { end < total_count } else { full };
-        let results = self.complete(f, ranked).await?;
+        let results = results?;
         Ok(SearchPage {
             has_more,
             results,
@@ -302,21 +309,12 @@ impl Store {
         if ranked.is_empty() {
             return Ok(Vec::new());
         }
-        let excerpts = self.excerpts(f, &ranked).await?;
         let mut q = Sql::new("SELECT session_id, project FROM sessions WHERE ");
         q.push_in("session_id", ranked.iter().map(|r| r.session_id.as_str()));
-        let projects: std::collections::HashMap<String, String> = self
-            .fetch_all::<(String, String)>(&q.not_persistent())
-            .await?
-            .into_iter()
-            .collect();
+        let projects = q.not_persistent();
         let mut q = Sql::new("SELECT id, path FROM files WHERE ");
         q.push_in("id", ranked.iter().filter_map(|r| r.file_id));
-        let paths: std::collections::HashMap<i64, String> = self
-            .fetch_all::<(i64, String)>(&q.not_persistent())
-            .await?
-            .into_iter()
-            .collect();
+        let paths = q.not_persistent();
         let mut q = Sql::new("SELECT id, source_file, line_start FROM snippets WHERE ");
         q.push_in(
             "id",
@@ -325,9 +323,18 @@ impl Store {
                 .filter(|r| r.kind == "snippet")
                 .filter_map(|r| r.ref_id),
         );
-        let sources: std::collections::HashMap<i64, (String, i64)> = self
-            .fetch_all::<(i64, String, i64)>(&q.not_persistent())
-            .await?
+        let sources = q.not_persistent();
+        // Independent lookups, asked at once (each a round trip of its own).
+        let (excerpts, projects, paths, sources) = tokio::join!(
+            self.excerpts(f, &ranked),
+            self.fetch_all::<(String, String)>(&projects),
+            self.fetch_all::<(i64, String)>(&paths),
+            self.fetch_all::<(i64, String, i64)>(&sources),
+        );
+        let excerpts = excerpts?;
+        let projects: std::collections::HashMap<String, String> = projects?.into_iter().collect();
+        let paths: std::collections::HashMap<i64, String> = paths?.into_iter().collect();
+        let sources: std::collections::HashMap<i64, (String, i64)> = sources?
             .into_iter()
             .map(|(id, f, l)| (id, (f, l)))
             .collect();

@@ -164,7 +164,10 @@ pub(super) fn sqlite_excerpts(f: &SearchFilter) -> Sql<'_> {
 
 /// Where each kind lives in PostgreSQL: table alias, session, time, key columns, ref, text.
 struct PgKind {
+    /// Where the vectors are (`t`).
     from: &'static str,
+    /// Where the texts are (`t`): for messages not where their vectors are (migration 0022).
+    text_from: &'static str,
     /// Newest first, by the table's key (a message's file was found after the files before it,
     /// its lines after the lines before them): the order the candidates are taken in.
     newest: &'static str,
@@ -180,7 +183,8 @@ fn pg_kind(k: SearchKind) -> PgKind {
     // `text`: the text the row's search_vec was made of (excerpts are cut from it).
     match k {
         SearchKind::Message => PgKind {
-            from: "messages t",
+            from: "message_search t",
+            text_from: "messages t",
             newest: "t.file_id DESC, t.generation DESC, t.line_no DESC, t.seq DESC",
             // A message's session is its file's (messages keep no copy: issue 13).
             session: "(SELECT tf.session_id FROM files tf WHERE tf.id = t.file_id)",
@@ -197,6 +201,7 @@ fn pg_kind(k: SearchKind) -> PgKind {
         },
         SearchKind::Summary => PgKind {
             from: "summaries t",
+            text_from: "summaries t",
             newest: "t.id DESC",
             session: "t.session_id",
             ts: "t.ts",
@@ -212,6 +217,7 @@ fn pg_kind(k: SearchKind) -> PgKind {
         },
         SearchKind::Feedback => PgKind {
             from: "feedback t",
+            text_from: "feedback t",
             newest: "t.id DESC",
             session: "t.session_id",
             ts: "t.ts",
@@ -227,6 +233,7 @@ fn pg_kind(k: SearchKind) -> PgKind {
         },
         SearchKind::Snippet => PgKind {
             from: "snippets t",
+            text_from: "snippets t",
             newest: "t.id DESC",
             session: "t.session_id",
             ts: "t.created_at",
@@ -375,7 +382,7 @@ pub(super) fn pg_texts<'a>(kind: SearchKind, picked: &[&Ranked]) -> Sql<'a> {
         }
     }
     q.push(") AS k (pos, a, b, c, d) JOIN ");
-    q.push(p.from);
+    q.push(p.text_from);
     q.push(match kind {
         SearchKind::Message => {
             " ON t.file_id = k.a AND t.generation = k.b AND t.line_no = k.c AND t.seq = k.d"
