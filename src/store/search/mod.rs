@@ -388,28 +388,48 @@ impl Store {
                     .collect())
             }
             Backend::Postgres => {
+                // One query per kind on the page, asked at once (each a round trip).
+                let terms = excerpt::terms(&f.query);
+                let [a, b, c, d] = SearchKind::ALL;
+                let (a, b, c, d) = tokio::join!(
+                    self.pg_excerpts(a, ranked, &terms),
+                    self.pg_excerpts(b, ranked, &terms),
+                    self.pg_excerpts(c, ranked, &terms),
+                    self.pg_excerpts(d, ranked, &terms),
+                );
                 let mut out = vec![String::new(); ranked.len()];
-                for kind in SearchKind::ALL {
-                    let idx: Vec<usize> = (0..ranked.len())
-                        .filter(|&i| ranked[i].kind == kind.as_str())
-                        .collect();
-                    if idx.is_empty() {
-                        continue;
-                    }
-                    let picked: Vec<&Ranked> = idx.iter().map(|&i| &ranked[i]).collect();
-                    let q = sql::pg_texts(kind, &picked);
-                    let rows: Vec<(i64, Option<String>)> =
-                        self.fetch_all(&q.not_persistent()).await?;
-                    let terms = excerpt::terms(&f.query);
-                    for (pos, text) in rows {
-                        if let Some(&i) = usize::try_from(pos).ok().and_then(|p| idx.get(p)) {
-                            out[i] = excerpt::excerpt(text.as_deref().unwrap_or(""), &terms);
-                        }
-                    }
+                for (i, e) in [a?, b?, c?, d?].into_iter().flatten() {
+                    out[i] = e;
                 }
                 Ok(out)
             }
         }
+    }
+
+    /// PostgreSQL: `(position on the page, excerpt)` of the page's results of `kind`, cut here
+    /// from the texts their vectors were made of.
+    async fn pg_excerpts(
+        &self,
+        kind: SearchKind,
+        ranked: &[Ranked],
+        terms: &[(String, bool)],
+    ) -> Result<Vec<(usize, String)>, StoreError> {
+        let idx: Vec<usize> = (0..ranked.len())
+            .filter(|&i| ranked[i].kind == kind.as_str())
+            .collect();
+        if idx.is_empty() {
+            return Ok(Vec::new());
+        }
+        let picked: Vec<&Ranked> = idx.iter().map(|&i| &ranked[i]).collect();
+        let q = sql::pg_texts(kind, &picked);
+        let rows: Vec<(i64, Option<String>)> = self.fetch_all(&q.not_persistent()).await?;
+        Ok(rows
+            .into_iter()
+            .filter_map(|(pos, text)| {
+                let i = *usize::try_from(pos).ok().and_then(|p| idx.get(p))?;
+                Some((i, excerpt::excerpt(text.as_deref().unwrap_or(""), terms)))
+            })
+            .collect())
     }
 }
 
