@@ -140,6 +140,14 @@ async fn database_bytes(url: &str) -> Result<u64> {
     Ok(n as u64)
 }
 
+/// `--baseline`: the back-to-back comparison (with ccusage when asked), if a baseline is given.
+fn compare_builds(b: &mut Bench, opts: &Opts, projects: &Path, pg: Option<&str>) -> Result<()> {
+    match &opts.baseline {
+        Some(old) => compare::compare(b, old, opts.ccusage.as_deref(), opts.rounds, projects, pg),
+        None => Ok(()),
+    }
+}
+
 fn main() -> ExitCode {
     match run() {
         Ok(0) => ExitCode::SUCCESS,
@@ -210,17 +218,8 @@ fn run() -> Result<usize> {
     let admin = (!opts.skip_postgres)
         .then(|| std::env::var("GLEANER_BENCH_PG_URL").unwrap_or_else(|_| DEFAULT_PG.into()));
     if opts.compare_only {
-        if let Some(old) = &opts.baseline {
-            let pg = admin.as_deref().filter(|a| reachable(&b, a));
-            compare::compare(
-                &mut b,
-                old,
-                opts.ccusage.as_deref(),
-                opts.rounds,
-                &projects,
-                pg,
-            )?;
-        }
+        let pg = admin.as_deref().filter(|a| reachable(&b, a));
+        compare_builds(&mut b, &opts, &projects, pg)?;
         return Ok(b.problems.len());
     }
     let lines = corpus.live_lines(20 + opts.latency_samples)?;
@@ -346,16 +345,7 @@ fn run() -> Result<usize> {
         session.text_ms,
         session.text_bytes as f64 / 1e6
     );
-    if let Some(old) = &opts.baseline {
-        compare::compare(
-            &mut b,
-            old,
-            opts.ccusage.as_deref(),
-            opts.rounds,
-            &projects,
-            pg,
-        )?;
-    }
+    compare_builds(&mut b, &opts, &projects, pg)?;
     for p in &b.problems {
         println!("CHECK FAILED: {p}");
     }
