@@ -164,7 +164,7 @@ pub fn pack(raw: &[u8], dict: Option<&PackDict>) -> io::Result<Vec<u8>> {
 }
 
 /// A project's dictionary, prepared once for packing at [`PACK_LEVEL`]: loading 4 MiB of
-/// dictionary into a level-19 context costs about what compressing them does, so it is done
+/// dictionary into a context at that level costs about what compressing them does, so it is done
 /// once per project, not once per file.
 pub struct PackDict {
     dict: Dict,

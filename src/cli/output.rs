@@ -153,9 +153,10 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
     writeln!(out, "this machine {} (user {}):", r.machine, r.user)?;
     writeln!(
         out,
-        "files {}  since start: {:.1} MB, {} lines, {} messages, {} diagnostics, {} batches, {} errors",
+        "files {}  since start: {:.1} MB committed ({:.1} MB read), {} lines, {} messages, {} diagnostics, {} batches, {} errors",
         r.files,
         r.bytes as f64 / 1e6,
+        r.read_bytes as f64 / 1e6,
         r.lines,
         r.messages,
         r.diagnostics,
@@ -175,8 +176,8 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
     if r.outages + r.reloads > 0 {
         writeln!(
             out,
-            "outages   {} database outages since start   reloads {}",
-            r.outages, r.reloads
+            "outages   {} database outages since start ({} failed retries)   reloads {}",
+            r.outages, r.failed_retries, r.reloads
         )?;
     }
     if let Some(f) = &r.figures {

@@ -55,6 +55,9 @@ pub struct Health {
     rate: Mutex<Vec<(u64, u64)>>,
     /// Outages since start.
     pub outages: AtomicU64,
+    /// Probes of an unavailable database that failed, since start: the daemon kept trying
+    /// (and stayed up) through an outage.
+    pub failed_retries: AtomicU64,
 }
 
 /// What the engine may do now.
@@ -76,6 +79,11 @@ impl Health {
     pub fn store_failed(&self, message: &str) {
         let mut o = lock(&self.outage);
         let now = Instant::now();
+        // A retry: a probe pump, or a ping once the backoff is over (not a pump that was
+        // already writing when the outage began).
+        if o.since.is_some() && (o.probing || o.next_try.is_some_and(|at| at <= now)) {
+            self.failed_retries.fetch_add(1, Ordering::Relaxed);
+        }
         if o.since.is_none() {
             o.since = Some(SystemTime::now());
             o.backoff = BACKOFF_START;
@@ -211,6 +219,9 @@ mod tests {
         h.store_failed("connection refused");
         assert!(h.unavailable_since().is_some());
         assert!(matches!(h.gate(), Gate::Wait(_)));
+        // A pump that was writing when the outage began is not a retry.
+        h.store_failed("connection refused");
+        assert_eq!(h.failed_retries.load(Ordering::Relaxed), 0);
         // Backoff doubles up to the cap.
         for _ in 0..10 {
             h.store_failed("connection refused");
@@ -231,6 +242,11 @@ mod tests {
         lock(&h.outage).next_try = Some(Instant::now());
         assert_eq!(h.gate(), Gate::Probe);
         assert_eq!(h.gate(), Gate::Probing);
+        // The probe fails: a failed retry, counted once.
+        h.store_failed("connection refused");
+        assert_eq!(h.failed_retries.load(Ordering::Relaxed), 1);
+        lock(&h.outage).next_try = Some(Instant::now());
+        assert_eq!(h.gate(), Gate::Probe);
         h.probe_inconclusive();
         assert_eq!(h.gate(), Gate::Probe);
         h.store_ok();

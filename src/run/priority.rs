@@ -12,7 +12,7 @@
 //! runs.
 //!
 //! Only the threads of tokio's blocking pool run read steps; the writer runs on a runtime worker
-//! (on SQLite its statements too, through the connection's handle: `store::sqlite_rows`), which
+//! (on SQLite its statements too, through the connection's handle: `store::direct`), which
 //! keeps its priority. A raised nice value cannot be lowered again
 //! without privileges, so it is only ever set on threads that do nothing but blocking work.
 

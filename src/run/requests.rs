@@ -110,6 +110,7 @@ async fn status(shared: &Shared) -> StatusReport {
         user: cfg.user.clone(),
         files: stats.tracked.load(Ordering::Relaxed),
         bytes: stats.bytes.load(Ordering::Relaxed),
+        read_bytes: stats.read_bytes.load(Ordering::Relaxed),
         lines: stats.lines.load(Ordering::Relaxed),
         messages: stats.messages.load(Ordering::Relaxed),
         diagnostics: stats.diagnostics.load(Ordering::Relaxed),
@@ -124,6 +125,7 @@ async fn status(shared: &Shared) -> StatusReport {
         ingest_rate_bytes_per_sec: health.bytes_per_sec(),
         database_unavailable_since: since,
         outages: health.outages.load(Ordering::Relaxed),
+        failed_retries: health.failed_retries.load(Ordering::Relaxed),
         last_error: health.last_error(),
         reloads: shared.reloads.load(Ordering::Relaxed),
     }

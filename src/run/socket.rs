@@ -79,6 +79,10 @@ pub struct StatusReport {
     pub files: u64,
     /// Transcript bytes committed since start.
     pub bytes: u64,
+    /// Transcript bytes read off disk since start, uncommitted partial lines and re-reads
+    /// included: it moves when the daemon has seen an append, `bytes` when it kept one.
+    #[serde(default)]
+    pub read_bytes: u64,
     /// Lines committed since start.
     pub lines: u64,
     /// Message rows inserted since start.
@@ -113,6 +117,9 @@ pub struct StatusReport {
     /// Database outages since start.
     #[serde(default)]
     pub outages: u64,
+    /// Retries of an unavailable database that failed, since start.
+    #[serde(default)]
+    pub failed_retries: u64,
     /// The last error met, with its time.
     #[serde(default)]
     pub last_error: Option<super::health::LastError>,

@@ -19,6 +19,10 @@ use crate::tail::{Checkpoint, Tailer};
 pub struct Stats {
     /// Transcript bytes committed.
     pub bytes: AtomicU64,
+    /// Transcript bytes the tailers read off disk (partial lines, re-reads and checks of
+    /// consumed bytes included): that the daemon has *seen* an append, whether or not it
+    /// committed anything for it.
+    pub read_bytes: AtomicU64,
     /// Physical lines committed.
     pub lines: AtomicU64,
     /// Message rows inserted.

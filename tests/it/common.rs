@@ -254,6 +254,19 @@ impl TestEnv {
         serde_json::from_slice(&out.stdout).expect("ingest JSON")
     }
 
+    /// Transcript bytes the running daemon has read off disk since it started (status
+    /// `read_bytes`; 0 when none answers).
+    pub fn read_bytes(&self) -> u64 {
+        self.status()["read_bytes"].as_u64().unwrap_or(0)
+    }
+
+    /// Wait until the running daemon has read at least `bytes` off disk: it has seen what was
+    /// appended, so a negative check (nothing committed for it) is made after the fact, not
+    /// after a guessed moment.
+    pub fn wait_read(&self, bytes: u64, what: &str) {
+        poll_until(Duration::from_secs(20), what, || self.read_bytes() >= bytes);
+    }
+
     /// Start `gleaner daemon` with extra environment and wait until it is up (its status
     /// socket exists), so a stop signal sent afterwards finds its handlers installed.
     pub fn spawn_daemon(&self, env: &[(&str, &str)]) -> Child {

@@ -28,12 +28,14 @@ async fn live_file_lifecycle(backend: Backend) {
     let l2 = user_line(SID, "u2", "second prompt, written in pieces");
     let (a, b) = l2.as_bytes().split_at(40);
     let (b, c) = b.split_at(60);
-    // A negative check (the partial line must not be committed): the daemon gets a moment
-    // after each piece to do the wrong thing.
+    // A negative check (the partial line must not be committed), made once the daemon has
+    // read each piece.
+    let seen = env.read_bytes();
     append(&main, a);
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    env.wait_read(seen + a.len() as u64, "the first piece read");
+    let seen = env.read_bytes();
     append(&main, b);
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    env.wait_read(seen + b.len() as u64, "the second piece read");
     assert_eq!(
         file(&store, &main).await.map(|f| f.offset),
         Some(l1.len() as i64)
@@ -486,9 +488,16 @@ async fn a_second_sigterm_exits_at_once() {
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status();
-    // The second signal comes while the first one's shutdown waits on the refine command: a
-    // set moment after the first, not a condition.
-    std::thread::sleep(std::time::Duration::from_millis(300));
+    // The second signal comes while the first one's shutdown waits on the refine command:
+    // once the status socket is gone (the shutdown has begun) and the daemon still runs.
+    let sock = env.dir.path().join("data/gleaner/gleaner.sock");
+    poll_until(Duration::from_secs(10), "the shutdown to begin", || {
+        !sock.exists()
+    });
+    assert!(
+        daemon.try_wait().expect("wait").is_none(),
+        "exited on the first signal"
+    );
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status();

@@ -41,6 +41,11 @@ async fn sessions(store: &Store) -> Vec<String> {
     .expect("sessions")
 }
 
+/// The offset the store holds for `path` (0 before its first commit).
+async fn stored_offset(store: &Store, path: &std::path::Path) -> u64 {
+    file(store, path).await.map_or(0, |f| f.offset as u64)
+}
+
 fn kill(mut d: std::process::Child) {
     d.kill().expect("kill -9");
     d.wait().expect("reap");
@@ -60,9 +65,8 @@ async fn chunked_writes(backend: Backend) {
     append(&target, lines[0]);
     append(&target, &lines[1][..half]);
     let d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "7")]);
-    // A negative check: there is no condition to wait for (nothing must happen), so the daemon
-    // gets a moment to do the wrong thing.
-    std::thread::sleep(Duration::from_millis(600));
+    // A negative check (nothing may be committed), made once the daemon has read both.
+    env.wait_read((lines[0].len() + half) as u64, "the first lines read");
     let store = env.store().await;
     assert!(
         sessions(&store).await.is_empty(),
@@ -78,17 +82,27 @@ async fn chunked_writes(backend: Backend) {
     let mut d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "7")]);
     let third = lines[2].len() / 3;
     append(&target, &lines[2][..third]);
-    std::thread::sleep(Duration::from_millis(150));
+    // Killed once it has read the piece (a fresh daemon reads from the stored checkpoint, here
+    // the file's start: nothing was committed).
+    let size = |p: &std::path::Path| std::fs::metadata(p).map_or(0, |m| m.len());
+    env.wait_read(
+        size(&target) - stored_offset(&store, &target).await,
+        "the third line's first piece read",
+    );
     kill(d);
     d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "7")]);
+    let mut from = stored_offset(&store, &target).await;
     append(&target, &lines[2][third..]);
     for (i, chunk) in lines[3..].chunks(13).enumerate() {
         for l in chunk {
             append(&target, l);
         }
-        std::thread::sleep(Duration::from_millis(30));
         if i % 2 == 1 {
+            // Killed once it has read what was appended since it started, wherever its
+            // batches and commits then stand.
+            env.wait_read(size(&target) - from, "the chunks read");
             kill(d);
+            from = stored_offset(&store, &target).await;
             d = env.spawn_daemon(&[("GLEANER_BATCH__MAX_LINES", "7")]);
         }
     }

@@ -164,11 +164,11 @@ async fn corpus_knowledge(backend: Backend) {
     // waiting (only) until its newest file is older than that.
     let idle = [("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1")];
     let newest = walk_mtimes(&corpus);
-    if let Ok(age) = newest.elapsed() {
-        if let Some(left) = Duration::from_millis(1100).checked_sub(age) {
-            std::thread::sleep(left);
-        }
-    }
+    poll_until(Duration::from_secs(5), "the corpus idle for 1.1 s", || {
+        newest
+            .elapsed()
+            .is_ok_and(|age| age >= Duration::from_millis(1100))
+    });
     env.ingest_dir_env(&corpus, &idle);
     let store = env.store().await;
     let e = oracle(&corpus);

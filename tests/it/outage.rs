@@ -134,12 +134,12 @@ impl Drop for PrivatePg {
 }
 
 fn status(env: &TestEnv) -> serde_json::Value {
-    let out = env
-        .cmd()
-        .args(["status", "--json"])
-        .output()
-        .expect("status");
-    serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    env.status()
+}
+
+/// Retries of the unavailable database that failed since the daemon started.
+fn failed_retries(env: &TestEnv) -> u64 {
+    status(env)["failed_retries"].as_u64().unwrap_or(0)
 }
 
 /// Appends real transcript lines to `path`, a few every 20 ms, until told to stop.
@@ -303,10 +303,16 @@ async fn postgres_stopped_and_killed_mid_transaction_loses_and_duplicates_nothin
         || async { status(&env)["bytes"].as_u64().unwrap_or(0) > bytes_before },
     )
     .await;
+    let retries = failed_retries(&env);
     pg.stop("immediate");
-    // The outage lasts a while on purpose (appends go on meanwhile): a set length, not a
-    // condition, since the daemon sees it only when it next writes.
-    std::thread::sleep(Duration::from_secs(2));
+    // The outage lasts until the daemon has met it and a retry has failed (appends go on
+    // meanwhile).
+    wait_for(
+        Duration::from_secs(30),
+        "a failed retry of the stopped server",
+        || async { failed_retries(&env) > retries },
+    )
+    .await;
     pg.start();
 
     stop.store(true, Ordering::SeqCst);
@@ -423,9 +429,15 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
         .unwrap_or("")
         .to_lowercase();
     assert!(msg.contains("full") || msg.contains("disk"), "{s}");
-    // A negative check (nothing must happen: the daemon must not exit while the disk stays
-    // full), so there is no condition to wait for: it gets a few seconds of the outage.
-    std::thread::sleep(Duration::from_secs(3));
+    // The daemon must not exit while the disk stays full: it is still there after two more
+    // of its retries have failed.
+    let retries = failed_retries(&env);
+    wait_for(
+        Duration::from_secs(30),
+        "two failed retries on the full disk",
+        || async { failed_retries(&env) >= retries + 2 },
+    )
+    .await;
     assert!(status_pid(&sock) == Some(daemon.id()), "daemon stayed up");
     disk.grow("512m");
     let store = env.store().await;

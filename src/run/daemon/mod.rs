@@ -1,9 +1,10 @@
 //! `gleaner daemon`: follow the transcripts folder until SIGTERM / SIGINT.
 //!
-//! Workers, named as in watchexec and spawned into one `JoinSet`: `socket` serves the status
-//! socket, `watcher` turns notify events into debounced [`Hint`]s, `engine` pumps files and
-//! `writer` commits their batches. The engine and the writer are critical: if either ends
-//! while the daemon should run, the daemon stops with an error. The socket and the watcher are
+//! Workers, named as in watchexec and spawned into `JoinSet`s (one for the lifelong workers, one
+//! per configuration generation): `socket` serves the status socket, `watcher` turns notify
+//! events into debounced [`Hint`]s, `engine` pumps files, `writer` commits their batches and
+//! `lease` keeps this machine's writer lease. Those three are critical: if one ends while the
+//! daemon should run, the daemon stops with an error. The socket and the watcher are
 //! recoverable (the periodic rescan covers a dead watcher).
 //!
 //! Shutdown: cancel; the engine lets in-flight pumps finish their current transaction (or drops

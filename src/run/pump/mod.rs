@@ -232,7 +232,10 @@ impl Pipeline {
         let lexemes = self.store.backend() == crate::store::Backend::Postgres;
         let wait_for_sessions = self.wait_for_sessions;
         let archive = self.cfg.archive.enabled;
+        let stats = self.stats.clone();
         move || {
+            // A new tailer's count starts at zero (its opening checks included).
+            let read_before = tailer.as_ref().map_or(0, Tailer::bytes_read);
             let mut tailer = match tailer {
                 Some(t) => t,
                 None => {
@@ -245,6 +248,10 @@ impl Pipeline {
             let mut at_eof = false;
             let mut waiting = false;
             let read = timed(Stage::Read, || tailer.read_batch(max_bytes, max_lines));
+            stats.read_bytes.fetch_add(
+                tailer.bytes_read().saturating_sub(read_before),
+                std::sync::atomic::Ordering::Relaxed,
+            );
             let result = read.and_then(|opt| {
                 let Some(batch) = opt else { return Ok(None) };
                 {
