@@ -34,3 +34,37 @@ pub fn wait_pid(pid: i32, block: bool) -> Result<Option<(i32, f64, u64)>> {
         ru.ru_maxrss as u64 * 1024,
     )))
 }
+
+/// utime + stime of a process, in seconds.
+pub fn cpu_secs(pid: i32) -> Result<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    let f: Vec<&str> = stat
+        .rsplit_once(')')
+        .context("bad /proc stat")?
+        .1
+        .split_whitespace()
+        .collect();
+    let field = |i: usize| {
+        f.get(i)
+            .context("short /proc stat")?
+            .parse::<u64>()
+            .context("bad /proc stat")
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    Ok((field(11)? + field(12)?) as f64 / hz as f64)
+}
+
+/// A figure of `/proc/PID/status` (`VmHWM:`, `VmRSS:`...), in kB.
+pub fn proc_status_kb(pid: i32, key: &str) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(key))
+        .context("no VmRSS in /proc status")?;
+    Ok(line
+        .split_whitespace()
+        .nth(1)
+        .context("bad status line")?
+        .parse()?)
+}

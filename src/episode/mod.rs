@@ -248,6 +248,8 @@ pub struct Builder {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_labels;
+#[cfg(test)]
 mod tests_learnings;
 #[cfg(test)]
 mod tests_snippets;
