@@ -61,8 +61,9 @@ pub struct Tracked {
     pub stored: Option<Checkpoint>,
     /// `(generation, offset)` of `stored` (or `(1, 0)` for a new file).
     pub expected: (i64, u64),
-    /// Open tailer while the file is active.
-    pub tailer: Option<Tailer>,
+    /// Open tailer while the file is active. Boxed: a tracked file without one (nearly all
+    /// of a large tree, most of the time) then costs a pointer, not the tailer's 280 bytes.
+    pub tailer: Option<Box<Tailer>>,
     /// When the file last produced data.
     pub last_growth: Instant,
     /// `(size, mtime ns, inode)` at the last look, to skip unchanged files on rescan.

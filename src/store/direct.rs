@@ -60,6 +60,12 @@ impl Direct {
         // statements it prepared).
         let db = unsafe { rusqlite::Connection::from_handle(raw.as_ptr()) }?;
         db.set_prepared_statement_cache_capacity(STATEMENTS);
+        // The pool's connections keep a small cache; the writer's walks the same index pages
+        // group after group.
+        db.execute_batch(&format!(
+            "PRAGMA cache_size = -{}",
+            super::open::WRITER_CACHE_KIB
+        ))?;
         Ok(Direct { db, conn })
     }
 

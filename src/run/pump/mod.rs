@@ -426,7 +426,7 @@ impl Pipeline {
                 // The episode builder moves into the step instead of being copied; it comes
                 // back with the step's context (and is reloaded if the step fails).
                 let step = self.read_step(
-                    t.tailer.take(),
+                    t.tailer.take().map(|b| *b),
                     t.read_path().to_path_buf(),
                     t.stored.clone(),
                     (t.ctx.clone(), t.episodes.take()),
@@ -504,7 +504,7 @@ impl Pipeline {
                     // Keep the tailer only while it holds a partial line (so that line is
                     // never re-read from disk); reopening otherwise costs two small reads.
                     if !step.at_eof || tailer.buffered_bytes() > 0 {
-                        t.tailer = Some(tailer);
+                        t.tailer = Some(Box::new(tailer));
                     }
                     inflight = Some((batch, step.at_eof && t.tailer.is_none(), permit));
                 }
@@ -513,7 +513,7 @@ impl Pipeline {
                     // truncation can move the checkpoint without producing a batch.
                     let cp = tailer.checkpoint().clone();
                     if tailer.buffered_bytes() > 0 {
-                        t.tailer = Some(tailer);
+                        t.tailer = Some(Box::new(tailer));
                     }
                     if t.stored.as_ref() != Some(&cp) && (cp.offset > 0 || t.stored.is_some()) {
                         let b = PreparedBatch {
