@@ -32,7 +32,7 @@ pub(super) fn load_texts(dir: &Path) -> Result<Vec<String>> {
                 };
                 for b in blocks {
                     let Block::Text(t) = b else { continue };
-                    let t = cut(t.trim(), 4000);
+                    let t = gleaner::snippet::text::head_bytes(t.trim(), 4000);
                     if t.len() >= 100 && seen.insert(t.to_string()) {
                         texts.push(t.to_string());
                     }
@@ -41,18 +41,6 @@ pub(super) fn load_texts(dir: &Path) -> Result<Vec<String>> {
         }
     }
     Ok(texts)
-}
-
-/// `s` cut to at most `max` bytes on a character boundary.
-pub(super) fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 /// A title from a text: its first non-empty line without Markdown markers, 1..=120 chars.

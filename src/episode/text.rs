@@ -2,19 +2,7 @@
 //! around a phrase, and whether a phrase sits in prose at all.
 
 use super::PIECE_BYTES;
-pub(super) use crate::snippet::text::first_line;
-
-/// The first `max` bytes of `s`, on a character boundary.
-pub(super) fn head_bytes(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
+pub(super) use crate::snippet::text::{first_line, head_bytes};
 
 /// Whether byte `at` of an assistant text is prose: not inside a code fence, a table row, a
 /// heading or a quoted line (a phrase there is an example or a label, not a statement).

@@ -250,14 +250,22 @@ pub fn first_line(s: &str) -> &str {
         .unwrap_or("")
 }
 
+/// The first `max` bytes of `s`, on a character boundary (fewer when `max` falls inside one).
+pub fn head_bytes(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// `s` cut to at most `max` bytes on a character boundary, with `…` when cut.
 pub fn truncate_bytes(s: &str, max: usize) -> String {
     if s.len() <= max {
         return s.to_string();
     }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    format!("{}…", head_bytes(s, max.saturating_sub('…'.len_utf8())))
 }

@@ -257,7 +257,12 @@ impl TestEnv {
     /// Transcript bytes the running daemon has read off disk since it started (status
     /// `read_bytes`; 0 when none answers).
     pub fn read_bytes(&self) -> u64 {
-        self.status()["read_bytes"].as_u64().unwrap_or(0)
+        self.status_u64("read_bytes")
+    }
+
+    /// A counter of the running daemon's status (0 when none answers).
+    pub fn status_u64(&self, field: &str) -> u64 {
+        self.status()[field].as_u64().unwrap_or(0)
     }
 
     /// Wait until the running daemon has read at least `bytes` off disk: it has seen what was

@@ -133,15 +133,6 @@ impl Drop for PrivatePg {
     }
 }
 
-fn status(env: &TestEnv) -> serde_json::Value {
-    env.status()
-}
-
-/// Retries of the unavailable database that failed since the daemon started.
-fn failed_retries(env: &TestEnv) -> u64 {
-    status(env)["failed_retries"].as_u64().unwrap_or(0)
-}
-
 /// Appends real transcript lines to `path`, a few every 20 ms, until told to stop.
 fn appender(
     path: PathBuf,
@@ -262,7 +253,7 @@ async fn postgres_stopped_and_killed_mid_transaction_loses_and_duplicates_nothin
     // Outage 1: the server stopped for 8 s while the file grows.
     pg.stop("fast");
     wait_for(Duration::from_secs(15), "the outage in status", || async {
-        let s = status(&env);
+        let s = env.status();
         s["database_state"]
             .as_str()
             .is_some_and(|d| d.starts_with("unavailable since"))
@@ -270,16 +261,16 @@ async fn postgres_stopped_and_killed_mid_transaction_loses_and_duplicates_nothin
             && s["last_error"]["what"].is_string()
     })
     .await;
-    let during = status(&env);
+    let during = env.status();
     // Reading paused: the probes retry with a growing backoff (1, 2, 4 s ...), so three
     // errors take several seconds, and the count stays far below one per line appended.
     let paused_at = Instant::now();
     wait_for(Duration::from_secs(30), "three failed probes", || async {
-        status(&env)["errors"].as_u64().unwrap_or(0) >= 3
+        env.status_u64("errors") >= 3
     })
     .await;
     assert!(status_pid(&sock) == Some(daemon.id()), "daemon stayed up");
-    let errors = status(&env)["errors"].as_u64().unwrap_or(0);
+    let errors = env.status_u64("errors");
     assert!(
         errors < 40 && paused_at.elapsed() >= Duration::from_secs(2),
         "errors {errors} after {:?}: {during}",
@@ -289,28 +280,28 @@ async fn postgres_stopped_and_killed_mid_transaction_loses_and_duplicates_nothin
     wait_for(
         Duration::from_secs(40),
         "the database back in status",
-        || async { status(&env)["database_state"] == "ok" },
+        || async { env.status()["database_state"] == "ok" },
     )
     .await;
 
     // Outage 2: killed mid-transaction while a backlog is read in small batches.
     let backlog = add_backlog(&env.projects, "b", 3, 300_000);
     // Mid-backlog: once the daemon has committed some of it.
-    let bytes_before = status(&env)["bytes"].as_u64().unwrap_or(0);
+    let bytes_before = env.status_u64("bytes");
     wait_for(
         Duration::from_secs(20),
         "the backlog being read",
-        || async { status(&env)["bytes"].as_u64().unwrap_or(0) > bytes_before },
+        || async { env.status_u64("bytes") > bytes_before },
     )
     .await;
-    let retries = failed_retries(&env);
+    let retries = env.status_u64("failed_retries");
     pg.stop("immediate");
     // The outage lasts until the daemon has met it and a retry has failed (appends go on
     // meanwhile).
     wait_for(
         Duration::from_secs(30),
         "a failed retry of the stopped server",
-        || async { failed_retries(&env) > retries },
+        || async { env.status_u64("failed_retries") > retries },
     )
     .await;
     pg.start();
@@ -320,7 +311,7 @@ async fn postgres_stopped_and_killed_mid_transaction_loses_and_duplicates_nothin
     let mut all = backlog.clone();
     all.push(live.clone());
     wait_caught_up(&store, &all).await;
-    let s = status(&env);
+    let s = env.status();
     assert_eq!(s["database_state"], "ok", "{s}");
     assert!(s["outages"].as_u64().unwrap_or(0) >= 1, "{s}");
     let (exit, _) = terminate(&mut daemon);
@@ -417,13 +408,13 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
         Duration::from_secs(60),
         "the disk-full outage in status",
         || async {
-            status(&env)["database_state"]
+            env.status()["database_state"]
                 .as_str()
                 .is_some_and(|d| d.starts_with("unavailable since"))
         },
     )
     .await;
-    let s = status(&env);
+    let s = env.status();
     let msg = s["last_error"]["message"]
         .as_str()
         .unwrap_or("")
@@ -431,11 +422,11 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
     assert!(msg.contains("full") || msg.contains("disk"), "{s}");
     // The daemon must not exit while the disk stays full: it is still there after two more
     // of its retries have failed.
-    let retries = failed_retries(&env);
+    let retries = env.status_u64("failed_retries");
     wait_for(
         Duration::from_secs(30),
         "two failed retries on the full disk",
-        || async { failed_retries(&env) >= retries + 2 },
+        || async { env.status_u64("failed_retries") >= retries + 2 },
     )
     .await;
     assert!(status_pid(&sock) == Some(daemon.id()), "daemon stayed up");
@@ -455,7 +446,7 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
-    let s = status(&env);
+    let s = env.status();
     let (exit, _) = terminate(&mut daemon);
     let err = stderr_of(&mut daemon);
     assert!(
