@@ -299,7 +299,7 @@ async fn postgres_stopped_and_killed_mid_transaction_loses_and_duplicates_nothin
     // The outage lasts until the daemon has met it and a retry has failed (appends go on
     // meanwhile).
     wait_for(
-        Duration::from_secs(30),
+        Duration::from_secs(90),
         "a failed retry of the stopped server",
         || async { env.status_u64("failed_retries") > retries },
     )
@@ -420,13 +420,13 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
         .unwrap_or("")
         .to_lowercase();
     assert!(msg.contains("full") || msg.contains("disk"), "{s}");
-    // The daemon must not exit while the disk stays full: it is still there after two more
-    // of its retries have failed.
+    // The daemon must not exit while the disk stays full: it is still there after another of
+    // its retries has failed (the backoff doubles with every failure, up to 30 s).
     let retries = env.status_u64("failed_retries");
     wait_for(
-        Duration::from_secs(30),
-        "two failed retries on the full disk",
-        || async { env.status_u64("failed_retries") >= retries + 2 },
+        Duration::from_secs(90),
+        "a failed retry on the full disk",
+        || async { env.status_u64("failed_retries") > retries },
     )
     .await;
     assert!(status_pid(&sock) == Some(daemon.id()), "daemon stayed up");
