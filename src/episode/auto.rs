@@ -99,6 +99,7 @@ pub fn snippets(
         );
         drafts.extend(corrections(open));
         drafts.extend(super::notes::note_draft(open, NoteKind::Decision));
+        drafts.extend(super::options::draft(open));
         drafts.extend(super::notes::note_draft(open, NoteKind::Pivot));
     }
     drafts.extend(super::notes::note_draft(open, NoteKind::Learning));

@@ -100,6 +100,17 @@ pub(super) fn same_goal(failed: &str, passed: &str) -> bool {
     shared == a.len() || (shared == b.len() && b.len() >= 2) || shared * 3 >= union * 2
 }
 
+/// Whether a command acts on something the failed one named: a path or file name of the
+/// failed line (a word holding `/` or `.`, not a flag) appears in it. `mv calendar.py
+/// cal-widget.py && python3 cal-widget.py` acts on the `calendar.py` that failed; `cp b.conf
+/// /tmp/out/` after `cp a.rules /etc/udev/` failed does not.
+pub(super) fn touches_what_failed(failed: &str, passed: &str) -> bool {
+    first_line(failed)
+        .split(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '=' | ';' | '|' | '&'))
+        .filter(|w| !w.starts_with('-') && w.len() >= 4 && (w.contains('/') || w.contains('.')))
+        .any(|w| passed.contains(w))
+}
+
 /// The program a reader knows a command line by: the first command that is not a `cd`
 /// (`python3 make_doc.py && rm make_doc.py` is about `python3 make_doc.py`).
 pub(super) fn subject_command(cmd: &str) -> String {

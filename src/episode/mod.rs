@@ -24,6 +24,7 @@ mod builder;
 mod fix;
 mod notes;
 mod open;
+mod options;
 mod recovery;
 mod feed;
 mod rules;
@@ -138,6 +139,9 @@ pub struct Note {
     sentence: String,
     text: String,
     context: Option<(u64, String)>,
+    /// Options laid out for the user: the next prompt (line, words), which may pick one.
+    #[serde(default)]
+    choice: Option<(u64, String)>,
 }
 
 /// A tool call waiting for its result.
@@ -233,6 +237,10 @@ pub struct Builder {
     /// call came after it): a "no" in the next prompt answers it and corrects nothing.
     #[serde(default)]
     asked: bool,
+    /// The assistant spoke or called a tool before the file's first prompt: the file continues
+    /// a conversation (a resumed session's copy begins mid-work), so that prompt can correct.
+    #[serde(default)]
+    spoke_first: bool,
     /// Latest Claude Code version.
     version: Option<String>,
     /// Basename of the session's first working directory.
@@ -251,6 +259,8 @@ mod tests;
 mod tests_labels;
 #[cfg(test)]
 mod tests_learnings;
+#[cfg(test)]
+mod tests_other_way;
 #[cfg(test)]
 mod tests_snippets;
 #[cfg(test)]

@@ -214,7 +214,11 @@ fn name_option(lesson: &str, text: &str) -> String {
 }
 
 pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
-    let n = open.notes.iter().find(|n| n.kind == kind)?;
+    // Laid-out options have their own draft (`options`).
+    let n = open
+        .notes
+        .iter()
+        .find(|n| n.kind == kind && n.phrase != super::options::OPTIONS)?;
     let (snippet_kind, prefix) = match kind {
         NoteKind::Learning => (SnippetType::LearningPattern, "Lesson"),
         NoteKind::Pivot => (SnippetType::DecisionRationale, "Change of approach"),

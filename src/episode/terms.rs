@@ -346,6 +346,69 @@ pub fn command_head(cmd: &str) -> String {
     }
 }
 
+/// The program of a shell line's subject command (its last command that is not a `cd`), as
+/// [`command_head`] finds it, without the subcommand: `python3 calendar.py` and
+/// `python3 cal-widget.py` are the same program.
+pub fn program(cmd: &str) -> String {
+    let head = command_head(cmd);
+    head.split_whitespace().next().unwrap_or("").to_string()
+}
+
+/// A command that looks around (lists, reads, searches, prints, asks git how things stand) and
+/// changes nothing: its success after a failure fixes nothing. `head` as [`command_head`] gives
+/// it.
+pub fn is_inspection(head: &str) -> bool {
+    let mut words = head.split_whitespace();
+    let prog = words.next().unwrap_or("");
+    let sub = words.next().unwrap_or("");
+    matches!(
+        prog,
+        "ls" | "cat"
+            | "head"
+            | "tail"
+            | "less"
+            | "grep"
+            | "rg"
+            | "find"
+            | "fd"
+            | "which"
+            | "type"
+            | "file"
+            | "stat"
+            | "wc"
+            | "du"
+            | "df"
+            | "ps"
+            | "pwd"
+            | "echo"
+            | "printf"
+            | "test"
+            | "["
+            | "tree"
+            | "whoami"
+            | "env"
+            | "printenv"
+            | "id"
+            | "lsof"
+            | "sleep"
+    ) || (prog == "git"
+        && matches!(
+            sub,
+            "status"
+                | "log"
+                | "show"
+                | "diff"
+                | "branch"
+                | "remote"
+                | "rev-parse"
+                | "ls-files"
+                | "config"
+                | "blame"
+                | "reflog"
+                | "describe"
+        ))
+}
+
 /// A command that only asks a program about itself (`--help`, `--version`, `help`, `man`,
 /// `which`): its success is no fix of an earlier failure of that program.
 pub fn is_help_query(cmd: &str) -> bool {

@@ -99,6 +99,10 @@ impl Builder {
                     .iter()
                     .position(|f| !f.key.is_empty() && f.key == c.key && answers(f))
                 else {
+                    if open.failures.iter().any(|f| f.tool == "Bash") {
+                        let output = b.tool_result_text().unwrap_or_default();
+                        other_way(open, line, &c, &output);
+                    }
                     continue;
                 };
                 let failure = open.failures.remove(i);
@@ -247,6 +251,88 @@ fn edit_diff(edit: &crate::parse::EditInput<'_>, redactor: &Redactor) -> Option<
 /// Record a change (a file edit with its compact diff, a command other than the failed one)
 /// against every failure still waiting for its fix. The diff is computed only when some
 /// failure takes the change.
+/// A failed command put right by a different action (label evidence only, no `Recovery`: the
+/// draft of a lesson needs the failed call re-run):
+/// - a missing module or program installed (`No module named docx`, then
+///   `pip install python-docx` works; an install whose output shows it failed is none);
+/// - the very next command after the failure runs the same program another way on what failed
+///   (`python3 calendar.py` shadows the standard library; renamed, `python3 cal-widget.py`
+///   runs); looking around (`ls`, `cat`, `git log`, ...) is no fix, nor is the program run on
+///   something else (`cp b.conf` after `cp a.rules` failed);
+/// - a merge or rebase conflict, then the commit (or `--continue`) that concludes it.
+///
+/// Only failures of the same turn count.
+fn other_way(open: &mut Open, line: u64, c: &Call, output: &str) {
+    let (Some(cmd), "Bash") = (c.target.as_deref(), c.name.as_str()) else {
+        return;
+    };
+    let head = terms::command_head(cmd);
+    if head.is_empty() || terms::is_inspection(&head) {
+        return;
+    }
+    let prog = terms::program(cmd);
+    let start = open.turn.as_ref().map_or(u64::MAX, |t| t.start_line);
+    let output = crate::snippet::text::head_bytes(output, 2000).to_lowercase();
+    let install_failed = [
+        "error",
+        "failed",
+        "a terminal is required",
+        "permission denied",
+    ]
+    .iter()
+    .any(|m| output.contains(m));
+    let concludes = head == "git commit" || cmd.contains("--continue");
+    let found = open.failures.iter().rev().find(|f| {
+        let Some(failed) = f
+            .target
+            .as_deref()
+            .filter(|_| f.tool == "Bash" && f.line >= start)
+        else {
+            return false;
+        };
+        if fix::is_conflict(&f.error) {
+            return concludes;
+        }
+        let bash_since = f
+            .actions
+            .iter()
+            .filter(|(l, a)| *l <= c.line && a.starts_with("Bash "))
+            .count();
+        (fix::is_missing_install(&f.error, cmd) && !install_failed)
+            || (bash_since <= 1
+                && terms::program(failed) == prog
+                && fix::touches_what_failed(failed, cmd))
+    });
+    let Some(f) = found else { return };
+    let fline = f.line;
+    if open
+        .signals
+        .iter()
+        .any(|s| s.label == Label::ErrorRecovery && s.line == fline)
+    {
+        return;
+    }
+    let text = format!(
+        "{} failed (line {fline}), put right at line {line}: {}",
+        f.tool,
+        f.error
+            .lines()
+            .find(|l| !l.trim().is_empty() && l.trim() != "…")
+            .unwrap_or("")
+    );
+    push_signal(
+        open,
+        Signal {
+            line: fline,
+            label: Label::ErrorRecovery,
+            signal: "fixed_another_way".into(),
+            text: clip_chars(&text, EVIDENCE_CHARS),
+            weight: 0.75,
+            followup: None,
+        },
+    );
+}
+
 fn note_action(
     open: &mut Open,
     line: u64,

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::auto::{keep_score, session_cap, snippet_score};
 use super::feed::{Feed, Last};
 use super::open::{add_vocab, end_turn, push_signal};
+use super::options::OPTIONS;
 use super::text::{first_line, head_bytes, pasted_failure, sentence_around};
 use super::*;
 use crate::extract::feedback::FeedbackType;
@@ -342,6 +343,12 @@ impl Builder {
         }
         if let Some(open) = &mut self.open {
             end_turn(open, line.saturating_sub(1));
+            // The prompt after options laid out may pick one.
+            for n in open.notes.iter_mut().filter(|n| n.phrase == OPTIONS) {
+                if n.choice.is_none() && n.line < line {
+                    n.choice = Some((line, clip_chars(text.trim(), 300)));
+                }
+            }
         }
         let gap = match (previous_ts, timestamp) {
             (Some(a), Some(b)) => unix_millis_from_iso(b)
@@ -411,7 +418,8 @@ impl Builder {
         } else if let Some(open) = &mut self.open {
             open.turns += 1;
         }
-        let first_of_file = self.turns == 1;
+        // Nothing to correct before the assistant has done something in this file.
+        let first_of_file = self.turns == 1 && !self.spoke_first;
         let Some(open) = &mut self.open else { return };
         open.turn = Some(Turn {
             ordinal: self.turns,

@@ -2,6 +2,7 @@
 //! abandoned) and its tool calls, as signals of the open episode.
 
 use super::super::open::push_signal;
+use super::super::options::OPTIONS;
 use super::super::text::{
     ends_with_question, head_bytes, in_prose, laid_out_option, named_alternatives,
     paragraph_around, sentence_around,
@@ -22,6 +23,8 @@ impl Builder {
         let rules = ctx.rules;
         let Some(open) = &mut self.open else {
             // Before the first prompt: only remember calls so results can be matched.
+            self.spoke_first |=
+                text.is_some_and(|t| !t.trim().is_empty()) || !rec.tool_names().is_empty();
             self.remember_calls(ctx, line, rec);
             return;
         };
@@ -33,10 +36,17 @@ impl Builder {
             // "You're right, ..." as the first words of the reply: the prompt corrected it.
             let opening = head_bytes(text.trim_start(), 60);
             if first_reply {
-                if let Some(hit) = rules.acknowledgement.hits(opening, 1).into_iter().next() {
-                    if opening[..hit.start]
-                        .trim_matches(|c: char| !c.is_alphanumeric())
-                        .is_empty()
+                let acknowledged = rules
+                    .acknowledgement
+                    .hits(opening, 1)
+                    .into_iter()
+                    .next()
+                    .filter(|hit| {
+                        opening[..hit.start]
+                            .trim_matches(|c: char| !c.is_alphanumeric())
+                            .is_empty()
+                    });
+                if let Some(hit) = acknowledged.or_else(|| still_wrong(text)) {
                     {
                         push_signal(
                             open,
@@ -94,12 +104,14 @@ impl Builder {
                     .hits(text, 8)
                     .iter()
                     .any(|h| in_prose(text, h.start) && !is_option_label(&h.phrase));
+            let mut options_line = None;
             // Alternatives laid out side by side ("A) ... B) ...", "Option 1 ... Option 2").
             // Named alternatives in a list ("- **A** — ...") are laid out the same way.
             if let Some(opt) = laid_out_option(text)
                 .filter(|_| !handed_over)
                 .or_else(|| named_alternatives(text))
             {
+                options_line = Some(opt.to_string());
                 push_signal(
                     open,
                     Signal {
@@ -152,7 +164,10 @@ impl Builder {
                     if n < MAX_NOTES_PER_KIND
                         && !question
                         && (kind != NoteKind::Decision || !asks_user)
-                        && !open.notes.iter().any(|n| n.kind == kind && n.line == line)
+                        && !open
+                            .notes
+                            .iter()
+                            .any(|n| n.kind == kind && n.line == line && n.phrase != OPTIONS)
                     {
                         open.notes.push(Note {
                             kind,
@@ -161,14 +176,63 @@ impl Builder {
                             sentence,
                             text: paragraph_around(text, hit.start, kind != NoteKind::Learning),
                             context: prev.clone().filter(|(l, _)| *l < line),
+                            choice: None,
                         });
                     }
+                }
+            }
+            // Options laid out: kept whole, for the choice the next prompt may make.
+            if let Some(opt) = options_line {
+                if open.notes.iter().filter(|n| n.phrase == OPTIONS).count() < MAX_NOTES_PER_KIND {
+                    open.notes.push(Note {
+                        kind: NoteKind::Decision,
+                        line,
+                        phrase: OPTIONS.into(),
+                        sentence: opt,
+                        text: crate::snippet::truncate_bytes(text.trim(), 4000),
+                        context: prev.filter(|(l, _)| *l < line),
+                        choice: None,
+                    });
                 }
             }
             self.last_text = Some((line, piece));
         }
         self.remember_calls(ctx, line, rec);
     }
+}
+
+/// The first sentence of the assistant's answer saying that what it did last is still wrong
+/// ("The buttons are still showing.", "I can see the workspace is still a white box"): the
+/// prompt reported a failed fix, whatever its words. Where, as a phrase hit.
+fn still_wrong(text: &str) -> Option<super::super::rules::Hit> {
+    const PERSISTS: &[&str] = &[
+        " is still ",
+        " are still ",
+        " still showing",
+        " still there",
+        " still not ",
+        " still fails",
+        " still failing",
+        " still broken",
+        " still the same",
+    ];
+    let t = text.trim_start();
+    let end = t
+        .find(['.', '!', '?', '\n', ':'])
+        .unwrap_or(t.len())
+        .min(200);
+    let first = head_bytes(t, end).to_ascii_lowercase();
+    PERSISTS.iter().find_map(|p| {
+        first.find(p).map(|at| {
+            let start = (text.len() - t.len()) + at;
+            super::super::rules::Hit {
+                phrase: p.trim().to_string(),
+                start,
+                end: start + p.len(),
+                needs_choice: false,
+            }
+        })
+    })
 }
 
 /// A decision phrase that only names an option ("option a", "option 2"), not a choice.
