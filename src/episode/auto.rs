@@ -263,6 +263,9 @@ fn corrections(open: &Open) -> Vec<Draft> {
         .filter(|s| s.label == Label::UserCorrection && s.weight >= 0.8)
         .filter(|s| s.signal != "tool_denial" || s.weight > 0.9)
         .filter_map(|s| {
+            if s.signal == "acknowledged" {
+                return acknowledged(open, s);
+            }
             let (fl, follow) = s.followup.as_ref()?;
             let denial = s.signal == "tool_denial";
             // "denied Bash `npm i`: use pnpm" -> the call and the user's words.
@@ -285,7 +288,11 @@ fn corrections(open: &Open) -> Vec<Draft> {
             // or the answer taking up its words): alone it is often the user changing their
             // own mind ("sorry, wrong file") or going on ("no, leave it, show me the link").
             let mut score: f64 = if denial { 0.6 } else { 0.4 };
-            let question = words.trim_end().ends_with(['?', '？']);
+            // A question asks; it instructs nothing ("We could offer an option to resume
+            // anyway? (if we do this ...)", "or something descriptive? but yeah ...").
+            let question = words
+                .find(['.', '!', '?', '？'])
+                .is_some_and(|i| words[i..].starts_with(['?', '？']));
             if question || crate::snippet::word_count(words) < 2 {
                 score -= 0.3;
             }
@@ -338,6 +345,64 @@ fn corrections(open: &Open) -> Vec<Draft> {
             })
         })
         .collect()
+}
+
+/// The `learning_pattern` of a correction the assistant acknowledged ("You're right - if we
+/// can't open the repository there, we shouldn't silently continue"): the user's words and
+/// what the assistant then said was wrong. The prompt's wording may show no correction at all
+/// (a question, a finding pasted); the acknowledgement does. An acknowledgement that says
+/// nothing beyond it ("You're absolutely right!") teaches nothing.
+fn acknowledged(open: &Open, s: &super::Signal) -> Option<Draft> {
+    let (pl, prompt) = s.followup.as_ref()?;
+    let words = prompt.lines().next().unwrap_or(prompt).trim();
+    // What the assistant conceded, without the concession itself.
+    let rest = s
+        .text
+        .split_once(['!', '.', '-', '—', ','])
+        .map_or("", |(_, rest)| rest)
+        .replace("**", "");
+    // Its statements, not the steps it announces next ("Let me fix that.").
+    let conceded = sentences(rest.trim_start_matches(['!', '.', '-', '—', ',', ' ']))
+        .into_iter()
+        .filter(|x| !super::fix::is_announcement(x) && !x.to_lowercase().starts_with("step "))
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut score: f64 = 0.45;
+    if crate::snippet::word_count(&conceded) < 6
+        || super::fix::is_announcement(&conceded)
+        || crate::snippet::word_count(words) < 3
+    {
+        score -= 0.3;
+    }
+    if shares_word(&conceded, words) {
+        score += 0.15;
+    }
+    let quoted = clip_chars(words, 300);
+    let observation = format!(
+        "The user pointed out: \"{quoted}\"; the assistant agreed: {}",
+        clip_chars(&s.text, 300)
+    );
+    let lesson = format!(
+        "When {}, mind what the user pointed out: {}",
+        super::wording::trigger(open, None, Some(words)),
+        clip_chars(conceded.trim_end_matches(['.', ':']), 300)
+    );
+    let content = format!(
+        "The user said (line {pl}):\n> {}\n\nThe assistant acknowledged (line {}):\n{}\n",
+        prompt.replace('\n', "\n> "),
+        s.line,
+        s.text
+    );
+    Some(Draft {
+        kind: SnippetType::LearningPattern,
+        title: format!("Correction: {}", title_from(words)),
+        observation,
+        lesson: format!("{lesson}."),
+        content,
+        lines: (*pl, s.line),
+        score: score.clamp(0.0, 1.0),
+    })
 }
 
 /// The score an automatic snippet was stored with (see this module).

@@ -181,6 +181,9 @@ struct Turn {
     /// acknowledgement of a correction).
     #[serde(default)]
     answered: bool,
+    /// The prompt's first words (an acknowledged correction quotes them).
+    #[serde(default)]
+    prompt: String,
 }
 
 /// The episode being built.

@@ -206,6 +206,11 @@ pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
             .map(|ch| format!("the command worked once it {ch}"))
             .unwrap_or_default()
     };
+    // Without a reason, only a change a reader can see teaches ("changing `a` to `b`", "added
+    // `--target x`"); "an edit of main.go fixed it" alone does not.
+    if reason.is_none() && !concrete.contains('`') {
+        score -= 0.2;
+    }
     let lesson = match (&reason, concrete.is_empty()) {
         (Some((_, s)), true) => s.clone(),
         (Some((_, s)), false) => format!("{} ({concrete}).", s.trim_end_matches(['.', ':'])),

@@ -180,6 +180,30 @@ fn asking_to_undo_the_last_change_is_a_correction() {
 }
 
 #[test]
+fn an_apology_for_a_wish_left_out_is_no_correction() {
+    let lines = |words: &str| {
+        vec![
+            prompt(1, "Extract the issuer and the total from each invoice"),
+            say(2, "Added issuer and total columns."),
+            prompt(3, words),
+            say(4, "Adding it."),
+        ]
+    };
+    assert_eq!(
+        label_at(&lines("sorry regimen fiscal receptor tambien"), 3),
+        "routine"
+    );
+    assert_eq!(
+        label_at(&lines("sorry, the date column as well"), 3),
+        "routine"
+    );
+    assert_eq!(
+        label_at(&lines("sorry that is the wrong total"), 3),
+        "user_correction"
+    );
+}
+
+#[test]
 fn a_file_that_begins_mid_conversation_can_open_with_a_correction() {
     let lines = vec![
         say(1, "All changes are committed."),
@@ -253,4 +277,37 @@ fn options_and_the_users_pick_make_a_decision_snippet() {
             ep.snippets
         );
     }
+}
+
+#[test]
+fn an_acknowledged_correction_keeps_what_was_conceded() {
+    let reply = |r: &str| {
+        vec![
+            prompt(1, "Open the repository in the commit hook handler"),
+            say(2, "Done: when the repository cannot be opened the hook goes on with an empty base commit."),
+            prompt(3, "for the change in hooks.go I think if we fail to open the repository in that case we should bail out and return an error, or?"),
+            say(4, r),
+        ]
+    };
+    let (b, _) = run(&reply("You're right - if we can't open the repository there, something is fundamentally wrong and we shouldn't silently continue with an empty `baseCommit`. Let me fix that."));
+    let ep = b.finish(SID).unwrap();
+    let s = ep
+        .snippets
+        .iter()
+        .find(|s| s.snippet_type == "learning_pattern")
+        .unwrap_or_else(|| panic!("{:#?}", ep.snippets));
+    assert!(
+        s.title
+            .starts_with("Correction: for the change in hooks.go"),
+        "{}",
+        s.title
+    );
+    let m: serde_json::Value = serde_json::from_str(&s.metadata).unwrap();
+    let g = m["generalization"].as_str().unwrap();
+    assert!(g.contains("mind what the user pointed out: if we can't open the repository there, something is fundamentally wrong"), "{g}");
+    assert!(!g.contains("Let me fix"), "{g}");
+    // "You're absolutely right!" and nothing more concedes nothing to learn from.
+    let (b, _) = run(&reply("You're absolutely right! Let me fix that."));
+    let ep = b.finish(SID).unwrap();
+    assert!(ep.snippets.is_empty(), "{:#?}", ep.snippets);
 }

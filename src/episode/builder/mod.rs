@@ -426,6 +426,7 @@ impl Builder {
             start_line: line,
             signals: Vec::new(),
             answered: first_of_file,
+            prompt: clip_chars(text.trim(), 400),
         });
         add_vocab(&mut open.vocab, prompt_terms);
         // A prompt that corrects (never the session's first prompt: nothing to correct yet).
@@ -438,7 +439,10 @@ impl Builder {
             let answer = hit
                 .as_ref()
                 .is_some_and(|h| self.asked && head[..h.start].trim().is_empty());
-            if let Some(hit) = hit.filter(|_| !answer) {
+            // "sorry, the receptor's regime too": an apology for a wish left out is a new wish
+            // (something to add), not a correction of what was done.
+            let addition = hit.as_ref().is_some_and(|h| h.phrase == "sorry") && adds_to(head);
+            if let Some(hit) = hit.filter(|_| !answer && !addition) {
                 // At the start of the prompt it is strong.
                 let at_start = head[..hit.start].trim().is_empty();
                 push_signal(
@@ -494,4 +498,18 @@ fn set_max(slot: &mut Option<String>, ts: &str) {
         Some(_) => {}
         None => *slot = Some(ts.to_string()),
     }
+}
+
+/// Whether a prompt asks for something more ("also", "too", "as well", "también").
+fn adds_to(prompt: &str) -> bool {
+    prompt
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .any(|w| {
+            matches!(
+                w.as_str(),
+                "also" | "too" | "tambien" | "también" | "additionally" | "aussi" | "auch"
+            )
+        })
+        || prompt.to_lowercase().contains("as well")
 }

@@ -1,6 +1,7 @@
 //! The assistant's side of a turn: its text (decisions weighed, lessons stated, a plan
 //! abandoned) and its tool calls, as signals of the open episode.
 
+use super::super::fix::sentences;
 use super::super::open::push_signal;
 use super::super::options::OPTIONS;
 use super::super::text::{
@@ -48,18 +49,24 @@ impl Builder {
                     });
                 if let Some(hit) = acknowledged.or_else(|| still_wrong(text)) {
                     {
+                        // The evidence: the acknowledging sentence and the one after it (what
+                        // was wrong); the prompt it answers rides along for the lesson.
+                        let from = &text[sentence_start(text, hit.start)..];
+                        let said = sentences(from).into_iter().take(2).collect::<Vec<_>>();
+                        let prompt = open
+                            .turn
+                            .as_ref()
+                            .map(|t| (t.start_line, t.prompt.clone()))
+                            .filter(|(_, p)| !p.is_empty());
                         push_signal(
                             open,
                             Signal {
                                 line,
                                 label: Label::UserCorrection,
                                 signal: "acknowledged".into(),
-                                text: clip_chars(
-                                    &sentence_around(text, hit.start, hit.end),
-                                    EVIDENCE_CHARS,
-                                ),
+                                text: clip_chars(&said.join(" "), EVIDENCE_CHARS),
                                 weight: 0.8,
-                                followup: None,
+                                followup: prompt,
                             },
                         );
                     }
@@ -233,6 +240,12 @@ fn still_wrong(text: &str) -> Option<super::super::rules::Hit> {
             }
         })
     })
+}
+
+/// Byte where the sentence holding byte `at` starts (after the last `.`, `!`, `?` or line
+/// break before it).
+fn sentence_start(text: &str, at: usize) -> usize {
+    text[..at].rfind(['.', '!', '?', '\n']).map_or(0, |i| i + 1)
 }
 
 /// A decision phrase that only names an option ("option a", "option 2"), not a choice.
