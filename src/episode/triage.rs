@@ -6,9 +6,15 @@
 //!   prompt (0.8) or elsewhere in its first 600 bytes (0.55). Never the session's first prompt.
 //!   Phrases written `^phrase` ("no,", "don't", "stop", "actually") count only where they open
 //!   a clause: "No, keep it" corrects, "a $1 hard stop" and "we don't log it" do not.
+//! - `user_correction` also from the assistant's side: its first reply opens by acknowledging
+//!   (`triage.acknowledgement_phrases`, 0.8) or its first sentence says the last fix did not
+//!   take ("The buttons are still showing.", 0.8). A file whose assistant worked before its
+//!   first prompt continues a conversation: that prompt may correct.
 //! - `error_recovery`: a tool call that failed (an error result that is not a denial or an
 //!   interruption) later followed by a success on the same target, or for `Bash` the same
-//!   program and subcommand (0.85).
+//!   program and subcommand (0.85); or, in the same turn, put right another way (0.75,
+//!   `fixed_another_way`): the missing module installed, the next command running the same
+//!   program on what failed, a conflict concluded by the commit (see `tools::other_way`).
 //! - `pivot`: a pivot phrase in assistant text (0.75); a shell command that throws its own
 //!   changes away: `git checkout --`, `git restore`, `git reset --hard`, `git revert`,
 //!   `git stash` (0.8).
