@@ -190,7 +190,15 @@ pub async fn reextract(cfg: std::sync::Arc<Config>, args: ReextractArgs) -> Outc
         }
     }
     let cancel = tokio_util::sync::CancellationToken::new();
-    let r = crate::run::reextract::reextract(&cfg, &store, &ids, None, &cancel).await?;
+    let r = crate::run::reextract::reextract(
+        &cfg,
+        &store,
+        &ids,
+        crate::run::reextract::AT_ONCE,
+        None,
+        &cancel,
+    )
+    .await?;
     store.close().await;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);

@@ -61,12 +61,14 @@ pub enum ReextractError {
     },
 }
 
-/// Derive `sessions` again, one after the other, until done, `budget` is spent or `cancel`
-/// fires.
+/// Derive `sessions` again, `at_once` at a time (the command: [`AT_ONCE`]; the daemon's
+/// background pass: one, live ingest keeps the cores), until done, `budget` is spent or
+/// `cancel` fires.
 pub async fn reextract(
     cfg: &Arc<Config>,
     store: &Store,
     sessions: &[String],
+    at_once: usize,
     budget: Option<Duration>,
     cancel: &CancellationToken,
 ) -> Result<ReextractReport, ReextractError> {
@@ -81,28 +83,74 @@ pub async fn reextract(
     quiet.archive.enabled = false;
     let quiet = Arc::new(quiet);
     let mut report = ReextractReport::default();
-    for id in sessions {
-        if cancel.is_cancelled() || budget.is_some_and(|b| started.elapsed() > b) {
-            break;
+    // One pipeline (one writer, one connection, the summary leaves loaded once) for every
+    // session, and a few sessions at a time: a pump returns once its batches are committed, so
+    // each session is whole in the database before it counts as done, and the writer groups
+    // the batches of the sessions in flight into one transaction. (A pipeline per session,
+    // one session at a time, took five times the corpus's ingest: every step waited on the
+    // one before.)
+    let (pipeline, writer) = Pipeline::new(quiet.clone(), store.clone());
+    let pipeline = Arc::new(pipeline);
+    let writer = tokio::spawn(writer);
+    let mut result = Ok(());
+    let mut running = tokio::task::JoinSet::new();
+    let mut next = sessions.iter();
+    loop {
+        let stop = cancel.is_cancelled() || budget.is_some_and(|b| started.elapsed() > b);
+        while !stop && result.is_ok() && running.len() < at_once.max(1) {
+            let Some(id) = next.next() else { break };
+            let (p, id, scratch) = (pipeline.clone(), id.clone(), scratch.clone());
+            running.spawn(async move {
+                let r = one(&p, &id, &scratch).await;
+                (id, r)
+            });
         }
-        match one(&quiet, store, id, &scratch, &mut report).await? {
-            true => report.sessions += 1,
-            false => report.skipped.push(id.clone()),
+        let Some(done) = running.join_next().await else {
+            break;
+        };
+        match done {
+            Ok((_, Ok(Some(d)))) => {
+                report.sessions += 1;
+                report.files += d.files;
+                report.bytes += d.bytes;
+            }
+            Ok((id, Ok(None))) => report.skipped.push(id),
+            Ok((_, Err(e))) => result = Err(e),
+            Err(join) => tracing::error!(error = %join, "a re-extraction task failed"),
         }
     }
+    report.messages = pipeline
+        .stats
+        .messages
+        .load(std::sync::atomic::Ordering::Relaxed);
+    drop(pipeline);
+    let _ = writer.await;
     let _ = std::fs::remove_dir_all(&scratch);
+    report.skipped.sort();
+    result?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
-/// One session; `false` when it was left as it was.
+/// Sessions `gleaner reextract` derives at once: on the corpus (2 cores, debug build) 4 at a
+/// time took 2.7 s against 3.4 s one at a time (the reading, the rewinding and the copies
+/// overlap; the CPU is then the limit).
+pub const AT_ONCE: usize = 4;
+
+/// What one session's re-extraction read.
+struct Done {
+    files: u64,
+    bytes: u64,
+}
+
+/// One session; `None` when it was left as it was.
 async fn one(
-    cfg: &Arc<Config>,
-    store: &Store,
+    pipeline: &Pipeline,
     session_id: &str,
     scratch: &Path,
-    report: &mut ReextractReport,
-) -> Result<bool, ReextractError> {
+) -> Result<Option<Done>, ReextractError> {
+    let mut report = Done { files: 0, bytes: 0 };
+    let (cfg, store) = (&pipeline.cfg, &pipeline.store);
     let filter = ArchiveFilter {
         session_ids: Some(vec![session_id.to_string()]),
         ..ArchiveFilter::default()
@@ -116,7 +164,7 @@ async fn one(
             session_id,
             "not every file of the session is archived; left as it is"
         );
-        return Ok(false);
+        return Ok(None);
     }
     let mut dicts = Dicts::default();
     let mut copies = Vec::with_capacity(archived.len());
@@ -131,7 +179,7 @@ async fn one(
                     why,
                     "archive incomplete; left as it is"
                 );
-                return Ok(false);
+                return Ok(None);
             }
         }
         copies.push((f.id, copy));
@@ -143,8 +191,6 @@ async fn one(
         .map(|s| s.end_reason.unwrap_or_else(|| "reextract".into()));
     let ids: Vec<i64> = records.iter().map(|r| r.id).collect();
     store.rewind_session(session_id, &ids).await?;
-    let (pipeline, writer) = Pipeline::new(cfg.clone(), store.clone());
-    let writer = tokio::spawn(writer);
     let cancel = CancellationToken::new();
     let mut ok = true;
     for r in &records {
@@ -179,24 +225,18 @@ async fn one(
         }
         report.files += 1;
     }
-    report.messages += pipeline
-        .stats
-        .messages
-        .load(std::sync::atomic::Ordering::Relaxed);
-    drop(pipeline);
-    let _ = writer.await;
     for (_, copy) in &copies {
         let _ = std::fs::remove_file(copy);
     }
     if !ok {
         // Left rewound: the next pass reads it again.
-        return Ok(false);
+        return Ok(None);
     }
     if let Some(reason) = finished {
         super::finish::finish_session(store, session_id, &reason).await?;
     }
     store.set_rules_current(session_id).await?;
-    Ok(true)
+    Ok(Some(report))
 }
 
 /// The daemon's background re-extraction of finished sessions on older rules: a pass of at
@@ -230,7 +270,7 @@ pub async fn worker(cfg: Arc<Config>, store: Store, interval: Duration, cancel: 
                 continue;
             }
             let left = PASS.saturating_sub(started.elapsed());
-            match reextract(&cfg, &store, &todo, Some(left), &cancel).await {
+            match reextract(&cfg, &store, &todo, 1, Some(left), &cancel).await {
                 Ok(r) => {
                     if r.sessions > 0 {
                         tracing::info!(
