@@ -2,8 +2,9 @@
 //! build's rules and the current configuration (issue 29).
 //!
 //! How: each of the session's archived files is written to a scratch copy; the store rewinds
-//! the session (`Store::rewind_session`: its derived rows removed, its files' checkpoints back
-//! to byte 0 of the same generation, one transaction); the ordinary pump then reads the copies
+//! the session with the others of its group (`Store::rewind_sessions`: their derived rows
+//! removed, their files' checkpoints back to byte 0 of the same generation, one transaction);
+//! the ordinary pump then reads the copies
 //! as a first read would, into the same file rows (nothing is archived again: the archive
 //! already holds these bytes); a session that was finished is finished again, its last episode
 //! closed. Hand-made snippets stay. The copies take each file's stored modification time, so
@@ -61,9 +62,9 @@ pub enum ReextractError {
     },
 }
 
-/// Derive `sessions` again, `at_once` at a time (the command: [`AT_ONCE`]; the daemon's
-/// background pass: one, live ingest keeps the cores), until done, `budget` is spent or
-/// `cancel` fires.
+/// Derive `sessions` again, in groups of `at_once` (the command: [`AT_ONCE`]; the daemon's
+/// background pass: one at a time, live ingest keeps the cores), until done, `budget` is spent
+/// or `cancel` fires.
 pub async fn reextract(
     cfg: &Arc<Config>,
     store: &Store,
@@ -84,41 +85,73 @@ pub async fn reextract(
     let quiet = Arc::new(quiet);
     let mut report = ReextractReport::default();
     // One pipeline (one writer, one connection, the summary leaves loaded once) for every
-    // session, and a few sessions at a time: a pump returns once its batches are committed, so
-    // each session is whole in the database before it counts as done, and the writer groups
-    // the batches of the sessions in flight into one transaction. (A pipeline per session,
-    // one session at a time, took five times the corpus's ingest: every step waited on the
-    // one before.)
+    // session, and the sessions in groups of `at_once`: a group is rewound in one transaction,
+    // its files read concurrently (the writer commits them together), and recorded as current
+    // in one more, while a reader prepares the next group's copies out of the archive (reads
+    // only, one dictionary cache for all). A pipeline per session, each step waiting on the
+    // one before, took five times the corpus's ingest; sessions written concurrently, each in
+    // its own transactions, spent their time in SQLite's busy waits.
     let (pipeline, writer) = Pipeline::new(quiet.clone(), store.clone());
     let pipeline = Arc::new(pipeline);
     let writer = tokio::spawn(writer);
-    let mut result = Ok(());
-    let mut running = tokio::task::JoinSet::new();
-    let mut next = sessions.iter();
-    loop {
-        let stop = cancel.is_cancelled() || budget.is_some_and(|b| started.elapsed() > b);
-        while !stop && result.is_ok() && running.len() < at_once.max(1) {
-            let Some(id) = next.next() else { break };
-            let (p, id, scratch) = (pipeline.clone(), id.clone(), scratch.clone());
-            running.spawn(async move {
-                let r = one(&p, &id, &scratch).await;
-                (id, r)
-            });
-        }
-        let Some(done) = running.join_next().await else {
-            break;
-        };
-        match done {
-            Ok((_, Ok(Some(d)))) => {
-                report.sessions += 1;
-                report.files += d.files;
-                report.bytes += d.bytes;
+    let group = at_once.max(1);
+    let (tx, mut rx) = tokio::sync::mpsc::channel(group);
+    let reader = {
+        let (store, scratch, ids, cancel) = (
+            store.clone(),
+            scratch.clone(),
+            sessions.to_vec(),
+            cancel.clone(),
+        );
+        tokio::spawn(async move {
+            let mut dicts = Dicts::default();
+            for id in ids {
+                if cancel.is_cancelled() {
+                    break;
+                }
+                let r = prepare(&store, &id, &scratch, &mut dicts).await;
+                if tx.send((id, r)).await.is_err() {
+                    break;
+                }
             }
-            Ok((id, Ok(None))) => report.skipped.push(id),
-            Ok((_, Err(e))) => result = Err(e),
-            Err(join) => tracing::error!(error = %join, "a re-extraction task failed"),
+        })
+    };
+    let mut result = Ok(());
+    loop {
+        if cancel.is_cancelled() || budget.is_some_and(|b| started.elapsed() > b) {
+            break;
+        }
+        let mut ready = Vec::with_capacity(group);
+        while ready.len() < group {
+            match rx.recv().await {
+                Some((_, Ok(Some(p)))) => ready.push(p),
+                Some((id, Ok(None))) => report.skipped.push(id),
+                Some((_, Err(e))) => {
+                    result = Err(e);
+                    break;
+                }
+                None => break,
+            }
+        }
+        if ready.is_empty() || result.is_err() {
+            remove_copies(ready.iter().flat_map(|p| &p.copies));
+            break;
+        }
+        match apply(&pipeline, ready).await {
+            Ok(done) => {
+                report.sessions += done.sessions;
+                report.files += done.files;
+                report.bytes += done.bytes;
+                report.skipped.extend(done.skipped);
+            }
+            Err(e) => {
+                result = Err(e);
+                break;
+            }
         }
     }
+    drop(rx);
+    let _ = reader.await;
     report.messages = pipeline
         .stats
         .messages
@@ -126,31 +159,41 @@ pub async fn reextract(
     drop(pipeline);
     let _ = writer.await;
     let _ = std::fs::remove_dir_all(&scratch);
-    report.skipped.sort();
     result?;
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
 
-/// Sessions `gleaner reextract` derives at once: on the corpus (2 cores, debug build) 4 at a
-/// time took 2.7 s against 3.4 s one at a time (the reading, the rewinding and the copies
-/// overlap; the CPU is then the limit).
-pub const AT_ONCE: usize = 4;
+/// Sessions `gleaner reextract` derives together (see [`reextract`]).
+pub const AT_ONCE: usize = 16;
 
-/// What one session's re-extraction read.
+/// What a group's re-extraction did.
+#[derive(Default)]
 struct Done {
+    sessions: u64,
     files: u64,
+    bytes: u64,
+    skipped: Vec<String>,
+}
+
+/// A session ready to be derived again: its file rows, their copies out of the archive.
+struct Prepared {
+    session_id: String,
+    records: Vec<crate::store::FileRecord>,
+    copies: Vec<(i64, PathBuf)>,
+    /// It was finished, and why (it is finished again once read).
+    finished: Option<String>,
     bytes: u64,
 }
 
-/// One session; `None` when it was left as it was.
-async fn one(
-    pipeline: &Pipeline,
+/// The copies of a session's files, read out of the archive (reads only); `None` when the
+/// archive cannot give every file back whole (the session is left as it is).
+async fn prepare(
+    store: &Store,
     session_id: &str,
     scratch: &Path,
-) -> Result<Option<Done>, ReextractError> {
-    let mut report = Done { files: 0, bytes: 0 };
-    let (cfg, store) = (&pipeline.cfg, &pipeline.store);
+    dicts: &mut Dicts,
+) -> Result<Option<Prepared>, ReextractError> {
     let filter = ArchiveFilter {
         session_ids: Some(vec![session_id.to_string()]),
         ..ArchiveFilter::default()
@@ -166,77 +209,141 @@ async fn one(
         );
         return Ok(None);
     }
-    let mut dicts = Dicts::default();
-    let mut copies = Vec::with_capacity(archived.len());
+    let mut p = Prepared {
+        session_id: session_id.to_string(),
+        records,
+        copies: Vec::with_capacity(archived.len()),
+        finished: None,
+        bytes: 0,
+    };
     for f in &archived {
         let copy = scratch.join(format!("{}.jsonl", f.id));
-        match materialize(store, f, &mut dicts, &copy).await? {
-            Ok(n) => report.bytes += n,
-            Err(why) => {
+        let written = materialize(store, f, dicts, &copy).await;
+        p.copies.push((f.id, copy));
+        match written {
+            Ok(Ok(n)) => p.bytes += n,
+            Ok(Err(why)) => {
                 tracing::warn!(
                     session_id,
                     file_id = f.id,
                     why,
                     "archive incomplete; left as it is"
                 );
+                remove_copies(&p.copies);
                 return Ok(None);
             }
+            Err(e) => {
+                remove_copies(&p.copies);
+                return Err(e.into());
+            }
         }
-        copies.push((f.id, copy));
     }
-    let finished = store
+    p.finished = store
         .session(session_id)
         .await?
         .filter(|s| s.status == "finished")
         .map(|s| s.end_reason.unwrap_or_else(|| "reextract".into()));
-    let ids: Vec<i64> = records.iter().map(|r| r.id).collect();
-    store.rewind_session(session_id, &ids).await?;
-    let cancel = CancellationToken::new();
-    let mut ok = true;
-    for r in &records {
-        // The rewound row: its checkpoint at byte 0 of its generation.
-        let rewound = crate::store::FileRecord {
-            byte_offset: 0,
-            lines: 0,
-            head_len: 0,
-            head_hash: 0,
-            tail_len: 0,
-            tail_hash: 0,
-            // Any identity: the copy is another file; a zero one reads as "never seen".
-            inode: r.inode.max(1),
-            ..r.clone()
-        };
-        let mut t = Tracked::from_record(&cfg.projects_dir, cfg, &rewound);
-        t.source = copies
-            .iter()
-            .find(|(id, _)| *id == r.id)
-            .map(|(_, p)| p.clone());
-        t.ctx.agent_meta_seen = true;
-        if let (Some(copy), true) = (&t.source, r.mtime_ms > 0) {
-            let when = std::time::UNIX_EPOCH + Duration::from_millis(r.mtime_ms as u64);
-            if let Ok(f) = std::fs::File::options().write(true).open(copy) {
-                let _ = f.set_modified(when);
-            }
-        }
-        let end = pipeline.pump(&mut t, &cancel).await;
-        if end != PumpEnd::Caught {
-            tracing::warn!(session_id, file_id = r.id, ?end, "re-reading a file failed");
-            ok = false;
-        }
-        report.files += 1;
-    }
-    for (_, copy) in &copies {
+    Ok(Some(p))
+}
+
+fn remove_copies<'a>(copies: impl IntoIterator<Item = &'a (i64, PathBuf)>) {
+    for (_, copy) in copies {
         let _ = std::fs::remove_file(copy);
     }
-    if !ok {
-        // Left rewound: the next pass reads it again.
-        return Ok(None);
+}
+
+/// Rewind a group of prepared sessions (one transaction), read their copies again
+/// concurrently, finish the ones that were finished and record them as current (one more). A
+/// session with a file that could not be read is left rewound (the next pass reads it again).
+async fn apply(pipeline: &Arc<Pipeline>, group: Vec<Prepared>) -> Result<Done, ReextractError> {
+    let store = &pipeline.store;
+    let sessions: Vec<&str> = group.iter().map(|p| p.session_id.as_str()).collect();
+    let ids: Vec<i64> = group
+        .iter()
+        .flat_map(|p| p.records.iter().map(|r| r.id))
+        .collect();
+    let rewound = store.rewind_sessions(&sessions, &ids).await;
+    if let Err(e) = rewound {
+        remove_copies(group.iter().flat_map(|p| &p.copies));
+        return Err(e.into());
     }
-    if let Some(reason) = finished {
-        super::finish::finish_session(store, session_id, &reason).await?;
+    let mut reads = tokio::task::JoinSet::new();
+    for (i, p) in group.iter().enumerate() {
+        for r in &p.records {
+            let copy = p
+                .copies
+                .iter()
+                .find(|(id, _)| *id == r.id)
+                .map(|(_, path)| path.clone());
+            let (pipeline, r) = (pipeline.clone(), r.clone());
+            reads.spawn(async move { (i, read_again(&pipeline, &r, copy).await) });
+        }
     }
-    store.set_rules_current(session_id).await?;
-    Ok(Some(report))
+    let mut failed = vec![false; group.len()];
+    let mut done = Done::default();
+    while let Some(r) = reads.join_next().await {
+        match r {
+            Ok((i, ok)) => {
+                failed[i] |= !ok;
+                done.files += 1;
+            }
+            Err(join) => {
+                tracing::error!(error = %join, "a re-read task failed");
+                failed.iter_mut().for_each(|f| *f = true);
+            }
+        }
+    }
+    remove_copies(group.iter().flat_map(|p| &p.copies));
+    let mut current = Vec::with_capacity(group.len());
+    for (p, failed) in group.iter().zip(failed) {
+        if failed {
+            done.skipped.push(p.session_id.clone());
+            continue;
+        }
+        if let Some(reason) = &p.finished {
+            super::finish::finish_session(store, &p.session_id, reason).await?;
+        }
+        current.push(p.session_id.as_str());
+        done.sessions += 1;
+        done.bytes += p.bytes;
+    }
+    store.set_rules_current(&current).await?;
+    Ok(done)
+}
+
+/// Read a rewound file's copy from byte 0 into its own file row; whether it was read whole.
+async fn read_again(
+    pipeline: &Pipeline,
+    r: &crate::store::FileRecord,
+    copy: Option<PathBuf>,
+) -> bool {
+    let cfg = &pipeline.cfg;
+    // The rewound row: its checkpoint at byte 0 of its generation.
+    let rewound = crate::store::FileRecord {
+        byte_offset: 0,
+        lines: 0,
+        head_len: 0,
+        head_hash: 0,
+        tail_len: 0,
+        tail_hash: 0,
+        // Any identity: the copy is another file; a zero one reads as "never seen".
+        inode: r.inode.max(1),
+        ..r.clone()
+    };
+    let mut t = Tracked::from_record(&cfg.projects_dir, cfg, &rewound);
+    t.source = copy;
+    t.ctx.agent_meta_seen = true;
+    if let (Some(copy), true) = (&t.source, r.mtime_ms > 0) {
+        let when = std::time::UNIX_EPOCH + Duration::from_millis(r.mtime_ms as u64);
+        if let Ok(f) = std::fs::File::options().write(true).open(copy) {
+            let _ = f.set_modified(when);
+        }
+    }
+    let end = pipeline.pump(&mut t, &CancellationToken::new()).await;
+    if end != PumpEnd::Caught {
+        tracing::warn!(session_id = ?r.session_id, file_id = r.id, ?end, "re-reading a file failed");
+    }
+    end == PumpEnd::Caught
 }
 
 /// The daemon's background re-extraction of finished sessions on older rules: a pass of at

@@ -91,44 +91,54 @@ impl Store {
         Ok(ids.into_iter().map(|(s,)| s).collect())
     }
 
-    /// Record that `session_id`'s derived rows are this build's.
-    pub async fn set_rules_current(&self, session_id: &str) -> Result<(), StoreError> {
-        let q = Sql::new(
-            "INSERT INTO session_rules (session_id, rules_version) VALUES ($1, $2) \
-             ON CONFLICT (session_id) DO UPDATE SET rules_version = excluded.rules_version",
-        )
-        .arg(session_id)
-        .arg(RULES_VERSION);
-        self.execute(&q).await?;
+    /// Record that these sessions' derived rows are this build's (one transaction).
+    pub async fn set_rules_current(&self, session_ids: &[&str]) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        for id in session_ids {
+            let q = Sql::new(
+                "INSERT INTO session_rules (session_id, rules_version) VALUES ($1, $2) \
+                 ON CONFLICT (session_id) DO UPDATE SET rules_version = excluded.rules_version",
+            )
+            .arg(*id)
+            .arg(RULES_VERSION);
+            tx.conn().execute(&q).await?;
+        }
+        tx.commit().await?;
         Ok(())
     }
 
-    /// Remove what `session_id`'s lines produced and set its files `file_ids` back to byte 0 of
-    /// their generation (see the module docs), in one transaction.
-    pub async fn rewind_session(
+    /// Remove what these sessions' lines produced and set their files `file_ids` back to byte
+    /// 0 of their generation (see the module docs), in one transaction: a group of sessions is
+    /// rewound at once, so the pages of the indexes are written once for all of them.
+    pub async fn rewind_sessions(
         &self,
-        session_id: &str,
+        session_ids: &[&str],
         file_ids: &[i64],
     ) -> Result<(), StoreError> {
         let mut pooled = self.acquire().await?;
         let mut tx = pooled.begin().await?;
         let backend = self.backend();
-        let by_file = |head: &str, tail: &str| {
+        let by_file = |head: &str| {
             let mut q = Sql::new(head);
             q.push_in("file_id", file_ids.iter().copied());
+            q.not_persistent()
+        };
+        let by_session = |head: &str, tail: &str| {
+            let mut q = Sql::new(head);
+            q.push_in("session_id", session_ids.iter().copied());
             q.push(tail);
             q.not_persistent()
         };
-        let by_session = |head: &str| Sql::new(head).arg(session_id);
         if backend == Backend::Sqlite {
-            // The session's documents of the kinds its lines produce (snippets go with their
+            // The sessions' documents of the kinds their lines produce (snippets go with their
             // rows' trigger), read back through the index's content before the rows go.
             let docs = |head: &str| {
                 let mut q = Sql::new(format!(
                     "{head} (SELECT d.id FROM search_docs d WHERE d.kind IN ('message', \
-                     'summary', 'feedback') AND (d.session_id = "
+                     'summary', 'feedback') AND ("
                 ));
-                q.push_bind(session_id).push(" OR ");
+                q.push_in("d.session_id", session_ids.iter().copied());
+                q.push(" OR ");
                 q.push_in("d.file_id", file_ids.iter().copied());
                 q.push("))");
                 q.not_persistent()
@@ -145,23 +155,25 @@ impl Store {
         }
         for table in ["messages", "diagnostics", "record_kinds"] {
             tx.conn()
-                .execute(&by_file(&format!("DELETE FROM {table} WHERE "), ""))
+                .execute(&by_file(&format!("DELETE FROM {table} WHERE ")))
                 .await?;
         }
-        for sql in [
-            "DELETE FROM refinements WHERE episode_id IN \
-             (SELECT id FROM episodes WHERE session_id = $1)",
-            "DELETE FROM snippets WHERE session_id = $1 AND origin = 'auto'",
-            "UPDATE snippets SET episode_id = NULL WHERE session_id = $1",
-            "DELETE FROM episodes WHERE session_id = $1",
-            "DELETE FROM summaries WHERE session_id = $1",
-            "DELETE FROM summary_leaves WHERE session_id = $1",
-            "DELETE FROM feedback WHERE session_id = $1",
-            "DELETE FROM tool_uses WHERE session_id = $1",
-            "DELETE FROM assistant_usage WHERE session_id = $1",
-            "UPDATE sessions SET message_count = 0 WHERE session_id = $1",
+        for (head, tail) in [
+            (
+                "DELETE FROM refinements WHERE episode_id IN (SELECT id FROM episodes WHERE ",
+                ")",
+            ),
+            ("DELETE FROM snippets WHERE origin = 'auto' AND ", ""),
+            ("UPDATE snippets SET episode_id = NULL WHERE ", ""),
+            ("DELETE FROM episodes WHERE ", ""),
+            ("DELETE FROM summaries WHERE ", ""),
+            ("DELETE FROM summary_leaves WHERE ", ""),
+            ("DELETE FROM feedback WHERE ", ""),
+            ("DELETE FROM tool_uses WHERE ", ""),
+            ("DELETE FROM assistant_usage WHERE ", ""),
+            ("UPDATE sessions SET message_count = 0 WHERE ", ""),
         ] {
-            tx.conn().execute(&by_session(sql)).await?;
+            tx.conn().execute(&by_session(head, tail)).await?;
         }
         let mut q = Sql::new(
             "UPDATE files SET byte_offset = 0, lines = 0, head_len = 0, head_hash = 0, \
