@@ -99,9 +99,16 @@ impl Builder {
                     .iter()
                     .position(|f| !f.key.is_empty() && f.key == c.key && answers(f))
                 else {
-                    if open.failures.iter().any(|f| f.tool == "Bash") {
-                        let output = b.tool_result_text().unwrap_or_default();
-                        other_way(open, line, &c, &output);
+                    // Only a command can put a command's failure right, and only one of
+                    // this turn (a tool's output is read only then: it may be large).
+                    let start = open.turn.as_ref().map_or(u64::MAX, |t| t.start_line);
+                    if c.name == "Bash"
+                        && open
+                            .failures
+                            .iter()
+                            .any(|f| f.tool == "Bash" && f.line >= start)
+                    {
+                        other_way(open, line, &c, || b.tool_result_text().unwrap_or_default());
                     }
                     continue;
                 };
@@ -262,7 +269,7 @@ fn edit_diff(edit: &crate::parse::EditInput<'_>, redactor: &Redactor) -> Option<
 /// - a merge or rebase conflict, then the commit (or `--continue`) that concludes it.
 ///
 /// Only failures of the same turn count.
-fn other_way(open: &mut Open, line: u64, c: &Call, output: &str) {
+fn other_way(open: &mut Open, line: u64, c: &Call, output: impl FnOnce() -> String) {
     let (Some(cmd), "Bash") = (c.target.as_deref(), c.name.as_str()) else {
         return;
     };
@@ -272,15 +279,23 @@ fn other_way(open: &mut Open, line: u64, c: &Call, output: &str) {
     }
     let prog = terms::program(cmd);
     let start = open.turn.as_ref().map_or(u64::MAX, |t| t.start_line);
-    let output = crate::snippet::text::head_bytes(output, 2000).to_lowercase();
-    let install_failed = [
-        "error",
-        "failed",
-        "a terminal is required",
-        "permission denied",
-    ]
-    .iter()
-    .any(|m| output.contains(m));
+    // Whether the install's output shows it failed: read once, when first asked.
+    let mut output = Some(output);
+    let mut seen: Option<bool> = None;
+    let mut install_failed = || {
+        *seen.get_or_insert_with(|| {
+            let text = output.take().map(|f| f()).unwrap_or_default();
+            let head = crate::snippet::text::head_bytes(&text, 2000).to_lowercase();
+            [
+                "error",
+                "failed",
+                "a terminal is required",
+                "permission denied",
+            ]
+            .iter()
+            .any(|m| head.contains(m))
+        })
+    };
     let concludes = head == "git commit" || cmd.contains("--continue");
     let found = open.failures.iter().rev().find(|f| {
         let Some(failed) = f
@@ -298,7 +313,7 @@ fn other_way(open: &mut Open, line: u64, c: &Call, output: &str) {
             .iter()
             .filter(|(l, a)| *l <= c.line && a.starts_with("Bash "))
             .count();
-        (fix::is_missing_install(&f.error, cmd) && !install_failed)
+        (fix::is_missing_install(&f.error, cmd) && !install_failed())
             || (bash_since <= 1
                 && terms::program(failed) == prog
                 && fix::touches_what_failed(failed, cmd))
