@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 
 use super::auto::Draft;
 use super::fix::sentences;
+use super::text::list_item;
 use super::triage::Label;
 use super::{NoteKind, Open};
 use crate::snippet::{clip_chars, truncate_bytes, SnippetType};
@@ -143,14 +144,7 @@ pub(super) fn options(text: &str, anchor: &str) -> Vec<Opt> {
             continue;
         }
         let nested = line.len() - t.len() >= 2;
-        let item = t
-            .strip_prefix("- ")
-            .or_else(|| t.strip_prefix("* "))
-            .or_else(|| {
-                let (n, rest) = t.split_once(['.', ')'])?;
-                (!n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_digit()))
-                    .then(|| rest.trim_start())
-            });
+        let item = list_item(t);
         let lower = t.to_ascii_lowercase();
         let labelled = [
             "option ",

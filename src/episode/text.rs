@@ -94,17 +94,22 @@ const CHOICE_CUES: &[&str] = &[
     "pick one",
 ];
 
-/// Whether a line is a list item whose body starts with a bold name followed by a dash and
-/// what it means ("- **A** — subtle underline", "1. **L&S logo** - ties your brand together").
-fn is_named_item(t: &str) -> bool {
-    let item = t
-        .strip_prefix("- ")
+/// The body of a list item line (`- x`, `* x`, `1. x`, `2) x`; `t` without its indentation),
+/// or `None` for any other line.
+pub(super) fn list_item(t: &str) -> Option<&str> {
+    t.strip_prefix("- ")
         .or_else(|| t.strip_prefix("* "))
         .or_else(|| {
             let (n, rest) = t.split_once(['.', ')'])?;
             (!n.is_empty() && n.len() <= 2 && n.chars().all(|c| c.is_ascii_digit()))
                 .then(|| rest.trim_start())
-        });
+        })
+}
+
+/// Whether a line is a list item whose body starts with a bold name followed by a dash and
+/// what it means ("- **A** — subtle underline", "1. **L&S logo** - ties your brand together").
+fn is_named_item(t: &str) -> bool {
+    let item = list_item(t);
     item.and_then(|i| i.strip_prefix("**")).is_some_and(|i| {
         i.split_once("**").is_some_and(|(name, rest)| {
             let rest = rest.trim_start();
