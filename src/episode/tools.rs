@@ -115,12 +115,7 @@ impl Builder {
                 let failure = open.failures.remove(i);
                 open.failures.retain(|f| f.key != c.key);
                 let fix_text = self.last_text.clone().filter(|(l, _)| *l >= failure.line);
-                let first_error = failure
-                    .error
-                    .lines()
-                    .find(|l| !l.trim().is_empty() && l.trim() != "…")
-                    .unwrap_or("")
-                    .to_string();
+                let first_error = failure.first_error_line().to_string();
                 // A failure of an earlier turn fixed now is the episode's recovery, not this
                 // turn's: a turn recovers from its own failures.
                 let same_turn = open
@@ -255,9 +250,6 @@ fn edit_diff(edit: &crate::parse::EditInput<'_>, redactor: &Redactor) -> Option<
     Some(redactor.redact(&joined, &mut BTreeMap::new()).into_owned())
 }
 
-/// Record a change (a file edit with its compact diff, a command other than the failed one)
-/// against every failure still waiting for its fix. The diff is computed only when some
-/// failure takes the change.
 /// A failed command put right by a different action (label evidence only, no `Recovery`: the
 /// draft of a lesson needs the failed call re-run):
 /// - a missing module or program installed (`No module named docx`, then
@@ -330,10 +322,7 @@ fn other_way(open: &mut Open, line: u64, c: &Call, output: impl FnOnce() -> Stri
     let text = format!(
         "{} failed (line {fline}), put right at line {line}: {}",
         f.tool,
-        f.error
-            .lines()
-            .find(|l| !l.trim().is_empty() && l.trim() != "…")
-            .unwrap_or("")
+        f.first_error_line()
     );
     push_signal(
         open,
@@ -348,6 +337,9 @@ fn other_way(open: &mut Open, line: u64, c: &Call, output: impl FnOnce() -> Stri
     );
 }
 
+/// Record a change (a file edit with its compact diff, a command other than the failed one)
+/// against every failure still waiting for its fix. The diff is computed only when some
+/// failure takes the change.
 fn note_action(
     open: &mut Open,
     line: u64,
@@ -394,5 +386,15 @@ fn note_action(
             continue;
         }
         f.actions.push((line, what.clone()));
+    }
+}
+
+impl Failure {
+    /// The first line of its error that says something (not blank, not an elision mark).
+    fn first_error_line(&self) -> &str {
+        self.error
+            .lines()
+            .find(|l| !l.trim().is_empty() && l.trim() != "…")
+            .unwrap_or("")
     }
 }

@@ -37,22 +37,25 @@ impl Builder {
             // "You're right, ..." as the first words of the reply: the prompt corrected it.
             let opening = head_bytes(text.trim_start(), 60);
             if first_reply {
-                let acknowledged = rules
-                    .acknowledgement
-                    .hits(opening, 1)
-                    .into_iter()
-                    .next()
-                    .filter(|hit| {
-                        opening[..hit.start]
-                            .trim_matches(|c: char| !c.is_alphanumeric())
-                            .is_empty()
-                    });
-                if let Some(hit) = acknowledged.or_else(|| still_wrong(text)) {
+                let acknowledged =
+                    rules
+                        .acknowledgement
+                        .hits(opening, 1)
+                        .first()
+                        .is_some_and(|hit| {
+                            opening[..hit.start]
+                                .trim_matches(|c: char| !c.is_alphanumeric())
+                                .is_empty()
+                        });
+                if acknowledged || still_wrong(text) {
                     {
-                        // The evidence: the acknowledging sentence and the one after it (what
-                        // was wrong); the prompt it answers rides along for the lesson.
-                        let from = &text[sentence_start(text, hit.start)..];
-                        let said = sentences(from).into_iter().take(2).collect::<Vec<_>>();
+                        // The evidence: the acknowledging sentence (both kinds of hit lie in
+                        // the reply's first) and the one after it (what was wrong); the prompt
+                        // it answers rides along for the lesson. Only the reply's head is split.
+                        let said = sentences(head_bytes(text.trim_start(), 1000))
+                            .into_iter()
+                            .take(2)
+                            .collect::<Vec<_>>();
                         let prompt = open
                             .turn
                             .as_ref()
@@ -208,10 +211,10 @@ impl Builder {
     }
 }
 
-/// The first sentence of the assistant's answer saying that what it did last is still wrong
-/// ("The buttons are still showing.", "I can see the workspace is still a white box"): the
-/// prompt reported a failed fix, whatever its words. Where, as a phrase hit.
-fn still_wrong(text: &str) -> Option<super::super::rules::Hit> {
+/// Whether the first sentence of the assistant's answer says that what it did last is still
+/// wrong ("The buttons are still showing.", "I can see the workspace is still a white box"):
+/// the prompt reported a failed fix, whatever its words.
+fn still_wrong(text: &str) -> bool {
     const PERSISTS: &[&str] = &[
         " is still ",
         " are still ",
@@ -229,23 +232,7 @@ fn still_wrong(text: &str) -> Option<super::super::rules::Hit> {
         .unwrap_or(t.len())
         .min(200);
     let first = head_bytes(t, end).to_ascii_lowercase();
-    PERSISTS.iter().find_map(|p| {
-        first.find(p).map(|at| {
-            let start = (text.len() - t.len()) + at;
-            super::super::rules::Hit {
-                phrase: p.trim().to_string(),
-                start,
-                end: start + p.len(),
-                needs_choice: false,
-            }
-        })
-    })
-}
-
-/// Byte where the sentence holding byte `at` starts (after the last `.`, `!`, `?` or line
-/// break before it).
-fn sentence_start(text: &str, at: usize) -> usize {
-    text[..at].rfind(['.', '!', '?', '\n']).map_or(0, |i| i + 1)
+    PERSISTS.iter().any(|p| first.contains(p))
 }
 
 /// A decision phrase that only names an option ("option a", "option 2"), not a choice.
