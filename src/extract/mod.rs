@@ -14,6 +14,7 @@ pub mod rows;
 use crate::metrics::{timed, Stage};
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use crate::extract::redact::Redactor;
 use crate::extract::rows::{
@@ -32,11 +33,11 @@ pub const TITLE_CHARS: usize = 200;
 pub struct FileContext {
     /// File row id.
     pub file_id: i64,
-    /// Machine id written on session rows.
-    pub machine: String,
+    /// Machine id written on session rows (shared by every file's context).
+    pub machine: Arc<str>,
     /// The user of that machine (config `user`), written on session rows beside it.
-    pub user: String,
-    /// Path-derived facts.
+    pub user: Arc<str>,
+    /// Path-derived facts (its `session_id` moved into [`FileContext::session_id`]).
     pub info: FileInfo,
     /// The session the file belongs to, once decided (from the path, the database, or the
     /// first line that carries a `sessionId`).
@@ -53,11 +54,13 @@ impl FileContext {
     /// Context for a file whose session id may already be known.
     pub fn new(
         file_id: i64,
-        (machine, user): (String, String),
-        info: FileInfo,
+        (machine, user): (Arc<str>, Arc<str>),
+        mut info: FileInfo,
         session_id: Option<String>,
     ) -> Self {
-        let session_id = session_id.or_else(|| info.session_id.clone());
+        // Taken, not cloned: one copy per tracked file (issue 30, peak RSS).
+        let path_session = info.session_id.take();
+        let session_id = session_id.or(path_session);
         FileContext {
             file_id,
             machine,
@@ -185,7 +188,7 @@ fn extract_rows(
         file_id: ctx.file_id,
         checkpoint: batch.checkpoint.clone(),
         bytes: batch.checkpoint.offset.saturating_sub(batch.start_offset),
-        project: ctx.info.project.clone(),
+        project: ctx.info.project.to_string(),
         path: ctx.info.path.to_string_lossy().into_owned(),
         ..PreparedBatch::default()
     };
@@ -235,8 +238,8 @@ fn extract_rows(
     // Decide the session before building rows: the first `sessionId` of a main file whose name
     // is not a UUID, or of a flat agent file, names the session of every row of the file.
     if ctx.session_id.is_none() {
-        ctx.session_id = first_session_id(parsed)
-            .or_else(|| (!parsed.is_empty()).then(|| ctx.info.stem.clone()));
+        ctx.session_id =
+            first_session_id(parsed).or_else(|| (!parsed.is_empty()).then(|| ctx.info.stem()));
         out.file_session_id = ctx.session_id.clone();
     }
     let Some(session_id) = ctx.session_id.clone() else {
@@ -247,9 +250,9 @@ fn extract_rows(
 
     let mut session = SessionUpdate {
         session_id: session_id.clone(),
-        machine: ctx.machine.clone(),
-        user: ctx.user.clone(),
-        project: ctx.info.project.clone(),
+        machine: ctx.machine.to_string(),
+        user: ctx.user.to_string(),
+        project: ctx.info.project.to_string(),
         ..SessionUpdate::default()
     };
     let mut saw_record = false;

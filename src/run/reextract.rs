@@ -330,7 +330,8 @@ async fn read_again(
         inode: r.inode.max(1),
         ..r.clone()
     };
-    let mut t = Tracked::from_record(&cfg.projects_dir, cfg, &rewound);
+    let mut shared = super::tracked::Shared::new(cfg);
+    let mut t = Tracked::from_record(&cfg.projects_dir, &mut shared, &rewound);
     t.source = copy;
     t.ctx.agent_meta_seen = true;
     if let (Some(copy), true) = (&t.source, r.mtime_ms > 0) {

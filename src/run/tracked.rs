@@ -4,7 +4,9 @@
 //! Why apart from `pump`: these are the engine's records, which outlive any one pump (a
 //! tracked file holds no handle once idle); `pump` is the reading and committing of one file.
 
+use std::collections::HashSet;
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::Config;
@@ -83,6 +85,39 @@ pub struct Tracked {
     pub failures: u32,
 }
 
+/// What the records of all tracked files share instead of each keeping a copy (a tree has
+/// tens of thousands of files, a handful of projects and one machine; issue 30, peak RSS).
+#[derive(Debug)]
+pub struct Shared {
+    /// Machine id and user, written on session rows.
+    who: (Arc<str>, Arc<str>),
+    /// The project names seen.
+    projects: HashSet<Arc<str>>,
+}
+
+impl Shared {
+    /// For this machine's configuration.
+    pub fn new(cfg: &Config) -> Shared {
+        Shared {
+            who: (
+                Arc::from(cfg.machine_id.as_str()),
+                Arc::from(cfg.user.as_str()),
+            ),
+            projects: HashSet::new(),
+        }
+    }
+
+    /// The one shared copy of a project name.
+    fn project(&mut self, name: &str) -> Arc<str> {
+        if let Some(p) = self.projects.get(name) {
+            return p.clone();
+        }
+        let p: Arc<str> = Arc::from(name);
+        self.projects.insert(p.clone());
+        p
+    }
+}
+
 /// `first`, doubled for each failure after the first, at most ten minutes.
 fn backoff(failures: u32, first: std::time::Duration) -> std::time::Duration {
     let doublings = failures.saturating_sub(1).min(16);
@@ -99,21 +134,16 @@ impl Tracked {
     }
 
     /// Rebuild from a stored file row.
-    pub fn from_record(root: &std::path::Path, cfg: &Config, r: &FileRecord) -> Tracked {
+    pub fn from_record(root: &std::path::Path, shared: &mut Shared, r: &FileRecord) -> Tracked {
         let info = classify(root, std::path::Path::new(&r.path));
         let info = FileInfo {
-            project: r.project.clone(),
+            project: shared.project(&r.project),
             agent_id: r.agent_id.clone().or(info.agent_id),
             ..info
         };
         let stored = r.checkpoint();
         Tracked {
-            ctx: FileContext::new(
-                r.id,
-                (cfg.machine_id.clone(), cfg.user.clone()),
-                info,
-                r.session_id.clone(),
-            ),
+            ctx: FileContext::new(r.id, shared.who.clone(), info, r.session_id.clone()),
             episodes: None,
             expected: (r.generation, r.byte_offset as u64),
             stored,

@@ -116,7 +116,7 @@ impl Store {
             q.push_rows(backend, chunk, |row, (info, path)| {
                 row.bind(machine)
                     .bind(path.as_str())
-                    .bind(info.project.as_str())
+                    .bind(&*info.project)
                     .bind(info.kind.as_str())
                     .bind(info.session_id.as_deref())
                     .bind(info.agent_id.as_deref())

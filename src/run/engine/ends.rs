@@ -34,7 +34,7 @@ impl Engine {
                 // Unknown session while busy: wait for it too, it is re-pumped anyway.
                 Slot::Busy { .. } => true,
             })
-            .map(|(p, _)| p.clone())
+            .map(|(p, _)| p.to_path_buf())
             .collect();
         if let Some(t) = transcript.filter(|t| discovery::is_transcript(t)) {
             // `<session>.jsonl` has its sub-agents in `<session>/subagents/`.
@@ -49,7 +49,7 @@ impl Engine {
         paths.sort();
         paths.dedup();
         for p in &paths {
-            self.mark(p.clone());
+            self.mark(p);
         }
         self.pending_ends.push(PendingEnd {
             session_id,

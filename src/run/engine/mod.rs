@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::finish::sweep_idle_sessions;
 use super::health::Gate;
 use super::pump::{Pipeline, PumpEnd, Tracked};
+use super::tracked::Shared;
 use crate::store::StoreError;
 use crate::tail::discovery;
 use std::sync::atomic::Ordering;
@@ -66,22 +67,28 @@ enum Slot {
 }
 
 /// The dispatcher.
+///
+/// A tracked file's path is one `Arc` shared by its slot's key, its record and the queue: the
+/// engine keeps every file of the tree, and a copy per place was a third of a backfill's peak
+/// heap on the 5 GB bench tree (issue 30).
 pub struct Engine {
     pipeline: Arc<Pipeline>,
-    slots: HashMap<PathBuf, Slot>,
-    queue: VecDeque<PathBuf>,
-    queued: HashSet<PathBuf>,
+    slots: HashMap<Arc<Path>, Slot>,
+    /// What the records share (machine, user, project names).
+    shared: Shared,
+    queue: VecDeque<Arc<Path>>,
+    queued: HashSet<Arc<Path>>,
     /// Paths seen for the first time, registered in bulk before they are pumped.
     unregistered: HashSet<PathBuf>,
-    retry: Vec<(Instant, PathBuf)>,
+    retry: Vec<(Instant, Arc<Path>)>,
     pending_ends: Vec<PendingEnd>,
     /// The file whose pump is probing the database during an outage.
-    probe: Option<PathBuf>,
+    probe: Option<Arc<Path>>,
     /// Follow mode pauses on a database outage; a one-shot ingest gives up instead.
     mode: Mode,
 }
 
-type TaskResult = (PathBuf, Box<Tracked>, PumpEnd);
+type TaskResult = (Arc<Path>, Box<Tracked>, PumpEnd);
 
 /// Files in flight per read worker. A file in flight waits for its commit at no cost; many of
 /// them let the writer make large groups (fewer commits, each index page written once per
@@ -101,16 +108,18 @@ impl Engine {
     pub async fn new(pipeline: Arc<Pipeline>) -> Result<Engine, StoreError> {
         let cfg = &pipeline.cfg;
         let records = pipeline.store.files_of(&cfg.machine_id).await?;
+        let mut shared = Shared::new(cfg);
         let slots = records
             .iter()
             .map(|r| {
-                let t = Tracked::from_record(&cfg.projects_dir, cfg, r);
-                (PathBuf::from(&r.path), Slot::Idle(Box::new(t)))
+                let t = Tracked::from_record(&cfg.projects_dir, &mut shared, r);
+                (t.ctx.info.path.clone(), Slot::Idle(Box::new(t)))
             })
             .collect();
         Ok(Engine {
             pipeline,
             slots,
+            shared,
             queue: VecDeque::new(),
             queued: HashSet::new(),
             unregistered: HashSet::new(),
@@ -131,7 +140,7 @@ impl Engine {
         let mut total = 0;
         for p in discovery::scan(&self.pipeline.cfg.projects_dir) {
             let size = std::fs::metadata(&p).map(|m| m.len()).unwrap_or(0);
-            let done = match self.slots.get(&p) {
+            let done = match self.slots.get(p.as_path()) {
                 Some(Slot::Idle(t)) => t.expected.1,
                 _ => 0,
             };
@@ -140,17 +149,23 @@ impl Engine {
         total
     }
 
-    fn mark(&mut self, p: PathBuf) {
-        match self.slots.get_mut(&p) {
-            Some(Slot::Busy { dirty_again }) => *dirty_again = true,
-            Some(Slot::Idle(_)) => {
-                if self.queued.insert(p.clone()) {
-                    self.queue.push_back(p);
+    fn mark(&mut self, p: &Path) {
+        match self.slots.get_key_value(p) {
+            Some((_, Slot::Busy { .. })) => {
+                if let Some(Slot::Busy { dirty_again }) = self.slots.get_mut(p) {
+                    *dirty_again = true;
+                }
+            }
+            Some((key, Slot::Idle(_))) => {
+                if !self.queued.contains(p) {
+                    let key = key.clone();
+                    self.queued.insert(key.clone());
+                    self.queue.push_back(key);
                 }
             }
             None => {
-                if discovery::is_transcript(&p) && p.is_file() {
-                    self.unregistered.insert(p);
+                if discovery::is_transcript(p) && p.is_file() && !self.unregistered.contains(p) {
+                    self.unregistered.insert(p.to_path_buf());
                 }
             }
         }
@@ -173,10 +188,10 @@ impl Engine {
         {
             Ok(records) => {
                 for r in records {
-                    let t = Tracked::from_record(&cfg.projects_dir, &cfg, &r);
-                    let p = PathBuf::from(&r.path);
+                    let t = Tracked::from_record(&cfg.projects_dir, &mut self.shared, &r);
+                    let p = t.ctx.info.path.clone();
                     self.slots.insert(p.clone(), Slot::Idle(Box::new(t)));
-                    self.mark(p);
+                    self.mark(&p);
                 }
             }
             Err(e) => {
@@ -187,7 +202,8 @@ impl Engine {
                 }
                 health.store_failed(&e.to_string());
                 let at = Instant::now() + RETRY_DELAY;
-                self.retry.extend(paths.into_iter().map(|p| (at, p)));
+                self.retry
+                    .extend(paths.into_iter().map(|p| (at, Arc::from(p.as_path()))));
             }
         }
     }
@@ -196,29 +212,29 @@ impl Engine {
     /// last looked at, is new, or has disappeared.
     fn scan(&mut self, dir: &Path) {
         let found = discovery::scan(dir);
-        let found_set: HashSet<&PathBuf> = found.iter().collect();
+        let found_set: HashSet<&Path> = found.iter().map(PathBuf::as_path).collect();
         for p in &found {
-            let changed = match self.slots.get(p) {
+            let changed = match self.slots.get(p.as_path()) {
                 Some(Slot::Idle(t)) => t.gone || t.waiting_for_session || t.seen != stat_key(p),
                 Some(Slot::Busy { .. }) => true,
                 None => true,
             };
             if changed {
-                self.mark(p.clone());
+                self.mark(p);
             }
         }
-        let missing: Vec<PathBuf> = self
+        let missing: Vec<Arc<Path>> = self
             .slots
             .iter()
             .filter(|(p, s)| {
                 p.starts_with(dir)
-                    && !found_set.contains(p)
+                    && !found_set.contains(&***p)
                     && matches!(s, Slot::Idle(t) if !t.gone)
             })
             .map(|(p, _)| p.clone())
             .collect();
         for p in missing {
-            self.mark(p);
+            self.mark(&p);
         }
     }
 
@@ -227,19 +243,19 @@ impl Engine {
             Hint::Paths(paths) => {
                 for p in paths {
                     if discovery::is_transcript(&p) {
-                        self.mark(p);
+                        self.mark(&p);
                     } else if p.is_dir() {
                         self.scan(&p);
                     } else if !p.exists() {
                         // A removed directory: its tracked files are gone too.
-                        let under: Vec<PathBuf> = self
+                        let under: Vec<Arc<Path>> = self
                             .slots
                             .keys()
                             .filter(|k| k.starts_with(&p))
                             .cloned()
                             .collect();
                         for k in under {
-                            self.mark(k);
+                            self.mark(&k);
                         }
                     }
                 }
@@ -351,12 +367,12 @@ impl Engine {
             PumpEnd::Failed => self.retry.push((Instant::now() + retry_in, path)),
             // Paused, not dropped: the file waits in the queue (nothing read is kept) until a
             // probe finds the database writable again. A one-shot ingest gives up on it.
-            PumpEnd::StoreDown if self.mode == Mode::Follow => self.mark(path),
+            PumpEnd::StoreDown if self.mode == Mode::Follow => self.mark(&path),
             PumpEnd::StoreDown => {}
             PumpEnd::Cancelled => {}
             PumpEnd::Caught | PumpEnd::Gone => {
                 if dirty_again {
-                    self.mark(path);
+                    self.mark(&path);
                 }
             }
         }
@@ -520,7 +536,7 @@ impl Engine {
                     self.retry = later;
                     if mode == Mode::Follow {
                         for (_, p) in due {
-                            self.mark(p);
+                            self.mark(&p);
                         }
                     }
                 }
