@@ -37,8 +37,10 @@ const READER_CACHE_KIB: u32 = 16_000;
 const POOL_CACHE_KIB: u32 = 2_000;
 
 /// SQLite page cache of the writer's connection (`direct::Direct`), in KiB: its inserts walk
-/// the same index pages group after group.
-pub(super) const WRITER_CACHE_KIB: u32 = 16_000;
+/// the same index pages group after group. 8 MB, not 16: back to back on the 5 GB fresh-ids
+/// bench tree the same throughput (x0.99) and 8 MB less peak RSS (issue 30); the OS page cache
+/// holds the rest.
+pub(super) const WRITER_CACHE_KIB: u32 = 8_000;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("migrations/postgres");
