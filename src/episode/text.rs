@@ -167,17 +167,67 @@ pub(super) fn named_alternatives(text: &str) -> Option<&str> {
 }
 
 /// The first line of a prompt that reads as pasted error output (`Traceback`, `error: ...`,
-/// `KeyError: ...`, `command not found`, `fatal: ...`), if any.
+/// `KeyError: ...`, `psycopg2.errors.UndefinedColumn: ...`, `umount: /mnt: target is busy.`,
+/// `command not found`, `fatal: ...`), if any.
 pub(super) fn pasted_failure(head: &str) -> Option<&str> {
     head.lines().map(str::trim).find(|l| {
         let lower = l.to_ascii_lowercase();
         crate::snippet::text::is_error_statement(l)
+            || qualified_exception(l)
+            || tool_complaint(l, &lower)
             || lower.starts_with("traceback")
             || lower.starts_with("fatal:")
             || lower.contains("command not found")
             || lower.contains("no such file or directory")
             || lower.contains("missing destination file")
     })
+}
+
+/// `package.module.ClassName: message`: an exception named by its module path, as Python, Java
+/// and .NET print one whose name does not end in `Error`.
+fn qualified_exception(l: &str) -> bool {
+    let Some((name, rest)) = l.split_once(": ") else {
+        return false;
+    };
+    let Some((module, class)) = name.rsplit_once('.') else {
+        return false;
+    };
+    !rest.trim().is_empty()
+        && !module.is_empty()
+        && module.split('.').all(|p| {
+            !p.is_empty()
+                && p.bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        })
+        && class.starts_with(|c: char| c.is_ascii_uppercase())
+        && class.bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
+/// `program: operand: complaint`, the way Unix tools report a failure (`umount: /mnt: target is
+/// busy.`, `cp: x: Permission denied`): a lower-case program name, then a failure word.
+fn tool_complaint(l: &str, lower: &str) -> bool {
+    const FAILED: &[&str] = &[
+        "cannot",
+        "can't",
+        "failed",
+        "denied",
+        "not found",
+        "does not exist",
+        "is busy",
+        "invalid",
+        "not permitted",
+        "not mounted",
+    ];
+    let Some((program, rest)) = l.split_once(": ") else {
+        return false;
+    };
+    !program.is_empty()
+        && program.len() <= 24
+        && program
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+        && rest.contains(": ")
+        && FAILED.iter().any(|f| lower[program.len()..].contains(f))
 }
 
 /// Whether `text` ends by asking: one of its last three lines of prose is a question ("Which
@@ -193,7 +243,25 @@ pub(super) fn ends_with_question(text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{laid_out_option, named_alternatives};
+    use super::{laid_out_option, named_alternatives, pasted_failure};
+
+    #[test]
+    fn pasted_failures_in_other_shapes() {
+        let t = "    res = self._obj.execute(query)\npsycopg2.errors.UndefinedColumn: column x does not exist";
+        assert_eq!(
+            pasted_failure(t),
+            Some("psycopg2.errors.UndefinedColumn: column x does not exist")
+        );
+        let t = "~ sudo umount /dev/sda1\numount: /run/media/GIT: target is busy.";
+        assert_eq!(
+            pasted_failure(t),
+            Some("umount: /run/media/GIT: target is busy.")
+        );
+        // Prose with colons, a version, a note: no failure.
+        assert_eq!(pasted_failure("note: see docs: it is fine"), None);
+        assert_eq!(pasted_failure("e.g. Foo: bar"), None);
+        assert_eq!(pasted_failure("Summary: the build failed: why?"), None);
+    }
 
     #[test]
     fn options_are_labelled_alternatives() {
