@@ -217,6 +217,17 @@ fn pivot_and_decision_phrases() {
 }
 
 #[test]
+fn the_assistant_taking_back_its_own_plan_is_a_pivot() {
+    // Nobody asked: the assistant reverses what it had set up itself.
+    let lines = vec![
+        prompt(1, "Commit the user configuration to the repository"),
+        say(2, "Since `user.nix` is gitignored, the installer will not find it, so we need to rethink the gitignore. The hash is safe to commit, it is one-way. The gitignore was overcautious: I'll remove it."),
+    ];
+    let (b, _) = run(&lines);
+    assert_eq!(b.finish(SID).unwrap().triage, "pivot");
+}
+
+#[test]
 fn a_revert_command_is_a_pivot() {
     let lines = vec![
         prompt(1, "Speed up the ingest loop of the tailer module"),
