@@ -157,9 +157,9 @@ impl Engine {
                 }
             }
             Some((key, Slot::Idle(_))) => {
-                if !self.queued.contains(p) {
-                    let key = key.clone();
-                    self.queued.insert(key.clone());
+                // The slot's own key: the queue shares its path instead of copying it.
+                let key = key.clone();
+                if self.queued.insert(key.clone()) {
                     self.queue.push_back(key);
                 }
             }
