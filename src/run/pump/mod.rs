@@ -341,6 +341,7 @@ impl Pipeline {
                     } else {
                         batch.checkpoint.lines
                     };
+                    prepared.shrink();
                     Ok(Some(prepared))
                 }
             });
@@ -506,7 +507,17 @@ impl Pipeline {
                     if !step.at_eof || tailer.buffered_bytes() > 0 {
                         t.tailer = Some(Box::new(tailer));
                     }
-                    inflight = Some((batch, step.at_eof && t.tailer.is_none(), permit));
+                    let last = step.at_eof && t.tailer.is_none();
+                    if last && !self.wait_for_sessions {
+                        // A one-shot read (ingest, reextract) never reads this file again:
+                        // its episode state is in the batch, so the builder need not wait
+                        // with it for the commit. Hundreds of files wait so (the writer is
+                        // the slow stage); kept, their builders were 10 MB of a PostgreSQL
+                        // backfill's peak RSS (issue 30). The daemon keeps it for the
+                        // file's next growth.
+                        t.episodes = None;
+                    }
+                    inflight = Some((batch, last, permit));
                 }
                 Ok(None) => {
                     // Blank lines, an over-long line, a new inode with the same content or a
