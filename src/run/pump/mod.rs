@@ -95,6 +95,8 @@ pub struct Pipeline {
     read_slots: Arc<Semaphore>,
     /// Leave a file still being written unread while its session is undecided (the daemon;
     /// a one-shot ingest takes the files as they are). See `Extracted::waiting_for_session`.
+    /// It is also how a pump knows it follows files: only then does a file's episode builder
+    /// outlive its last batch (see `pump_loaded`).
     wait_for_sessions: bool,
 }
 
