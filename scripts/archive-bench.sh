@@ -7,7 +7,7 @@
 #       --baseline target/release/gleaner --rounds 1     # builds the tree in /tmp/gb/projects
 #   scripts/archive-bench.sh /tmp/gb/projects [target/release/gleaner]
 # The back-to-back throughput with the archive on and off is `bench --baseline` with a wrapper
-# that sets GLEANER_ARCHIVE__ENABLED=false (README, "The archive").
+# that sets GLEANER_ARCHIVE__ENABLED=false (README, "The archive"; figures in docs/benchmarks.md).
 set -euo pipefail
 tree=${1:?usage: archive-bench.sh TREE [GLEANER]}
 bin=$(realpath "${2:-target/release/gleaner}")

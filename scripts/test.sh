@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The project's test command (README "Run the tests"): format, lints, and every test on both
+# The project's test command (README, "The two commands"): format, lints, and every test on both
 # backends. PostgreSQL is started (or installed) first when it is not running; each test creates
 # and drops its own fresh database, so runs never collide.
 set -euo pipefail

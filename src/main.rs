@@ -4,9 +4,9 @@
 /// jemalloc instead of glibc's malloc. Why: glibc capped at two arenas (capped because
 /// uncapped it held twice the live heap after a backfill) made the reading threads, the
 /// writer and the thread freeing spent batches queue on two arena locks; back to back on the
-/// 1 GB bench tree jemalloc ingested 25-30% faster with less CPU and a lower peak RSS (README,
-/// Benchmark). Its settings are built in (`.cargo/config.toml`: one arena, dirty pages kept
-/// 1 s) and `run::memory::release` hands idle pages back. SQLite's own allocations stay on
+/// 1 GB bench tree jemalloc ingested 25-30% faster with less CPU and a lower peak RSS
+/// (docs/benchmarks.md). Its settings are built in (`.cargo/config.toml`: one arena, dirty
+/// pages kept 1 s) and `run::memory::release` hands idle pages back. SQLite's own allocations stay on
 /// the C library's malloc.
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;

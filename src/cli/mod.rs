@@ -352,7 +352,7 @@ impl Cli {
 }
 
 /// glibc malloc arenas (`run::memory::limit_arenas`): 2 measured the lowest peak RSS, 4 a
-/// third of the way back up for a smaller throughput cost (README, Benchmark).
+/// third of the way back up for a smaller throughput cost (docs/benchmarks.md).
 const MALLOC_ARENAS: usize = 2;
 
 impl Command {

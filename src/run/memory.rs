@@ -13,7 +13,7 @@
 
 /// Cap glibc's malloc arenas at `n`, before any thread is started (arenas are made as threads
 /// first allocate). Threads then share arenas: measured back to back on the 1 GB bench tree
-/// (see README, Benchmark) the peak RSS drops by a third for a few percent of throughput.
+/// (docs/benchmarks.md) the peak RSS drops by a third for a few percent of throughput.
 #[allow(unsafe_code)]
 pub fn limit_arenas(n: usize) {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

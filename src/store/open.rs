@@ -67,7 +67,7 @@ impl Store {
                     .synchronous(SqliteSynchronous::Normal)
                     // 16 KB pages for a new database (an existing one keeps its own until a
                     // VACUUM): a backfill writes a quarter as many pages, B-tree levels and WAL
-                    // frames (README, Benchmark).
+                    // frames (docs/benchmarks.md).
                     .page_size(SQLITE_PAGE_SIZE)
                     // Checkpoints run beside the writer (`writer::checkpointer`), never inside
                     // one of its commits.
