@@ -15,8 +15,9 @@ pub struct ContextArgs {
     /// value, not a flag.
     #[arg(long, allow_hyphen_values = true)]
     pub project: Option<String>,
-    /// Leave this session out (as the hook leaves out the session it starts).
-    #[arg(long, value_name = "SESSION_ID")]
+    /// Leave this session out (as the hook leaves out the session it starts): its id or a
+    /// prefix of it.
+    #[arg(long, value_name = "SESSION")]
     pub exclude: Option<String>,
     /// Longest digest in bytes (default: config `context.max_bytes`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..=1_000_000))]
@@ -32,12 +33,25 @@ pub async fn run(cfg: &Config, args: ContextArgs) -> Outcome {
         Some(p) => p,
         None => std::env::current_dir()?.display().to_string(),
     };
+    let store = super::open_store(cfg).await?;
+    // A prefix names a stored session, as everywhere else; a full id not stored yet (the
+    // session just started) leaves out nothing, as the hook's does.
+    let exclude = match args.exclude {
+        None => None,
+        Some(p) => match crate::query::resolve_session(&store, "session", &p).await {
+            Ok(id) => Some(id),
+            Err(crate::query::Error::NoSession { .. }) => Some(p),
+            Err(_) => match super::resolve_prefix(&store, &p).await? {
+                Ok(id) => Some(id),
+                Err(code) => return Ok(code),
+            },
+        },
+    };
     let req = ContextRequest {
         project: project_folder(&project),
-        exclude: args.exclude,
+        exclude,
         max_bytes: args.max_bytes.map_or(cfg.context.max_bytes, |n| n as usize),
     };
-    let store = super::open_store(cfg).await?;
     let text = digest(&store, &req).await?;
     store.close().await;
     let mut out = std::io::stdout().lock();

@@ -71,6 +71,7 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
         let what = match r.outcome {
             FileOutcome::Written | FileOutcome::Present => return,
             FileOutcome::WrittenBeside => "written beside",
+            FileOutcome::WrittenShort => "written short",
             FileOutcome::Differs => "not restored",
             FileOutcome::Incomplete => "incomplete",
         };
@@ -111,6 +112,12 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
                     n => format!("; {n} incomplete in the archive"),
                 },
             );
+            if report.short > 0 {
+                println!(
+                    "{} of them short of an unfinished last line that was never archived",
+                    report.short
+                );
+            }
         }
     }
     Ok(if report.incomplete > 0 {
@@ -167,9 +174,11 @@ pub async fn reextract(cfg: std::sync::Arc<Config>, args: ReextractArgs) -> Outc
     if args.session.is_none() && !args.all && !args.older_than_rules {
         anyhow::bail!("name a session, or give --all or --older-than-rules");
     }
+    // Opened first: a missing database is an error that leaves nothing behind (the lock would
+    // create its folder).
+    let store = super::open_store(&cfg).await?;
     // As ingest: one writer per machine (the daemon re-extracts on its own).
     let _lock = crate::run::lock::acquire_lock(&cfg.lock_path())?;
-    let store = super::open_store(&cfg).await?;
     let mut ids = Vec::new();
     if let Some(p) = &args.session {
         match resolve_prefix(&store, p).await? {

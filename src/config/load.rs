@@ -344,14 +344,27 @@ impl Config {
         } else {
             url.to_string()
         };
-        if Backend::of_url(&url).is_none() {
-            return Err(ConfigError::Invalid {
-                key: "database.url".into(),
-                message: format!(
-                    "{} is neither sqlite://PATH nor postgres://...",
-                    redact_url(&url)
-                ),
-            });
+        match Backend::of_url(&url) {
+            None => {
+                return Err(ConfigError::Invalid {
+                    key: "database.url".into(),
+                    message: format!(
+                        "{} is neither sqlite://PATH nor postgres://...",
+                        redact_url(&url)
+                    ),
+                })
+            }
+            // `sqlite://` alone would open a private in-memory database: nothing kept.
+            Some(Backend::Sqlite) if sqlite_path_is_empty(&url) => {
+                return Err(ConfigError::Invalid {
+                    key: "database.url".into(),
+                    message: format!(
+                        "{} names no file (write sqlite:///path/to/gleaner.db)",
+                        redact_url(&url)
+                    ),
+                })
+            }
+            Some(_) => {}
         }
         let format = match raw.log.format.trim() {
             "text" => LogFormat::Text,
@@ -517,4 +530,11 @@ pub fn check_log_level(text: &str) -> Result<String, ConfigError> {
         }
     }
     Ok(level.to_string())
+}
+
+/// Whether an `sqlite:` URL names no file (`sqlite://`, `sqlite:`, `sqlite://?mode=rwc`).
+fn sqlite_path_is_empty(url: &str) -> bool {
+    let rest = url.strip_prefix("sqlite:").unwrap_or(url);
+    let rest = rest.strip_prefix("//").unwrap_or(rest);
+    rest.split('?').next().unwrap_or_default().trim().is_empty()
 }

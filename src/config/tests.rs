@@ -128,6 +128,17 @@ fn errors_name_the_key() {
         .to_string();
     assert!(err.contains("database.url"), "{err}");
     assert!(!err.contains("secret"), "{err}");
+    // An SQLite URL without a file would keep nothing (an in-memory database).
+    for url in ["sqlite://", "sqlite:", "sqlite://?mode=rwc"] {
+        let e = env(&[("HOME", "/h"), ("GLEANER_DATABASE__URL", url)]);
+        let err = load_with_env(&Overrides::default(), &e)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("database.url") && err.contains("names no file"),
+            "{err}"
+        );
+    }
 
     let e = env(&[("HOME", "/h"), ("GLEANER_TAIL__MAX_LINE_BYTES", "10")]);
     let err = load_with_env(&Overrides::default(), &e)
@@ -179,6 +190,19 @@ fn redacts_passwords() {
     assert_eq!(
         redact_url("postgres://u:p@ss@h/db"),
         "postgres://u:***@h/db"
+    );
+    // libpq and sqlx take the password as a query parameter too.
+    assert_eq!(
+        redact_url("postgres://u@h/db?sslmode=require&password=s3cret&PASSWORD=x"),
+        "postgres://u@h/db?sslmode=require&password=***&PASSWORD=***"
+    );
+    assert_eq!(
+        redact_url("postgres://u:pw@h/db?sslpassword=k&application_name=g"),
+        "postgres://u:***@h/db?sslpassword=***&application_name=g"
+    );
+    assert_eq!(
+        redact_url("sqlite:///a/b.db?mode=ro"),
+        "sqlite:///a/b.db?mode=ro"
     );
 }
 

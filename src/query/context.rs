@@ -9,7 +9,8 @@
 //! 1. **Corrections and preferences**: what the user said when correcting the assistant (the
 //!    words of turns labelled `user_correction` in the 20 most recent sessions: a correcting
 //!    phrase, or what followed an interruption; not pasted output) and the reasons typed for
-//!    denied tool calls, newest first. Most actionable, so first.
+//!    denied tool calls, newest first, those that state a rule first (see [`states_a_rule`]).
+//!    Most actionable, so first.
 //! 2. **Decisions and fixes**: the project's snippets (decision rationales, error reasoning,
 //!    learnings), newest first, then the titles of design-decision and error-recovery episodes
 //!    of the recent sessions.
@@ -88,13 +89,15 @@ fn line(text: &str, session_id: &str) -> String {
     format!("- {body} [{short}]")
 }
 
+/// The correction lines, those that state a rule (a denial's typed reason, or words for which
+/// [`states_a_rule`] holds) before the rest, newest first within each.
 fn correction_lines(rows: &[ContextCorrection]) -> Vec<String> {
-    let mut out = Vec::new();
+    let mut out: Vec<(bool, String)> = Vec::new();
     for r in rows {
         match r.source.as_str() {
-            "denial" => out.push(line(
-                &format!("denied a tool call: {}", r.body),
-                &r.session_id,
+            "denial" => out.push((
+                true,
+                line(&format!("denied a tool call: {}", r.body), &r.session_id),
             )),
             _ => {
                 let Ok(serde_json::Value::Array(ev)) = serde_json::from_str(&r.body) else {
@@ -108,13 +111,78 @@ fn correction_lines(rows: &[ContextCorrection]) -> Vec<String> {
                     let signal = e["signal"].as_str().unwrap_or_default();
                     let words = signal.starts_with("phrase") || signal.starts_with("interruption");
                     if e["label"] == "user_correction" && words && !said.is_empty() {
-                        out.push(line(&format!("\"{said}\""), &r.session_id));
+                        out.push((
+                            states_a_rule(said),
+                            line(&format!("\"{said}\""), &r.session_id),
+                        ));
                     }
                 }
             }
         }
     }
-    out
+    // Stable: newest first within each kind.
+    out.sort_by_key(|(rule, _)| !rule);
+    out.into_iter().map(|(_, l)| l).collect()
+}
+
+/// Words that make a correction a standing preference wherever they stand ("we should not put
+/// the password in that file", "I'd rather keep the old name", "always run the linter").
+const RULE_WORDS: [&str; 12] = [
+    "should",
+    "shouldn't",
+    "must",
+    "mustn't",
+    "need",
+    "want",
+    "prefer",
+    "rather",
+    "instead",
+    "always",
+    "never",
+    "avoid",
+];
+
+/// Words that state a rule when they open a clause, as an imperative does ("don't touch the
+/// tests", "lets just go back to solid orange", "use the md-card like the other views"); after
+/// a subject they describe ("i dont see it in the repo").
+const RULE_OPENERS: [&str; 9] = [
+    "don't", "dont", "stop", "use", "keep", "let's", "lets", "only", "please",
+];
+
+/// Two-word forms: "make sure", "i'd like", "would like", "do not" opening a clause.
+fn rule_pair(prev: &str, word: &str, opens: bool) -> bool {
+    matches!(
+        (prev, word),
+        ("make", "sure") | ("i'd", "like") | ("would", "like")
+    ) || (opens && prev == "do" && word == "not")
+}
+
+/// Whether a correction in the user's words states what to do or not to do from now on (a
+/// modal, a preference, an imperative), rather than only reporting what they saw ("i didnt see
+/// it before"). Why: the digest has room for a few lines, and a report of one moment's result
+/// tells the next session nothing it can act on; the rules come first, the reports fill what
+/// room is left.
+fn states_a_rule(said: &str) -> bool {
+    let lower = said.to_lowercase().replace('\u{2019}', "'");
+    let mut prev = "";
+    // Whether the current word opens a clause, and whether the previous one did.
+    let (mut opens, mut prev_opened) = (true, false);
+    for raw in lower.split_whitespace() {
+        let word = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
+        if RULE_WORDS.contains(&word)
+            || (opens && RULE_OPENERS.contains(&word))
+            || rule_pair(prev, word, prev_opened)
+        {
+            return true;
+        }
+        prev_opened = opens;
+        // A clause ends at its punctuation; "and", "but", "so", "then", "just" and "please"
+        // leave the next word opening it ("and just use ...").
+        opens = matches!(word, "just" | "and" | "but" | "so" | "then" | "please")
+            || raw.ends_with(['.', ',', ';', ':', '!', '?']);
+        prev = word;
+    }
+    false
 }
 
 fn item_lines(rows: &[ContextItem]) -> Vec<String> {
@@ -238,6 +306,53 @@ mod tests {
         assert_eq!(pack(&[vec![], vec![], vec![]], 2048), "");
         // Nothing fits: nothing at all, not a bare header.
         assert_eq!(pack(&lists, HEADER.len() + 10), "");
+    }
+
+    #[test]
+    fn corrections_that_state_a_rule_come_first() {
+        // Corrections from the corpus's digests, and a few made up.
+        for rule in [
+            "I think we should not be placing my password even if temporary into the user file",
+            "lets just go back to solid orange for now",
+            "I dont want to change the city I want it automatically detected",
+            "don't touch the tests",
+            "No, use the md-card like the other views",
+            "color it orange, and just keep the font",
+            "Do not add a config file",
+            "make sure the port is free",
+        ] {
+            assert!(states_a_rule(rule), "{rule}");
+        }
+        for report in [
+            "i dont see it in the repo",
+            "i dont think it copied to ventoy partition",
+            "i didnt see it before",
+            "we changed wallpaper and sleep time to 10 minutes it seems short again",
+            "i have this error it does not cause any issues so i just leave it alone",
+            "I do see the button now",
+            "do you see it? it looks like the old one",
+            "not sure it works",
+        ] {
+            assert!(!states_a_rule(report), "{report}");
+        }
+        let row = |id: &str, said: &str| ContextCorrection {
+            session_id: id.into(),
+            at: None,
+            source: "evidence".into(),
+            body:
+                serde_json::json!([{"label": "user_correction", "signal": "phrase", "text": said}])
+                    .to_string(),
+        };
+        let lines = correction_lines(&[
+            row("aaaaaaaa1", "i didnt see it before"),
+            row("bbbbbbbb1", "lets just go back to solid orange"),
+            row("cccccccc1", "i dont see it in the repo"),
+        ]);
+        assert!(lines[0].contains("solid orange"), "{lines:?}");
+        assert!(
+            lines[1].contains("didnt see") && lines[2].contains("in the repo"),
+            "{lines:?}"
+        );
     }
 
     #[test]

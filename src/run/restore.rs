@@ -48,6 +48,9 @@ pub enum Outcome {
     Differs,
     /// Something else is there: the restored copy was written beside it.
     WrittenBeside,
+    /// Written, but shorter than the file was when last seen: its last line had no newline
+    /// yet and the file went away before it was idle, when such a line is archived.
+    WrittenShort,
     /// The archive does not hold every byte up to the checkpoint.
     Incomplete,
 }
@@ -73,6 +76,8 @@ pub struct FileReport {
 pub struct RestoreReport {
     /// Transcript files written (beside or in place).
     pub written: u64,
+    /// Of those, written shorter than the file was when last seen ([`Outcome::WrittenShort`]).
+    pub short: u64,
     /// Already present.
     pub present: u64,
     /// Left alone because other bytes are there.
@@ -172,9 +177,10 @@ pub async fn restore(
         for f in &files {
             let r = restore_file(store, opts, f, &mut dicts).await?;
             match r.outcome {
-                Outcome::Written | Outcome::WrittenBeside => {
+                Outcome::Written | Outcome::WrittenBeside | Outcome::WrittenShort => {
                     report.written += 1;
                     report.bytes_written += r.bytes;
+                    report.short += u64::from(r.outcome == Outcome::WrittenShort);
                 }
                 Outcome::Present => report.present += 1,
                 Outcome::Differs => report.differs += 1,
@@ -182,7 +188,10 @@ pub async fn restore(
             }
             if matches!(
                 r.outcome,
-                Outcome::Written | Outcome::WrittenBeside | Outcome::Present
+                Outcome::Written
+                    | Outcome::WrittenBeside
+                    | Outcome::WrittenShort
+                    | Outcome::Present
             ) {
                 report.sidecars_written += restore_sidecars(store, opts, f, &r.path).await?;
             }
@@ -291,6 +300,15 @@ async fn restore_file(
     report.bytes = n;
     if !target.exists() {
         fs::rename(&tmp, &target).map_err(io_err(&target))?;
+        let seen = u64::try_from(f.size).unwrap_or(0);
+        if seen > n {
+            report.outcome = Outcome::WrittenShort;
+            report.detail = Some(format!(
+                "{} bytes seen at its end were never archived: a last line without its \
+                 newline, and the file went away before it was idle",
+                seen - n
+            ));
+        }
         return Ok(report);
     }
     if starts_with_file(&target, &tmp).map_err(io_err(&target))? {

@@ -120,6 +120,9 @@ pub struct ArchivedFile {
     pub generation: i64,
     /// Bytes read: the checkpoint's offset.
     pub byte_offset: i64,
+    /// The file's size when it was last seen: more than the archive holds when its last line
+    /// had no newline yet (archived only once the file has been idle).
+    pub size: i64,
 }
 
 /// A stored chunk with its bytes.
@@ -188,7 +191,7 @@ impl Store {
     ) -> Result<Vec<ArchivedFile>, StoreError> {
         let mut q = Sql::new(
             "SELECT f.id, f.machine, f.path, f.project, f.session_id, f.generation, \
-             f.byte_offset FROM files f WHERE f.id > ",
+             f.byte_offset, f.size FROM files f WHERE f.id > ",
         );
         q.push_bind(after);
         // An empty transcript has no chunk: it is restored empty.

@@ -18,9 +18,13 @@ use crate::extract::rows::{
     now_iso, DiagnosticRow, KindCount, PreparedBatch, SessionUpdate, RULES_VERSION,
 };
 
-/// Merge a batch's session facts: first cwd and title win, latest branch and version win,
-/// timestamps widen, the message counter adds what was actually inserted (`UPSERT_SESSION`:
-/// this head, `VALUES`, then [`UPSERT_SESSIONS_CONFLICT`]).
+/// Merge a batch's session facts: the cwd, project and title of the earliest line win, the
+/// branch and version of the latest, timestamps widen, the message counter adds what was
+/// actually inserted (`UPSERT_SESSION`: this head, `VALUES`, then
+/// [`UPSERT_SESSIONS_CONFLICT`]). Why by the lines' times and not by which batch comes first:
+/// a session's files (its main transcript, its sub-agents', a resumed copy) are read
+/// concurrently, and a sub-agent that moved to another directory must not name the session's
+/// working directory on the runs where it happens to be committed first.
 const UPSERT_SESSIONS: &str = "INSERT INTO sessions (session_id, machine, project, cwd, \
      git_branch, version, title, started_at, last_activity_at, message_count, created_at, \
      updated_at, slug, user_name) ";
@@ -29,10 +33,18 @@ const UPSERT_SESSIONS_CONFLICT: &str = " ON CONFLICT (session_id) DO UPDATE SET 
      status = 'active', ended_at = NULL, duration_ms = NULL, end_reason = NULL, \
      slug = COALESCE(excluded.slug, sessions.slug), \
      user_name = COALESCE(sessions.user_name, excluded.user_name), \
-     cwd = COALESCE(sessions.cwd, excluded.cwd), \
-     git_branch = COALESCE(excluded.git_branch, sessions.git_branch), \
-     version = COALESCE(excluded.version, sessions.version), \
-     title = COALESCE(sessions.title, excluded.title), \
+     cwd = CASE WHEN excluded.started_at < sessions.started_at \
+        THEN COALESCE(excluded.cwd, sessions.cwd) ELSE COALESCE(sessions.cwd, excluded.cwd) END, \
+     project = CASE WHEN excluded.started_at < sessions.started_at \
+        THEN excluded.project ELSE sessions.project END, \
+     git_branch = CASE WHEN excluded.last_activity_at < sessions.last_activity_at \
+        THEN COALESCE(sessions.git_branch, excluded.git_branch) \
+        ELSE COALESCE(excluded.git_branch, sessions.git_branch) END, \
+     version = CASE WHEN excluded.last_activity_at < sessions.last_activity_at \
+        THEN COALESCE(sessions.version, excluded.version) \
+        ELSE COALESCE(excluded.version, sessions.version) END, \
+     title = CASE WHEN excluded.started_at < sessions.started_at \
+        THEN COALESCE(excluded.title, sessions.title) ELSE COALESCE(sessions.title, excluded.title) END, \
      started_at = CASE WHEN sessions.started_at IS NULL \
         OR excluded.started_at < sessions.started_at \
         THEN COALESCE(excluded.started_at, sessions.started_at) \
@@ -407,21 +419,40 @@ async fn upsert_sessions(
 /// Fold a later batch's facts of one session into an earlier one's, as two upserts in a row
 /// would: first cwd and title win, latest branch, version and slug win, times widen.
 fn merge_session(into: &mut SessionUpdate, later: &SessionUpdate) {
-    fn keep_first(a: &mut Option<String>, b: &Option<String>) {
+    /// `COALESCE(sessions.x, excluded.x)`.
+    fn keep(a: &mut Option<String>, b: &Option<String>) {
         if a.is_none() {
             a.clone_from(b);
         }
     }
-    fn keep_latest(a: &mut Option<String>, b: &Option<String>) {
+    /// `COALESCE(excluded.x, sessions.x)`.
+    fn take(a: &mut Option<String>, b: &Option<String>) {
         if b.is_some() {
             a.clone_from(b);
         }
     }
-    keep_first(&mut into.cwd, &later.cwd);
-    keep_first(&mut into.title, &later.title);
-    keep_latest(&mut into.git_branch, &later.git_branch);
-    keep_latest(&mut into.version, &later.version);
-    keep_latest(&mut into.slug, &later.slug);
+    // As SQL compares: a missing time is neither earlier nor later.
+    let earlier = matches!((&later.started_at, &into.started_at), (Some(t), Some(s)) if t < s);
+    let older = matches!(
+        (&later.last_activity_at, &into.last_activity_at),
+        (Some(t), Some(s)) if t < s
+    );
+    if earlier {
+        take(&mut into.cwd, &later.cwd);
+        take(&mut into.title, &later.title);
+        into.project.clone_from(&later.project);
+    } else {
+        keep(&mut into.cwd, &later.cwd);
+        keep(&mut into.title, &later.title);
+    }
+    if older {
+        keep(&mut into.git_branch, &later.git_branch);
+        keep(&mut into.version, &later.version);
+    } else {
+        take(&mut into.git_branch, &later.git_branch);
+        take(&mut into.version, &later.version);
+    }
+    take(&mut into.slug, &later.slug);
     if let Some(t) = &later.started_at {
         if into.started_at.as_ref().is_none_or(|s| t < s) {
             into.started_at = Some(t.clone());
@@ -460,5 +491,26 @@ mod tests {
         assert_eq!(a.git_branch.as_deref(), Some("dev"));
         assert_eq!(a.started_at.as_deref(), Some("2026-01-01"));
         assert_eq!(a.last_activity_at.as_deref(), Some("2026-01-09"));
+        // The order facts arrive in does not matter: the earliest line's cwd and title, the
+        // latest line's branch (a sub-agent's file read before its main transcript).
+        let mut b = s(Some("/b"), Some("dev"), "2026-01-05", "2026-01-09");
+        merge_session(&mut b, &s(None, Some("main"), "2026-01-02", "2026-01-03"));
+        merge_session(&mut b, &s(Some("/a"), None, "2026-01-01", "2026-01-02"));
+        assert_eq!(
+            (
+                b.cwd,
+                b.title,
+                b.git_branch,
+                b.started_at,
+                b.last_activity_at
+            ),
+            (
+                a.cwd,
+                a.title,
+                a.git_branch,
+                a.started_at,
+                a.last_activity_at
+            )
+        );
     }
 }

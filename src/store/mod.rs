@@ -216,8 +216,31 @@ impl std::fmt::Debug for Options {
     }
 }
 
-/// Hide the password of a `scheme://user:password@host/...` URL so it can be printed.
+/// Hide the passwords of a URL so it can be printed: the one of `scheme://user:password@host/...`
+/// and the values of `password` and `sslpassword` query parameters (libpq and sqlx take a
+/// password there too: `postgres://u@h/db?password=...`).
 pub fn redact_url(url: &str) -> String {
+    let url = redact_userinfo(url);
+    let Some(q) = url.find('?') else {
+        return url;
+    };
+    let (head, query) = url.split_at(q + 1);
+    let params: Vec<String> = query
+        .split('&')
+        .map(|p| match p.split_once('=') {
+            Some((k, _))
+                if k.eq_ignore_ascii_case("password") || k.eq_ignore_ascii_case("sslpassword") =>
+            {
+                format!("{k}=***")
+            }
+            _ => p.to_string(),
+        })
+        .collect();
+    format!("{head}{}", params.join("&"))
+}
+
+/// The password of `scheme://user:password@host/...` hidden.
+fn redact_userinfo(url: &str) -> String {
     let Some(scheme_end) = url.find("://") else {
         return url.to_string();
     };

@@ -64,6 +64,7 @@ async fn corpus_round_trip(backend: Backend) {
     let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(report["written"], transcripts as u64, "{report}");
     assert_eq!(report["incomplete"], 0, "{report}");
+    assert_eq!(report["short"], 0, "{report}");
     let after = tree(&env.projects);
     let missing: Vec<_> = before.keys().filter(|p| !after.contains_key(*p)).collect();
     assert!(missing.is_empty(), "not restored: {missing:?}");
@@ -405,4 +406,48 @@ async fn idle_unfinished_line(backend: Backend) {
 both_backends!(
     the_unfinished_line_of_an_idle_file_is_archived,
     idle_unfinished_line
+);
+
+/// A file whose unfinished last line was never archived (it went away while still live) is
+/// restored as far as the archive holds it, and the restore says it is short.
+async fn short_of_an_unarchived_line(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let sid = "7e570000-0000-4000-8000-00000000aa02";
+    let dst = env.path(&format!("-x-short/{sid}.jsonl"));
+    std::fs::create_dir_all(dst.parent().expect("parent")).expect("mkdir");
+    let first = user_line(sid, "u1", "a line with its newline");
+    append(&dst, first.as_bytes());
+    append(&dst, b"{\"type\":\"user\",\"message\":{\"content\":\"cut");
+    // Fresh: not idle, so the unfinished line is not archived by this ingest.
+    env.ingest();
+    std::fs::remove_file(&dst).expect("delete");
+    let out = restore(&env, &["--all", "--json"]);
+    assert_ok(&out);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(report["written"], 1, "{report}");
+    assert_eq!(report["short"], 1, "{report}");
+    assert_eq!(
+        report["problems"][0]["outcome"], "written_short",
+        "{report}"
+    );
+    assert!(std::fs::read(&dst).expect("restored") == first.as_bytes());
+    // People are told too.
+    std::fs::remove_file(&dst).expect("delete");
+    let out = restore(&env, &["--all"]);
+    assert_ok(&out);
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        all.contains("written short") && all.contains("never archived"),
+        "{all}"
+    );
+    env.cleanup().await;
+}
+
+both_backends!(
+    a_file_short_of_an_unarchived_line_is_reported,
+    short_of_an_unarchived_line
 );

@@ -344,6 +344,19 @@ async fn log_level_from_gleaner_log_and_log_format_flag() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("max_lines = 321  # from: file"), "{text}");
     assert!(!text.contains("hunter2"), "{text}");
+    // So is one given as a query parameter, in `config` and in the error of a command that
+    // cannot connect.
+    let url = "postgres://u@127.0.0.1:1/x?connect_timeout=1&password=hunter3";
+    for args in [&["config"][..], &["sessions"][..]] {
+        let out = env.cmd_with_url(url).args(args).output().expect("run");
+        let all = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!all.contains("hunter3"), "{args:?}: {all}");
+        assert!(all.contains("password=***"), "{args:?}: {all}");
+    }
     // --log-level wins over GLEANER_LOG; a bad format is one line and exit 2.
     let out = env
         .cmd()

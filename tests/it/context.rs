@@ -94,7 +94,7 @@ async fn session_start(backend: Backend) {
         .expect("context");
     assert_ok(&out);
     assert_eq!(String::from_utf8_lossy(&out.stdout), text);
-    // The project's folder name (it starts with `-`) names it too.
+    // The project's folder name (it starts with `-`) names it too, and a prefix the session.
     let out = env
         .cmd_for(&projects)
         .args([
@@ -102,7 +102,7 @@ async fn session_start(backend: Backend) {
             "--project",
             "-home-vwestberg-Claude",
             "--exclude",
-            CURRENT,
+            &CURRENT[..8],
         ])
         .output()
         .expect("context");

@@ -291,6 +291,8 @@ async fn read_commands_create_no_database() {
         vec!["show", "abcd"],
         vec!["diagnostics"],
         vec!["snippet", "show", "1"],
+        // A writing command with nothing to work on: no database, no lock file either.
+        vec!["reextract", "--all"],
     ] {
         let out = env.cmd_with_url(&url).args(&args).output().expect("run");
         let err = stderr_of(&out);
@@ -303,6 +305,10 @@ async fn read_commands_create_no_database() {
         assert!(
             !env.dir.path().join("some").exists(),
             "{args:?} created folders"
+        );
+        assert!(
+            !env.dir.path().join("data/gleaner/gleaner.lock").exists(),
+            "{args:?} took the lock"
         );
     }
     // doctor says so too, and creates nothing either.

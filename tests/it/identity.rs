@@ -170,3 +170,80 @@ both_backends!(
     a_file_that_never_names_its_session_takes_its_name,
     never_named
 );
+
+/// A line of session `S` at `ts`, in `cwd`, by Claude Code `version`; a sub-agent's when
+/// `agent` is given.
+fn fact_line(uuid: &str, ts: &str, cwd: &str, version: &str, agent: Option<&str>) -> String {
+    let (side, agent) = match agent {
+        Some(a) => ("true", format!(",\"agentId\":\"{a}\"")),
+        None => ("false", String::new()),
+    };
+    format!(
+        "{{\"parentUuid\":null,\"isSidechain\":{side}{agent},\"userType\":\"external\",\"cwd\":\"{cwd}\",\
+         \"sessionId\":\"{FACTS_SID}\",\"version\":\"{version}\",\"type\":\"user\",\
+         \"message\":{{\"role\":\"user\",\"content\":\"look at {cwd}\"}},\"uuid\":\"{uuid}\",\
+         \"timestamp\":\"{ts}\"}}\n"
+    )
+}
+
+const FACTS_SID: &str = "5e55a0f1-0000-4000-8000-00000000fac7";
+
+/// The session's facts after ingesting the main file and its sub-agent's in `order`, one
+/// ingest each.
+async fn facts_after(backend: Backend, main_first: bool) -> (String, String, String) {
+    let env = TestEnv::new(backend).await;
+    let main = env.path(&format!("-home-u-p/{FACTS_SID}.jsonl"));
+    let agent = env.path(&format!("-home-u-p/{FACTS_SID}/subagents/agent-a1.jsonl"));
+    let main_line = fact_line(
+        "00000000-0000-4000-8000-000000000001",
+        "2026-01-01T10:00:00.000Z",
+        "/home/u/p",
+        "2.1.10",
+        None,
+    );
+    let agent_line = fact_line(
+        "00000000-0000-4000-8000-000000000002",
+        "2026-01-01T10:05:00.000Z",
+        "/home/u/p/sub",
+        "2.1.12",
+        Some("a1"),
+    );
+    let files = [(&main, main_line), (&agent, agent_line)];
+    let order: Vec<usize> = if main_first { vec![0, 1] } else { vec![1, 0] };
+    for i in order {
+        let (path, line) = &files[i];
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        append(path, line.as_bytes());
+        env.ingest();
+    }
+    let out = env
+        .cmd()
+        .args(["sessions", "--json"])
+        .output()
+        .expect("run");
+    assert_ok(&out);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    let s = &v[0];
+    let get = |k: &str| s[k].as_str().unwrap_or_default().to_string();
+    let facts = (get("cwd"), get("project"), get("version"));
+    env.cleanup().await;
+    facts
+}
+
+/// A session's facts do not depend on which of its files is read first: its working directory
+/// and project are those of its earliest line (the main transcript's, not a sub-agent's that
+/// moved elsewhere), its version that of its latest.
+async fn facts_in_any_order(backend: Backend) {
+    let main_first = facts_after(backend, true).await;
+    let agent_first = facts_after(backend, false).await;
+    assert_eq!(main_first, agent_first);
+    assert_eq!(
+        main_first,
+        ("/home/u/p".into(), "-home-u-p".into(), "2.1.12".into())
+    );
+}
+
+both_backends!(
+    session_facts_do_not_depend_on_the_order_files_are_read,
+    facts_in_any_order
+);
