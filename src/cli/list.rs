@@ -19,8 +19,8 @@ use crate::query::{self, Page, Paged};
 
 /// Rows a listing prints unless `--limit` says otherwise.
 pub const DEFAULT_LIMIT: u32 = 50;
-/// The most rows one listing prints.
-pub const MAX_LIMIT: u32 = 500;
+/// The most rows one listing prints: every door's ([`query::MAX_LISTING`]).
+pub const MAX_LIMIT: u32 = query::MAX_LISTING;
 
 /// `--limit`/`--offset`, shared by every listing.
 #[derive(Debug, Clone, Args)]

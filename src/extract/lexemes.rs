@@ -7,7 +7,9 @@
 //! server only reads a `tsvector` literal. The same rules turn a query's words into lexemes,
 //! so index and query always agree: words are runs of letters and digits, lower-cased, English
 //! stop words left out (PostgreSQL's list; positions still count them, so a phrase keeps its
-//! gaps), the rest stemmed with the Snowball English stemmer (PostgreSQL's `english_stem`).
+//! gaps), accents removed (`régimen` is `regimen`, as SQLite's FTS5 index has it with
+//! `remove_diacritics 2`), the rest stemmed with the Snowball English stemmer (PostgreSQL's
+//! `english_stem`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -171,6 +173,32 @@ fn is_stop(w: &str) -> bool {
 /// words, and the stemmer would only clip a trailing letter.
 pub fn lexeme(word: &str) -> Option<String> {
     let w = word.to_lowercase();
+    let w = if w.is_ascii() { w } else { without_accents(&w) };
+    stemmed(w)
+}
+
+/// The lexeme `word` had before accents were removed (texts indexed by earlier builds, and by
+/// PostgreSQL's own `to_tsvector` in the first migrations, keep them), when it differs from
+/// [`lexeme`]'s: a query looks for both, so it finds those texts too.
+pub fn accented_lexeme(word: &str) -> Option<String> {
+    let w = word.to_lowercase();
+    if w.is_ascii() || without_accents(&w) == w {
+        return None;
+    }
+    stemmed(w)
+}
+
+/// The letter a word's lexeme starts with: its first, lower-cased, without accents (the
+/// English stemmer rewrites endings only).
+pub fn first_letter(word: &str) -> Option<char> {
+    let c = word.chars().next()?.to_lowercase().next()?;
+    if c.is_ascii() {
+        return Some(c);
+    }
+    without_accents(c.encode_utf8(&mut [0; 4])).chars().next()
+}
+
+fn stemmed(w: String) -> Option<String> {
     if w.is_empty() || w.len() > MAX_LEXEME || is_stop(&w) {
         return None;
     }
@@ -178,6 +206,14 @@ pub fn lexeme(word: &str) -> Option<String> {
         return Some(w);
     }
     Some(stemmer().stem(&w).into_owned())
+}
+
+/// `w` with its combining marks removed after canonical decomposition (`é` -> `e`, `ñ` -> `n`);
+/// letters without a decomposition (`ø`, `ß`, CJK) stay as they are.
+fn without_accents(w: &str) -> String {
+    use unicode_normalization::char::is_combining_mark;
+    use unicode_normalization::UnicodeNormalization;
+    w.nfd().filter(|c| !is_combining_mark(*c)).nfc().collect()
 }
 
 /// Words seen by this thread and their lexemes, interned: a vocabulary repeats, and stemming
@@ -339,12 +375,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn accents_are_removed_and_the_accented_form_kept_for_queries() {
+        assert_eq!(lexeme("Régimen").as_deref(), Some("regimen"));
+        assert_eq!(lexeme("también").as_deref(), Some("tambien"));
+        assert_eq!(lexeme("naïve"), lexeme("naive"));
+        assert_eq!(accented_lexeme("régimen").as_deref(), Some("régimen"));
+        assert_eq!(accented_lexeme("regimen"), None);
+        assert_eq!(accented_lexeme("日本語"), None);
+        assert_eq!(lexeme("日本語").as_deref(), Some("日本語"));
+        assert!(tsvector("el régimen").contains("'regimen':2"));
+    }
+
+    #[test]
     fn lexemes_are_stemmed_lower_case_without_stop_words() {
         assert_eq!(lexeme("Migrations").as_deref(), Some("migrat"));
         assert_eq!(lexeme("migration").as_deref(), Some("migrat"));
         assert_eq!(lexeme("running").as_deref(), Some("run"));
         assert_eq!(lexeme("The"), None);
-        assert_eq!(lexeme("Über").as_deref(), Some("über"));
+        assert_eq!(lexeme("Über").as_deref(), Some("uber"));
     }
 
     #[test]

@@ -88,7 +88,7 @@ pub struct ListSessionsArgs {
     pub until: Option<String>,
     /// `active` or `finished`.
     pub status: Option<String>,
-    /// Sessions per page (default 20, at most 200).
+    /// Sessions per page (default 20, at most 500).
     pub limit: Option<u32>,
     /// Sessions to skip.
     pub offset: Option<u32>,
@@ -123,7 +123,7 @@ pub struct SummariesArgs {
     pub until: Option<String>,
     /// Oldest first (default: newest first).
     pub oldest_first: Option<bool>,
-    /// Summaries per page (default 20, at most 200).
+    /// Summaries per page (default 20, at most 500).
     pub limit: Option<u32>,
     /// Summaries to skip.
     pub offset: Option<u32>,

@@ -62,7 +62,7 @@ impl Gleaner {
         &self,
         a: ExportLearningsArgs,
     ) -> Result<serde_json::Value, String> {
-        let p = page_of(a.limit, a.offset, 50, 500)?;
+        let p = page_of(a.limit, a.offset, 50, crate::query::MAX_LISTING)?;
         let mut filter = SnippetFilter {
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
             project: a.project,

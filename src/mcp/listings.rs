@@ -15,7 +15,7 @@ use crate::query::store::{
     EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionStatus, SnippetFilter,
     SummaryFilter, SummaryKind,
 };
-use crate::query::{self, Paged};
+use crate::query::{self, Paged, MAX_LISTING};
 use crate::snippet::SnippetType;
 
 type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
@@ -107,7 +107,7 @@ impl Gleaner {
             origin: origin(a.machine, a.user)?,
             ..SessionFilter::default()
         };
-        let p = page_of(a.limit, a.offset, 20, 200)?;
+        let p = page_of(a.limit, a.offset, 20, MAX_LISTING)?;
         let sessions = self.store.sessions(&filter, p).await.map_err(store_err)?;
         Ok(page("sessions", &sessions, p.offset, &[], self.cap()))
     }
@@ -122,7 +122,7 @@ impl Gleaner {
             oldest_first: a.oldest_first.unwrap_or(false),
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
         };
-        let p = page_of(a.limit, a.offset, 20, 200)?;
+        let p = page_of(a.limit, a.offset, 20, MAX_LISTING)?;
         let rows = self.store.summaries(&filter, p).await.map_err(store_err)?;
         Ok(page("summaries", &rows, p.offset, &[], self.cap()))
     }
@@ -137,13 +137,13 @@ impl Gleaner {
             oldest_first: a.oldest_first.unwrap_or(false),
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
         };
-        let p = page_of(a.limit, a.offset, 50, 500)?;
+        let p = page_of(a.limit, a.offset, 50, MAX_LISTING)?;
         let rows = self.store.feedback(&filter, p).await.map_err(store_err)?;
         Ok(page("feedback", &rows, p.offset, &[], self.cap()))
     }
 
     async fn query_snippets_body(&self, a: SnippetsArgs) -> Body {
-        let p = page_of(a.limit, a.offset, 50, 500)?;
+        let p = page_of(a.limit, a.offset, 50, MAX_LISTING)?;
         let filter = SnippetFilter {
             snippet_type: choice::<SnippetType>("snippet_type", a.snippet_type.as_deref())?,
             since: time("start_date", a.start_date.as_deref())?,
@@ -181,7 +181,7 @@ impl Gleaner {
 
     async fn list_episodes_body(&self, a: EpisodesArgs) -> Body {
         let triage = choice::<Label>("triage", a.triage.as_deref())?;
-        let p = page_of(a.limit, a.offset, 50, 500)?;
+        let p = page_of(a.limit, a.offset, 50, MAX_LISTING)?;
         let filter = EpisodeFilter {
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
             triage: triage.map(Label::as_str),

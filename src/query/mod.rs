@@ -21,7 +21,7 @@ pub mod vocab;
 
 pub use crate::store::{FeedbackType, SessionStatus, SummaryKind};
 pub use crate::store::{Page, Paged};
-pub use page::MAX_OFFSET;
+pub use page::{MAX_LISTING, MAX_OFFSET};
 pub use session_ref::{resolve_optional_session, resolve_session, Candidate};
 pub use time::{TimeBound, TIME_FORMS};
 pub use view::Evidence;

@@ -6,6 +6,11 @@ use crate::store::Page;
 
 use super::Error as QueryError;
 
+/// The most rows one page of a listing holds, at every door (the CLI's `--limit`, MCP's
+/// `limit`); a search page has its own, smaller cap (`store::search::MAX_LIMIT`), ranking
+/// being the costlier part.
+pub const MAX_LISTING: u32 = 500;
+
 /// The largest offset any door accepts: beyond it a listing is better narrowed by a filter,
 /// and an `OFFSET` that large costs a scan.
 pub const MAX_OFFSET: u64 = 1_000_000;

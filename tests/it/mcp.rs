@@ -176,6 +176,8 @@ async fn mcp_session(backend: Backend) {
     let sessions = c
         .call("list_sessions", json!({"limit": 5}))
         .expect("list_sessions");
+    c.call("list_sessions", json!({"limit": 300}))
+        .expect("list_sessions takes what `gleaner sessions --limit` takes");
     assert_eq!(sessions["sessions"].as_array().map(Vec::len), Some(5));
     let sid = "3dae6bc4-bf52-4a30-a961-09999364d8c6"; // a corpus session with feedback
     let overview = c
@@ -335,6 +337,9 @@ async fn mcp_session(backend: Backend) {
             "invalid kind",
         ),
         ("list_sessions", json!({"status": "sleeping"}), "status"),
+        // Listings take the CLI's bound (500), one number for every door.
+        ("list_sessions", json!({"limit": 501}), "1 to 500"),
+        ("get_summaries", json!({"limit": 501}), "1 to 500"),
         (
             "get_session",
             json!({"session_id": "zzzzzzzz"}),

@@ -369,3 +369,48 @@ both_backends!(
     common_words_are_counted_and_ranked_within_bounds,
     common_word
 );
+
+/// Accents are ignored on both backends: `regimen` and `régimen` find the same texts, and so
+/// do they on PostgreSQL for a text indexed with its accents (by an earlier build, or by the
+/// server's `to_tsvector` in the first migrations).
+async fn accents(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let sid = "5b0c4a51-1111-4222-8333-9444555566ac";
+    let dir = env.path("-home-u-accents");
+    std::fs::create_dir_all(&dir).expect("project dir");
+    let lines = [
+        user_line(sid, "u1", "el régimen del receptor también cambia"),
+        format!(
+            r#"{{"type":"summary","summary":"Quokka régimen notes","leafUuid":"u1","uuid":"s1","sessionId":"{sid}"}}"#
+        ),
+    ];
+    std::fs::write(dir.join(format!("{sid}.jsonl")), lines.join("\n") + "\n").expect("write");
+    env.ingest();
+    for q in [
+        "regimen",
+        "régimen",
+        "REGIMEN",
+        "tambien",
+        "\"regimen del\"",
+        "régi*",
+    ] {
+        assert!(total(&env, &[q]) >= 1, "{q}");
+    }
+    assert_eq!(total(&env, &["regimen"]), total(&env, &["régimen"]));
+    if backend == Backend::Postgres {
+        let store = env.store().await;
+        if let Store::Postgres(p) = &store {
+            sqlx::query("UPDATE summaries SET search_vec = to_tsvector('english', text)")
+                .execute(p)
+                .await
+                .expect("an accented vector");
+        }
+        store.close().await;
+        let v = json(&env, &["régimen", "--kind", "summary"]);
+        assert_eq!(results(&v).len(), 1, "{v}");
+        assert!(excerpt(&results(&v)[0]).contains("régimen"), "{v}");
+    }
+    env.cleanup().await;
+}
+
+both_backends!(accents_are_ignored, accents);

@@ -6,7 +6,7 @@
 //! what matched.
 
 use super::{Query, START, STOP};
-use crate::extract::lexemes::lexeme;
+use crate::extract::lexemes::{first_letter, lexeme};
 
 /// Words in an excerpt.
 const WINDOW: usize = 24;
@@ -48,7 +48,7 @@ pub(super) fn excerpt(text: &str, terms: &[(String, bool)]) -> String {
     // a word here is letters and digits), so a word whose first letter starts no term is no
     // match and is not stemmed.
     let firsts: Vec<char> = terms.iter().filter_map(|(t, _)| t.chars().next()).collect();
-    let first = |w: &str| w.chars().next().and_then(|c| c.to_lowercase().next());
+    let first = first_letter;
     let hit: Vec<bool> = words
         .iter()
         .map(|&(s, e)| {
@@ -149,10 +149,10 @@ mod tests {
     }
 
     /// What the first-letter filter of [`excerpt`] relies on: a word's lexeme starts with the
-    /// word's first letter, lowercased (the stemmer's exceptions included).
+    /// word's first letter, lowercased and without accents (the stemmer's exceptions included).
     #[test]
     fn a_lexeme_keeps_its_first_letter() {
-        let first = |w: &str| w.chars().next().and_then(|c| c.to_lowercase().next());
+        let first = first_letter;
         let tricky = [
             "dying",
             "lying",

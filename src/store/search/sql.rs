@@ -5,7 +5,7 @@ use super::{
     Query, Ranked, SearchFilter, SearchKind, COUNT_CAP, PG_RANKED_CANDIDATES, RANKED_CANDIDATES,
     START, STOP, SUMMARY_BOOST,
 };
-use crate::extract::lexemes::lexeme;
+use crate::extract::lexemes::{accented_lexeme, lexeme};
 use crate::store::read::{push_origin_filter, push_project_filter};
 use crate::store::sql::{Backend, Sql};
 
@@ -312,6 +312,18 @@ fn push_tsquery<'a>(q: &mut Sql<'a>, query: &'a Query) {
         .push("::tsquery");
 }
 
+/// One word as a `tsquery` operand: its lexeme (`:*` for a prefix), or, for a word with
+/// accents, that lexeme or the accented one texts indexed by earlier builds hold
+/// (`('regimen' | 'régimen')`). `None` for a stop word.
+fn term(word: &str, prefix: bool) -> Option<String> {
+    let star = if prefix { ":*" } else { "" };
+    let l = lexeme(word)?;
+    Some(match accented_lexeme(word) {
+        Some(a) if a != l => format!("('{l}'{star} | '{a}'{star})"),
+        _ => format!("'{l}'{star}"),
+    })
+}
+
 /// The query as PostgreSQL `tsquery` text, its words turned into lexemes by the rules that
 /// index the texts ([`crate::extract::lexemes`]): stop words dropped (as `to_tsquery` does: a
 /// part made only of them disappears, and a phrase keeps their gap as `<n>`), the rest stemmed;
@@ -319,16 +331,16 @@ fn push_tsquery<'a>(q: &mut Sql<'a>, query: &'a Query) {
 /// letters and digits only, so the text holds no syntax of the user's.
 pub(super) fn tsquery(query: &Query) -> Option<String> {
     match query {
-        Query::Term { word, prefix } => {
-            lexeme(word).map(|l| format!("'{l}'{}", if *prefix { ":*" } else { "" }))
-        }
+        Query::Term { word, prefix } => term(word, *prefix),
         Query::Phrase { words, prefix } => {
             let last = words.len().saturating_sub(1);
             let mut out = String::new();
             let mut gap = 0;
             for (i, w) in words.iter().enumerate() {
                 gap += 1;
-                let Some(l) = lexeme(w) else { continue };
+                let Some(t) = term(w, *prefix && i == last) else {
+                    continue;
+                };
                 if !out.is_empty() {
                     out.push_str(&if gap == 1 {
                         " <-> ".to_string()
@@ -336,10 +348,7 @@ pub(super) fn tsquery(query: &Query) -> Option<String> {
                         format!(" <{gap}> ")
                     });
                 }
-                out.push_str(&format!("'{l}'"));
-                if *prefix && i == last {
-                    out.push_str(":*");
-                }
+                out.push_str(&t);
                 gap = 0;
             }
             (!out.is_empty()).then(|| format!("({out})"))
