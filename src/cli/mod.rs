@@ -259,13 +259,48 @@ impl From<SnippetKind> for crate::snippet::SnippetType {
     }
 }
 
+/// The first paragraph of a clap error as one line, without its `error: ` label ("the
+/// following required arguments were not provided: <QUERY>").
+fn first_paragraph(rendered: &str) -> String {
+    let words: Vec<&str> = rendered
+        .lines()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| !l.trim().is_empty())
+        .flat_map(str::split_whitespace)
+        .collect();
+    let line = words.join(" ");
+    line.strip_prefix("error: ").unwrap_or(&line).to_string()
+}
+
 /// Outcome of a command, mapped to an exit code by `main`.
 pub type Outcome = anyhow::Result<u8>;
 
 impl Cli {
-    /// Parse `std::env::args`.
+    /// Parse `std::env::args`. A bad flag or value is one line naming it and exit code 2, as
+    /// every bad input is (clap's own message adds a usage block and a tip); `--help` and
+    /// `--version` print as clap prints them.
     pub fn parse_args() -> Cli {
-        Cli::parse()
+        use clap::error::ErrorKind;
+        match Cli::try_parse() {
+            Ok(cli) => cli,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::DisplayHelp
+                        | ErrorKind::DisplayVersion
+                        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+                ) =>
+            {
+                e.exit()
+            }
+            Err(e) => {
+                eprintln!(
+                    "gleaner: {} (see --help)",
+                    first_paragraph(&e.render().to_string())
+                );
+                std::process::exit(i32::from(EXIT_ERROR));
+            }
+        }
     }
 
     fn overrides(&self) -> Overrides {

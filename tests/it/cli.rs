@@ -357,6 +357,18 @@ async fn log_level_from_gleaner_log_and_log_format_flag() {
         assert!(!all.contains("hunter3"), "{args:?}: {all}");
         assert!(all.contains("password=***"), "{args:?}: {all}");
     }
+    // A bad flag or value is one line naming it, exit 2 (not clap's usage block).
+    for (args, want) in [
+        (&["search", "x", "--limit", "0"][..], "--limit"),
+        (&["sessions", "--no-such-flag"][..], "--no-such-flag"),
+        (&["search"][..], "<QUERY>"),
+    ] {
+        let out = env.cmd().args(args).output().expect("run");
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    }
     // --log-level wins over GLEANER_LOG; a bad format is one line and exit 2.
     let out = env
         .cmd()
