@@ -476,7 +476,13 @@ impl Command {
                     }
                     Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
                     Err(e @ crate::run::socket::ClientError::NotRunning { .. }) => {
-                        eprintln!("{e}");
+                        if json {
+                            // A script asked for JSON: it gets JSON, and the exit code.
+                            let v = serde_json::json!({"running": false, "detail": e.to_string()});
+                            println!("{}", serde_json::to_string_pretty(&v)?);
+                        } else {
+                            eprintln!("{e}");
+                        }
                         Ok(EXIT_NOT_FOUND)
                     }
                     Err(e) => Err(e.into()),

@@ -64,6 +64,10 @@ pub async fn run(cfg: &Config, args: PruneArgs) -> Outcome {
     if !args.yes {
         if !std::io::stdin().is_terminal() {
             store.close().await;
+            if args.json {
+                // What it would remove, for a script to read before it adds --yes.
+                println!("{}", serde_json::to_string_pretty(&plan)?);
+            }
             eprintln!("gleaner: prune would remove {what}; not run from a terminal: add --yes");
             return Ok(EXIT_ERROR);
         }

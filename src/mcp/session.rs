@@ -107,23 +107,30 @@ impl Gleaner {
             }
             Err(e) => return Err(e.to_string()),
         };
-        let (text, truncated) = cut_text(&ex.content, self.cap().saturating_sub(400));
-        let mut v = json!({
-            "session_id": id,
-            "source_file": path,
-            "start_line": ex.line_start,
-            "end_line": ex.line_end,
-            "lines_in_file": known.max(ex.lines_in_file),
-            "text": text,
-            "truncated": truncated,
-        });
-        if archived {
-            v["from_archive"] = Value::Bool(true);
+        let cap = self.cap();
+        let mut budget = cap.saturating_sub(400);
+        loop {
+            let (text, truncated) = cut_text(&ex.content, budget);
+            let mut v = json!({
+                "session_id": id,
+                "source_file": path,
+                "start_line": ex.line_start,
+                "end_line": ex.line_end,
+                "lines_in_file": known.max(ex.lines_in_file),
+                "text": text,
+                "truncated": truncated,
+            });
+            if archived {
+                v["from_archive"] = Value::Bool(true);
+            }
+            if let Some(n) = &note {
+                v["note"] = Value::String(n.clone());
+            }
+            match over_cap(&v, cap) {
+                Some(over) if budget > 0 => budget = budget.saturating_sub(over),
+                _ => return Ok(v),
+            }
         }
-        if let Some(n) = note {
-            v["note"] = Value::String(n);
-        }
-        Ok(v)
     }
 
     async fn conversation_body(&self, a: ConversationArgs) -> Body {
@@ -139,19 +146,27 @@ impl Gleaner {
             .conversation_rows(&id, subagents)
             .await
             .map_err(store_err)?;
-        let c = crate::conversation::from_stored(
-            rows.iter()
-                .map(|r| (r.kind.as_str(), r.text.as_str(), r.agent_id.as_deref())),
-            Some(max),
-        );
-        let mut v = json!({
-            "session_id": id,
-            "text": c.text,
-            "turns": c.turns,
-            "total_chars": c.total_chars,
-            "dropped_chars": c.dropped_chars,
-        });
-        if c.turns == 0
+        let cap = self.cap();
+        let mut max = max;
+        let mut v = loop {
+            let c = crate::conversation::from_stored(
+                rows.iter()
+                    .map(|r| (r.kind.as_str(), r.text.as_str(), r.agent_id.as_deref())),
+                Some(max),
+            );
+            let v = json!({
+                "session_id": id,
+                "text": c.text,
+                "turns": c.turns,
+                "total_chars": c.total_chars,
+                "dropped_chars": c.dropped_chars,
+            });
+            match over_cap(&v, cap) {
+                Some(over) if max > 1 => max = max.saturating_sub(over).max(1),
+                _ => break v,
+            }
+        };
+        if v["turns"] == 0
             && !subagents
             && self
                 .store
@@ -165,4 +180,12 @@ impl Gleaner {
         }
         Ok(v)
     }
+}
+
+/// By how many characters `v`, serialized, goes past `cap` (with some room, so that one more
+/// cut is enough), if it does. Why: a text cut to the budget grows when serialized (every
+/// newline and quote is escaped), and the cap is on what the client receives.
+fn over_cap(v: &Value, cap: usize) -> Option<usize> {
+    let n = v.to_string().chars().count();
+    (n > cap).then(|| n - cap + 64)
 }

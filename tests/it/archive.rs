@@ -303,6 +303,23 @@ async fn prune_sessions(backend: Backend) {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--yes"));
     assert_eq!(rows(&store, "messages").await, messages);
+    // With --json a script reads what it would remove, still refused.
+    let out = env
+        .cmd()
+        .args([
+            "prune",
+            "--before",
+            "2100-01-01",
+            "--keep-knowledge",
+            "--json",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("prune");
+    assert_eq!(out.status.code(), Some(2));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("the plan as JSON");
+    assert_eq!(plan["messages"], messages, "{plan}");
+    assert_eq!(rows(&store, "messages").await, messages);
 
     let out = env
         .cmd()

@@ -357,6 +357,11 @@ async fn log_level_from_gleaner_log_and_log_format_flag() {
         assert!(!all.contains("hunter3"), "{args:?}: {all}");
         assert!(all.contains("password=***"), "{args:?}: {all}");
     }
+    // No daemon: `status --json` still answers JSON, and exit 1.
+    let out = env.cmd().args(["status", "--json"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("status JSON");
+    assert_eq!(v["running"], false, "{v}");
     // A bad flag or value is one line naming it, exit 2 (not clap's usage block).
     for (args, want) in [
         (&["search", "x", "--limit", "0"][..], "--limit"),

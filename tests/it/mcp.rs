@@ -269,6 +269,25 @@ async fn mcp_session(backend: Backend) {
         lines["text"].as_str().is_some_and(|t| t.contains("[L")),
         "{lines}"
     );
+    // A result is cut to the cap (20,000 characters by default) as the client receives it,
+    // escapes included (a large corpus session).
+    let big = "0fae0449-64d3-4788-8622-d3a47d82c14b";
+    let all = c
+        .call(
+            "get_transcript_lines",
+            json!({"session_id": big, "start_line": 1, "end_line": 100000}),
+        )
+        .expect("every line");
+    assert_eq!(all["truncated"], true, "the session is larger than the cap");
+    assert!(all.to_string().chars().count() <= 20_000);
+    let whole = c
+        .call("get_conversation", json!({"session_id": big}))
+        .expect("the whole conversation");
+    assert!(
+        whole["dropped_chars"].as_u64() > Some(0),
+        "larger than the cap"
+    );
+    assert!(whole.to_string().chars().count() <= 20_000);
     // The deleted transcript's lines come from the archive.
     let archived = c
         .call(
