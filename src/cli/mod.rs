@@ -9,6 +9,7 @@ mod export;
 mod hook;
 mod hooks;
 mod list;
+mod open;
 mod output;
 mod prune;
 mod refine;
@@ -32,6 +33,8 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config::{self, Config, Overrides};
 use crate::query::store::Store;
+
+pub(crate) use open::{open_shared_store, open_store, resolve_optional_prefix, resolve_prefix};
 
 /// Exit code for "ran fine".
 pub const EXIT_OK: u8 = 0;
@@ -557,61 +560,6 @@ fn hook_kind(h: &HookCommand) -> hook::Kind {
         HookCommand::PreCompact => hook::Kind::PreCompact,
         HookCommand::SessionStart => hook::Kind::SessionStart,
     }
-}
-
-/// An optional session prefix as the filter of a listing: `Ok(None)` without one, `Ok(Some([id]))`
-/// for a unique match; otherwise [`resolve_prefix`] has said why and this is the exit code.
-pub(crate) async fn resolve_optional_prefix(
-    store: &Store,
-    prefix: Option<&str>,
-) -> anyhow::Result<Result<Option<Vec<String>>, u8>> {
-    Ok(match prefix {
-        None => Ok(None),
-        Some(p) => resolve_prefix(store, p).await?.map(|id| Some(vec![id])),
-    })
-}
-
-/// Resolve a session id prefix: `Ok(id)` for exactly one match; otherwise say why on stderr and
-/// return the exit code (1: nothing matched).
-pub(crate) async fn resolve_prefix(
-    store: &Store,
-    prefix: &str,
-) -> anyhow::Result<Result<String, u8>> {
-    match crate::query::resolve_session(store, "session", prefix).await {
-        Ok(id) => Ok(Ok(id)),
-        Err(crate::query::Error::NoSession { prefix }) => {
-            eprintln!("No session found with prefix {prefix}");
-            Ok(Err(EXIT_NOT_FOUND))
-        }
-        Err(crate::query::Error::Ambiguous { prefix, candidates }) => {
-            eprintln!("Multiple sessions match prefix {prefix}");
-            for c in candidates {
-                eprintln!(
-                    "  {}  {}",
-                    c.session_id,
-                    output::ellipsize(c.title.as_deref().unwrap_or("(no title)"), 80)
-                );
-            }
-            Ok(Err(EXIT_NOT_FOUND))
-        }
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The database of a command that only reads: never created, never migrated.
-/// The store of a command that reads one query at a time: one connection. (A pool's
-/// connections each keep their own SQLite page cache, up to 16 MB; a whole export handed its
-/// queries to four of them in turn and its memory grew with the store: 140 MB at 5 GB.)
-pub(crate) async fn open_store(cfg: &Config) -> anyhow::Result<Store> {
-    let mut options = cfg.database.clone();
-    options.max_connections = 1;
-    Ok(Store::open_existing(&options).await?)
-}
-
-/// The store of a server answering several requests at once (`gleaner web`, `gleaner mcp`):
-/// the pool the configuration asks for.
-pub(crate) async fn open_shared_store(cfg: &Config) -> anyhow::Result<Store> {
-    Ok(Store::open_existing(&cfg.database).await?)
 }
 
 fn progress_bar() -> indicatif::ProgressBar {
