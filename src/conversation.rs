@@ -150,6 +150,17 @@ fn keep_tail(text: &str, skip: usize) -> (String, usize) {
     } else {
         match after.find("\n\n") {
             Some(i) => cut + i + 2,
+            // The last turn is longer than what is kept: start at its next word, never inside
+            // one (a text with no white space left is kept from the cut).
+            None if !before.ends_with(char::is_whitespace) => {
+                match after.find(char::is_whitespace) {
+                    Some(i) => {
+                        let rest = &after[i..];
+                        cut + i + (rest.len() - rest.trim_start().len())
+                    }
+                    None => cut,
+                }
+            }
             None => cut,
         }
     };

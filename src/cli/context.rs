@@ -29,7 +29,7 @@ pub struct ContextArgs {
 
 /// Run `gleaner context`.
 pub async fn run(cfg: &Config, args: ContextArgs) -> Outcome {
-    let project = match args.project {
+    let project = match crate::query::project(("--project", args.project))? {
         Some(p) => p,
         None => std::env::current_dir()?.display().to_string(),
     };

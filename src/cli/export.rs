@@ -60,7 +60,7 @@ pub async fn run(cfg: &Config, args: ExportArgs) -> Outcome {
     };
     let filter = ExportFilter {
         session_ids,
-        project: args.project,
+        project: crate::query::project(("--project", args.project))?,
         origin,
         since,
         until,

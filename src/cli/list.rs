@@ -183,7 +183,7 @@ pub struct SessionsArgs {
 /// Run `gleaner sessions`.
 pub async fn sessions(cfg: &Config, a: SessionsArgs) -> Outcome {
     let filter = SessionFilter {
-        project: a.project,
+        project: query::project(("--project", a.project))?,
         since: query::time_opt("--since", a.since.as_deref())?,
         until: query::time_opt("--until", a.until.as_deref())?,
         status: a
@@ -291,7 +291,7 @@ pub async fn summaries(cfg: &Config, a: SummariesArgs) -> Outcome {
     let filter = SummaryFilter {
         session_ids: s.session_ids,
         kind,
-        project: a.scope.project,
+        project: query::project(("--project", a.scope.project))?,
         origin: s.origin,
         since: s.since,
         until: s.until,
@@ -329,7 +329,7 @@ pub async fn feedback(cfg: &Config, a: FeedbackArgs) -> Outcome {
     let filter = FeedbackFilter {
         session_ids: s.session_ids,
         feedback_type,
-        project: a.scope.project,
+        project: query::project(("--project", a.scope.project))?,
         origin: s.origin,
         since: s.since,
         until: s.until,

@@ -55,7 +55,7 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
     let opts = RestoreOptions {
         filter: query::store::ArchiveFilter {
             session_ids,
-            project: args.project.clone(),
+            project: query::project(("--project", args.project.clone()))?,
             since,
         },
         to: args.to.clone(),

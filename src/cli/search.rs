@@ -80,7 +80,7 @@ pub async fn run(cfg: &Config, args: SearchArgs) -> Outcome {
     let filter = SearchFilter {
         query,
         kinds: args.kinds.into_iter().map(SearchKind::from).collect(),
-        project: args.project,
+        project: crate::query::project(("--project", args.project))?,
         origin,
         session_ids,
         since,

@@ -84,7 +84,7 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
         Some(ms) => format!(" ({})", table::duration(ms)),
         None => String::new(),
     };
-    field("When", format!("{start} -> {end}{span} local time"));
+    field("When", when(&start, &end, &span));
     field("Project", s.project.clone());
     field("Cwd", s.cwd.clone().unwrap_or_default());
     field("Branch", s.git_branch.clone().unwrap_or_default());
@@ -210,8 +210,32 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
     }
 }
 
+/// The `When` line: nothing for a session with no timed line (only summaries, say), so that
+/// no bare "-> local time" is printed.
+fn when(start: &str, end: &str, span: &str) -> String {
+    match (start.is_empty(), end.is_empty()) {
+        (true, true) => String::new(),
+        (false, true) => format!("{start}{span} local time"),
+        (true, false) => format!("until {end}{span} local time"),
+        (false, false) => format!("{start} -> {end}{span} local time"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn when_says_nothing_without_times() {
+        assert_eq!(super::when("", "", ""), "");
+        assert_eq!(
+            super::when("2026-01-02 10:00", "2026-01-02 11:00", " (1h00m)"),
+            "2026-01-02 10:00 -> 2026-01-02 11:00 (1h00m) local time"
+        );
+        assert_eq!(
+            super::when("2026-01-02 10:00", "", ""),
+            "2026-01-02 10:00 local time"
+        );
+    }
+
     #[test]
     fn counts_have_separators() {
         assert_eq!(super::count(1_234_567), "1,234,567");

@@ -31,7 +31,7 @@ pub async fn snippets(cfg: &Config, args: SnippetsArgs) -> Outcome {
     let filter = SnippetFilter {
         session_ids,
         snippet_type: args.snippet_type.map(Into::into),
-        project: args.project,
+        project: query::project(("--project", args.project))?,
         origin,
         tags: args.tags,
         keyword: args.keyword.filter(|k| !k.is_empty()),

@@ -133,7 +133,16 @@ fn truncation_keeps_the_end_from_a_paragraph_boundary() {
     assert_eq!(c.text, &full[full.len() - keep..]);
     // Larger than the text: untouched.
     assert_eq!(build(turns.clone(), Some(10_000)).dropped_chars, 0);
-    // No boundary after the cut: the cut stays mid-text.
+    // No boundary after the cut: kept from the next word, never from inside one.
+    let c = build(turns.clone(), Some("ond question".len()));
+    assert_eq!(c.text, "question");
+    assert_eq!(
+        c.dropped_chars + c.text.chars().count(),
+        full.chars().count()
+    );
+    // A cut already at a word's start keeps it.
+    assert_eq!(build(turns.clone(), Some(8)).text, "question");
+    // No white space left after the cut: the cut stays mid-word.
     let c = build(turns, Some(5));
     assert_eq!(c.text, "stion");
 }

@@ -65,7 +65,7 @@ impl Gleaner {
         let p = page_of(a.limit, a.offset, 50, crate::query::MAX_LISTING)?;
         let mut filter = SnippetFilter {
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
-            project: a.project,
+            project: crate::query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             since: time("since", a.since.as_deref())?,
             limit: ROUND,

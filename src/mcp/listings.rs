@@ -74,7 +74,7 @@ impl Gleaner {
         let filter = SearchFilter {
             query,
             kinds,
-            project: a.project,
+            project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
             since: time("since", a.since.as_deref())?,
@@ -100,7 +100,7 @@ impl Gleaner {
 
     async fn list_sessions_body(&self, a: ListSessionsArgs) -> Body {
         let filter = SessionFilter {
-            project: a.project,
+            project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             since: time("since", a.since.as_deref())?,
             until: time("until", a.until.as_deref())?,
             status: choice::<SessionStatus>("status", a.status.as_deref())?,
@@ -117,7 +117,7 @@ impl Gleaner {
             kind: choice::<SummaryKind>("kind", a.kind.as_deref())?,
             since: time("since", a.since.as_deref())?,
             until: time("until", a.until.as_deref())?,
-            project: a.project,
+            project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             oldest_first: a.oldest_first.unwrap_or(false),
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
@@ -132,7 +132,7 @@ impl Gleaner {
             feedback_type: choice::<FeedbackType>("feedback_type", a.feedback_type.as_deref())?,
             since: time("since", a.since.as_deref())?,
             until: time("until", a.until.as_deref())?,
-            project: a.project,
+            project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             oldest_first: a.oldest_first.unwrap_or(false),
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
@@ -148,7 +148,7 @@ impl Gleaner {
             snippet_type: choice::<SnippetType>("snippet_type", a.snippet_type.as_deref())?,
             since: time("start_date", a.start_date.as_deref())?,
             until: time("end_date", a.end_date.as_deref())?,
-            project: a.project,
+            project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             tags: a.tags.unwrap_or_default(),
             keyword: a.keyword.filter(|k| !k.is_empty()),

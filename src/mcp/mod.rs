@@ -7,13 +7,16 @@
 //! whether or not the daemon runs, and as a reader it never holds the daemon's writer up
 //! (SQLite's WAL lets readers and the one writer proceed together).
 //!
-//! stdout carries only JSON-RPC; logs go to stderr. A call with bad arguments is answered with
-//! an error (invalid parameters, or a tool result marked `isError` saying what is wrong) and
-//! the server keeps serving. Every result is capped at `mcp.max_result_chars` characters: lists
+//! stdout carries only JSON-RPC; logs go to stderr. A call with bad arguments to a known tool is
+//! answered with a tool result marked `isError` saying what is wrong, whether the value has the
+//! wrong type or is out of range (so the model reads it and can try again, as MCP's 2025-11-25
+//! revision asks of input validation); an unknown tool is a JSON-RPC error. The server keeps
+//! serving either way. Every result is capped at `mcp.max_result_chars` characters: lists
 //! are cut and say `has_more` / `next_offset`, texts are cut and say so.
 
 mod args;
 mod export;
+mod frame;
 mod listings;
 mod session;
 mod snippets;
@@ -21,8 +24,13 @@ mod snippets;
 use std::sync::Arc;
 
 use rmcp::handler::server::router::tool::ToolRouter;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{tool_handler, ServerHandler, ServiceExt};
+use rmcp::handler::server::tool::ToolCallContext;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorCode,
+    Implementation, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{tool_handler, RoleServer, ServerHandler, ServiceExt};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -63,6 +71,25 @@ impl ServerHandler for Gleaner {
             .with_server_info(Implementation::new("gleaner", env!("CARGO_PKG_VERSION")))
             .with_instructions(INSTRUCTIONS)
     }
+
+    /// The router's call, with an argument of the wrong type answered as an error result like
+    /// every other bad argument. Why here: a tool's body never fails with invalid parameters
+    /// (it answers `done`), so from a known tool that code can only come from reading the
+    /// arguments (`args::Parameters`); an unknown tool stays a JSON-RPC error.
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, rmcp::ErrorData> {
+        let known = self.tool_router.has_route(&request.name);
+        let call = ToolCallContext::new(self, request, context);
+        match self.tool_router.call(call).await {
+            Err(e) if known && e.code == ErrorCode::INVALID_PARAMS => {
+                Ok(fail(e.message.into_owned()).into())
+            }
+            other => other,
+        }
+    }
 }
 
 impl Gleaner {
@@ -80,14 +107,17 @@ impl Gleaner {
 
     /// Serve on stdin/stdout until the client closes the connection.
     pub async fn serve_stdio(self) -> Result<(), McpError> {
+        let (stdin, stdout) = rmcp::transport::stdio();
+        let io = frame::checked(stdin, stdout);
         let service = self
-            .serve(rmcp::transport::stdio())
+            .serve((io.input, io.output))
             .await
             .map_err(|e| McpError::Serve(e.to_string()))?;
-        service
-            .waiting()
-            .await
-            .map_err(|e| McpError::Serve(e.to_string()))?;
+        let end = service.waiting().await;
+        // Every answer written before the process ends (the writer ends with rmcp's output;
+        // bounded all the same, an exit must not hang on it).
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), io.writer).await;
+        end.map_err(|e| McpError::Serve(e.to_string()))?;
         Ok(())
     }
 

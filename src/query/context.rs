@@ -81,8 +81,12 @@ fn line(text: &str, session_id: &str) -> String {
     let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let short: String = session_id.chars().take(8).collect();
     let body = if text.chars().count() > LINE_CHARS {
-        let cut: String = text.chars().take(LINE_CHARS - 1).collect();
-        format!("{}…", cut.trim_end())
+        // A quotation cut short keeps its closing mark, so where the user's words end is
+        // still plain.
+        let quoted = text.len() > 1 && text.starts_with('"') && text.ends_with('"');
+        let keep = LINE_CHARS - 1 - usize::from(quoted);
+        let cut: String = text.chars().take(keep).collect();
+        format!("{}…{}", cut.trim_end(), if quoted { "\"" } else { "" })
     } else {
         text
     };
@@ -363,5 +367,12 @@ mod tests {
             "{l}"
         );
         assert!(l.chars().count() <= LINE_CHARS + 14);
+        // A quotation cut short keeps its closing mark.
+        let q = line(&format!("\"{}\"", "y ".repeat(300)), "0123456789abcdef");
+        assert!(
+            q.starts_with("- \"y y") && q.ends_with("…\" [01234567]"),
+            "{q}"
+        );
+        assert!(q.chars().count() <= LINE_CHARS + 14);
     }
 }

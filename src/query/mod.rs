@@ -170,6 +170,21 @@ pub fn unreadable_copy(file: &store::TimelineFile, machine: &str) -> String {
     }
 }
 
+/// A project filter as the door names it (`("--project", p)`): trimmed, and a blank one is an
+/// error naming it. Why: the filter matches a part of the project folder or working directory,
+/// and an empty part matches every session, so `--project ''` (a variable left unset) would
+/// silently answer for every project.
+pub fn project((field, v): (&str, Option<String>)) -> Result<Option<String>, Error> {
+    match v {
+        Some(v) if v.trim().is_empty() => Err(Error::BadValue {
+            field: field.to_string(),
+            value: v,
+            expected: "a part of a project folder or working directory".to_string(),
+        }),
+        v => Ok(v.map(|v| v.trim().to_string())),
+    }
+}
+
 /// The who-and-where filter from a machine id and a user name, as the door names them
 /// (`("--machine", m)`). A blank value is an error naming it: it would match nothing, and an
 /// empty answer to a typo is what this layer exists to prevent.

@@ -421,6 +421,18 @@ async fn empty_answers(backend: Backend) {
         assert!(out.stdout.is_empty(), "{args:?}");
         assert_eq!(stderr_of(&out).trim(), said, "{args:?}");
     }
+    // A blank project would match every session: it is an error naming the flag.
+    for args in [
+        &["sessions", "--project", ""][..],
+        &["search", "wombats", "--project", " "][..],
+        &["context", "--project", ""][..],
+    ] {
+        let out = env.cmd().args(args).output().expect("run");
+        let err = stderr_of(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(err.contains("invalid --project"), "{args:?}: {err}");
+    }
     // `gleaner sessions | head -0`: the reader is gone before anything is written.
     let mut child = env
         .cmd()

@@ -356,6 +356,7 @@ async fn mcp_session(backend: Backend) {
             "invalid kind",
         ),
         ("list_sessions", json!({"status": "sleeping"}), "status"),
+        ("list_sessions", json!({"project": " "}), "invalid project"),
         // Listings take the CLI's bound (500), one number for every door.
         ("list_sessions", json!({"limit": 501}), "1 to 500"),
         ("get_summaries", json!({"limit": 501}), "1 to 500"),
@@ -408,6 +409,26 @@ async fn mcp_session(backend: Backend) {
         }
     }
 
+    // A value of the wrong type is an error result the model reads, like an out-of-range one;
+    // only an unknown tool is a JSON-RPC error.
+    for args in [
+        json!({"query": "x", "limit": "ten"}),
+        json!({"query": "x", "limit": 501}),
+    ] {
+        let r = c.request("tools/call", json!({"name": "search", "arguments": args}));
+        assert!(r.get("error").is_none(), "{args}: {r}");
+        assert_eq!(r["result"]["isError"], true, "{args}: {r}");
+        let text = r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(text.contains("limit"), "{args}: {text}");
+    }
+    let r = c.request(
+        "tools/call",
+        json!({"name": "no_such_tool", "arguments": {}}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+
     // Still serving.
     let again = c.request("tools/list", json!({}));
     assert!(again["result"]["tools"].is_array(), "{again}");
@@ -415,6 +436,17 @@ async fn mcp_session(backend: Backend) {
         .call("search", json!({"query": "migration", "limit": 1}))
         .expect("search");
     assert_eq!(s["results"].as_array().map(Vec::len), Some(1));
+
+    // A line that is not JSON gets JSON-RPC's Parse error (id null), and the server goes on.
+    writeln!(c.stdin, "this is not json").expect("write");
+    c.stdin.flush().expect("flush");
+    let mut line = String::new();
+    c.stdout.read_line(&mut line).expect("read");
+    let v: Value = serde_json::from_str(&line).expect("answer is JSON");
+    assert_eq!(v["error"]["code"], -32700, "{v}");
+    assert!(v["id"].is_null(), "{v}");
+    let again = c.request("tools/list", json!({}));
+    assert!(again["result"]["tools"].is_array(), "{again}");
 
     // Closing stdin ends the server cleanly.
     drop(c.stdin);

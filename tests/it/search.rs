@@ -158,6 +158,8 @@ async fn corpus_search(backend: Backend) {
         ("\"unbalanced", "unbalanced quote"),
         ("OR", "operator OR"),
         ("*", "lone *"),
+        ("x*y", "\"x*y\": a * can only end a word"),
+        ("🙂", "has no letters or digits"),
         ("-alone", "not negated"),
         ("(a OR b", "parenthesis"),
     ] {

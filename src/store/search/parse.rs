@@ -50,6 +50,10 @@ pub enum QueryError {
     /// Nothing to search for.
     #[error("empty search query")]
     Empty,
+    /// Text with no letter or digit (`🙂`, `...`): neither index keeps such characters, so
+    /// there is nothing to look for; said apart from an empty query so the user sees why.
+    #[error("search query {0:?} has no letters or digits to search for")]
+    NoWords(String),
     /// A `"` without its closing partner.
     #[error("unbalanced quote in search query (a phrase needs a closing \")")]
     UnbalancedQuote,
@@ -62,6 +66,9 @@ pub enum QueryError {
     /// A `*` that follows no word.
     #[error("a lone * matches nothing: write it right after a word, as in migrat*")]
     LoneStar,
+    /// A `*` inside a word (`x*y`): a prefix mark only ends a word.
+    #[error("{0:?}: a * can only end a word, as in migrat*")]
+    InnerStar(String),
     /// Only negated terms: there is nothing to look for.
     #[error("a query needs at least one term that is not negated")]
     OnlyNegated,
@@ -153,7 +160,7 @@ fn lex(input: &str) -> Result<Vec<Tok>, QueryError> {
                             None => (raw, false),
                         };
                         if body.contains('*') {
-                            return Err(QueryError::LoneStar);
+                            return Err(QueryError::InnerStar(raw.to_string()));
                         }
                         let w = words(body);
                         match (w.len(), prefix) {
@@ -263,7 +270,10 @@ impl Parser {
 pub fn parse(input: &str) -> Result<Query, QueryError> {
     let toks = lex(input)?;
     if toks.is_empty() {
-        return Err(QueryError::Empty);
+        return Err(match input.trim() {
+            "" => QueryError::Empty,
+            text => QueryError::NoWords(text.to_string()),
+        });
     }
     let mut p = Parser { toks, at: 0 };
     let q = p.or()?;

@@ -1,0 +1,151 @@
+//! The stdio transport, with JSON-RPC's answer to a line that is not JSON.
+//!
+//! rmcp reads one JSON-RPC message a line; a line it cannot parse is logged and dropped, so a
+//! client that sent a broken line waits for an answer that never comes. JSON-RPC 2.0 says
+//! such a line gets a Parse error (-32700) with a null id. Why a filter in front of rmcp
+//! rather than a change to its codec: the codec is rmcp's, and the check is one parse of each
+//! line. The filter passes every line that is JSON (rmcp answers or ignores it as before) and
+//! answers the others itself, on the same stdout, between rmcp's own messages (both go through
+//! one writer, a whole line at a time, so nothing interleaves).
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+/// Bytes buffered between the filter and rmcp in each direction.
+const PIPE_BYTES: usize = 64 << 10;
+
+/// rmcp's side of the transport, and the task that writes stdout (awaited at the end so that
+/// every answer is out before the process exits).
+pub(super) struct Checked {
+    pub(super) input: DuplexStream,
+    pub(super) output: DuplexStream,
+    pub(super) writer: JoinHandle<()>,
+}
+
+/// The transport over `input` and `output` (stdin and stdout in the server).
+pub(super) fn checked<R, W>(input: R, output: W) -> Checked
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (mut to_rmcp, rmcp_in) = tokio::io::duplex(PIPE_BYTES);
+    let (from_rmcp, rmcp_out) = tokio::io::duplex(PIPE_BYTES);
+    let (errors, mut answers) = mpsc::channel::<String>(16);
+    tokio::spawn(async move {
+        let mut lines = BufReader::new(input);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match lines.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            if let Some(answer) = parse_error(&line) {
+                if errors.send(answer).await.is_err() {
+                    break;
+                }
+                continue;
+            }
+            if !line.ends_with(b"\n") {
+                line.push(b'\n');
+            }
+            if to_rmcp.write_all(&line).await.is_err() {
+                break;
+            }
+        }
+        // End of input: rmcp sees it and the service ends.
+        let _ = to_rmcp.shutdown().await;
+    });
+    let writer = tokio::spawn(async move {
+        let mut out = output;
+        let mut from_rmcp = BufReader::new(from_rmcp);
+        // rmcp's line in progress: `read_until` is cancel safe, what it read stays here.
+        let mut line = Vec::new();
+        let mut answers_open = true;
+        loop {
+            tokio::select! {
+                read = from_rmcp.read_until(b'\n', &mut line) => {
+                    if !matches!(read, Ok(n) if n > 0) {
+                        break;
+                    }
+                    if write_line(&mut out, &line).await.is_err() {
+                        return;
+                    }
+                    line.clear();
+                }
+                answer = answers.recv(), if answers_open => match answer {
+                    Some(a) => {
+                        if write_line(&mut out, a.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                    None => answers_open = false,
+                },
+            }
+        }
+        // rmcp is done: what it left without a newline, and answers to broken lines sent
+        // just before the end, still go out.
+        if !line.is_empty() {
+            let _ = write_line(&mut out, &line).await;
+        }
+        while let Ok(a) = answers.try_recv() {
+            let _ = write_line(&mut out, a.as_bytes()).await;
+        }
+    });
+    Checked {
+        input: rmcp_in,
+        output: rmcp_out,
+        writer,
+    }
+}
+
+/// Write one whole line (its newline added if missing) and flush it.
+async fn write_line<W: AsyncWrite + Unpin>(out: &mut W, line: &[u8]) -> std::io::Result<()> {
+    out.write_all(line).await?;
+    if !line.ends_with(b"\n") {
+        out.write_all(b"\n").await?;
+    }
+    out.flush().await
+}
+
+/// The Parse error answer to `line`, or `None` when it is JSON (or blank).
+fn parse_error(line: &[u8]) -> Option<String> {
+    let text = line.strip_suffix(b"\n").unwrap_or(line);
+    let text = text.strip_suffix(b"\r").unwrap_or(text);
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    // rmcp accepts a line that starts with a byte order mark.
+    let text = text.strip_prefix("\u{feff}".as_bytes()).unwrap_or(text);
+    let e = serde_json::from_slice::<serde::de::IgnoredAny>(text).err()?;
+    let answer = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": format!("Parse error: {e}")},
+    });
+    Some(answer.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_error;
+
+    #[test]
+    fn only_lines_that_are_not_json_are_answered() {
+        for ok in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"[..],
+            b"\n",
+            b"  \r\n",
+            b"[1,2]",
+            b"\xef\xbb\xbf{}\n",
+        ] {
+            assert_eq!(parse_error(ok), None, "{}", String::from_utf8_lossy(ok));
+        }
+        let a = parse_error(b"not json\n").expect("answered");
+        let v: serde_json::Value = serde_json::from_str(&a).expect("JSON");
+        assert_eq!(v["error"]["code"], -32700);
+        assert!(v["id"].is_null());
+        assert!(parse_error(b"{\"id\": 1,").is_some());
+    }
+}
