@@ -82,12 +82,25 @@ pub async fn run(cfg: &Config, args: PruneArgs) -> Outcome {
         }
     }
     let done = store.prune(&before, args.keep_knowledge).await?;
+    // The dictionaries of the pruned sessions' projects may hold their first bytes: gone too
+    // before this returns (an interrupted run leaves them to the next `pack` or daemon pass).
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let retired = crate::run::pack::retire_dicts(&store, &cancel).await?;
     let backend = store.backend();
     store.close().await;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&done)?);
+        let mut v = serde_json::to_value(done)?;
+        v["dictionaries_retired"] = retired.into();
+        println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("removed {what}");
+        if retired > 0 {
+            println!(
+                "deleted {retired} archive dictionar{} made partly of their bytes; the other \
+                 sessions of those projects are packed again by `gleaner pack` or the daemon",
+                if retired == 1 { "y" } else { "ies" }
+            );
+        }
         if backend == query::store::Backend::Sqlite {
             println!(
                 "the database file keeps its size: SQLite reuses the freed pages (`sqlite3 FILE \

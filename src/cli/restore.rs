@@ -135,7 +135,15 @@ pub async fn pack(cfg: &Config, json: bool) -> Outcome {
     store.close().await;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
-    } else if r.blocks == 0 {
+        return Ok(EXIT_OK);
+    }
+    if r.retired > 0 {
+        println!(
+            "deleted {} retired dictionaries (a prune took sessions they were made of)",
+            r.retired
+        );
+    }
+    if r.blocks == 0 {
         println!("nothing to pack");
     } else {
         println!(

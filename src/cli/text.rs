@@ -67,12 +67,16 @@ pub async fn run(cfg: &Config, args: TextArgs) -> Outcome {
     } else if !c.text.is_empty() {
         writeln!(out, "{}", c.text)?;
     }
-    if c.turns == 0 && !args.subagents && store.has_subagent_conversation(&session_id).await? {
-        eprintln!(
-            "the main transcript of {session_id} holds no conversation; its sub-agents do: \
-             gleaner text {} --subagents",
-            args.session
-        );
+    if c.turns == 0 {
+        if !args.subagents && store.has_subagent_conversation(&session_id).await? {
+            eprintln!(
+                "the main transcript of {session_id} holds no conversation; its sub-agents do: \
+                 gleaner text {} --subagents",
+                args.session
+            );
+        } else {
+            eprintln!("{session_id}: {}", crate::query::NO_CONVERSATION);
+        }
     }
     Ok(EXIT_OK)
 }

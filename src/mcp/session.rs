@@ -166,17 +166,18 @@ impl Gleaner {
                 _ => break v,
             }
         };
-        if v["turns"] == 0
-            && !subagents
-            && self
-                .store
-                .has_subagent_conversation(&id)
-                .await
-                .map_err(store_err)?
-        {
-            v["note"] = json!(
+        if v["turns"] == 0 {
+            let in_subagents = !subagents
+                && self
+                    .store
+                    .has_subagent_conversation(&id)
+                    .await
+                    .map_err(store_err)?;
+            v["note"] = json!(if in_subagents {
                 "the main transcript holds no conversation; its sub-agents do: call again with subagents: true"
-            );
+            } else {
+                crate::query::NO_CONVERSATION
+            });
         }
         Ok(v)
     }

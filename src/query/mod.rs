@@ -170,6 +170,12 @@ pub fn unreadable_copy(file: &store::TimelineFile, machine: &str) -> String {
     }
 }
 
+/// What every door says of a session with no conversation stored and none in its sub-agents:
+/// `prune --keep-knowledge` keeps a session's summaries, feedback and episodes but not its
+/// messages, and an empty answer alone would look like a fault.
+pub const NO_CONVERSATION: &str =
+    "no conversation is stored for this session: its transcript held none, or its messages were pruned";
+
 /// A project filter as the door names it (`("--project", p)`): trimmed, and a blank one is an
 /// error naming it. Why: the filter matches a part of the project folder or working directory,
 /// and an empty part matches every session, so `--project ''` (a variable left unset) would

@@ -38,6 +38,9 @@ pub struct PackReport {
     pub dict_bytes: u64,
     /// Files left for later (their chunks changed meanwhile).
     pub skipped: u64,
+    /// Retired dictionaries deleted once their chunks were compressed again without them
+    /// (`retire_dicts`).
+    pub retired: u64,
 }
 
 /// Why packing stopped.
@@ -70,7 +73,12 @@ pub async fn pack_pending(
     cancel: &CancellationToken,
 ) -> Result<PackReport, PackError> {
     let started = Instant::now();
-    let mut report = PackReport::default();
+    // Dictionaries a prune retired first: until they are gone the archive still holds what
+    // was pruned (and a prune interrupted before it finished leaves them here).
+    let mut report = PackReport {
+        retired: retire_dicts(store, cancel).await?,
+        ..PackReport::default()
+    };
     let mut dicts: Dicts = None;
     let mut after_skip = std::collections::HashSet::new();
     loop {
@@ -133,6 +141,54 @@ async fn dict_for(
     };
     *dicts = Some((project.to_string(), made.clone()));
     Ok(made)
+}
+
+/// The level a chunk of a retired dictionary is compressed again at, alone: fast, since packing
+/// takes it again against the project's next dictionary.
+const UNBOUND_LEVEL: i32 = 3;
+
+/// Compress every chunk packed against a retired dictionary again without it, then delete the
+/// dictionary (see `store::retire`); the dictionaries deleted. Stops early on `cancel`, leaving
+/// the rest for the next pass.
+pub async fn retire_dicts(store: &Store, cancel: &CancellationToken) -> Result<u64, PackError> {
+    let mut dropped = 0;
+    for (id, project) in store.retired_dicts().await? {
+        let Some(stored) = store.archive_dict(id).await? else {
+            continue;
+        };
+        let dict = prepare(stored).await?;
+        let mut after = (0, -1);
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(dropped);
+            }
+            let chunks = store.chunks_of_dict(id, &project, after, 8).await?;
+            let Some(last) = chunks.last() else { break };
+            after = (last.file_id, last.start_off);
+            for chunk in chunks {
+                let d = dict.clone();
+                let file_id = chunk.file_id;
+                let (chunk, data) = super::blocking(move || {
+                    let len = (chunk.end_off - chunk.start_off) as u64;
+                    let raw = archive::decode(&chunk.data, len, Some(d.dict()))?;
+                    let data = archive::compress(&raw, UNBOUND_LEVEL)?;
+                    Ok::<_, std::io::Error>((chunk, data))
+                })
+                .await
+                .map_err(|e| PackError::Data {
+                    file_id,
+                    source: std::io::Error::other(e.to_string()),
+                })?
+                .map_err(|source| PackError::Data { file_id, source })?;
+                store.unbind_chunk(&chunk, id, &data).await?;
+            }
+        }
+        if store.drop_retired_dict(id).await? {
+            dropped += 1;
+            tracing::info!(dict = id, project = %project, "retired archive dictionary deleted");
+        }
+    }
+    Ok(dropped)
 }
 
 /// A stored dictionary, decoded and prepared off the runtime.

@@ -164,6 +164,21 @@ pub struct StoredDict {
     pub data: Vec<u8>,
 }
 
+/// A chunk packed against a retired dictionary, to be compressed again without it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct BoundChunk {
+    /// `archive_chunks.file_id`.
+    pub file_id: i64,
+    /// The file generation.
+    pub generation: i64,
+    /// First byte.
+    pub start_off: i64,
+    /// Byte after the last.
+    pub end_off: i64,
+    /// The frame, compressed against the dictionary.
+    pub data: Vec<u8>,
+}
+
 /// Archive totals, for `status` and `doctor`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ArchiveTotals {
@@ -313,7 +328,8 @@ impl Store {
     /// The first dictionary of `project`, if it has one.
     pub async fn archive_dict_of(&self, project: &str) -> Result<Option<StoredDict>, StoreError> {
         let q = Sql::new(
-            "SELECT id, raw_len, data FROM archive_dicts WHERE project = $1 ORDER BY id LIMIT 1",
+            "SELECT id, raw_len, data FROM archive_dicts WHERE project = $1 AND NOT retired \
+             ORDER BY id LIMIT 1",
         )
         .arg(project);
         self.fetch_optional(&q).await
@@ -341,13 +357,17 @@ impl Store {
         .arg(Cow::Borrowed(data))
         .arg(crate::extract::rows::now_iso());
         self.execute(&q).await?;
-        let q = Sql::new("SELECT id FROM archive_dicts WHERE project = $1 ORDER BY id LIMIT 1")
-            .arg(project);
+        let q = Sql::new(
+            "SELECT id FROM archive_dicts WHERE project = $1 AND NOT retired ORDER BY id LIMIT 1",
+        )
+        .arg(project);
         self.fetch_i64(&q).await
     }
 
-    /// Up to `limit` archived file generations of `project` after file id `after`, in id order
-    /// (a dictionary is made of their first bytes).
+    /// Up to `limit` archived file generations of finished sessions of `project` after file id
+    /// `after`, in id order (a dictionary is made of their first bytes). Why finished only:
+    /// those are what packing compresses against it; a live session's bytes in the dictionary
+    /// would be stored twice, in it and in the session's own chunks, until that session ends.
     pub async fn project_archived(
         &self,
         project: &str,
@@ -357,7 +377,9 @@ impl Store {
         let q = Sql::new(
             "SELECT f.id, f.generation FROM files f WHERE f.project = $1 AND f.id > $2 \
              AND EXISTS (SELECT 1 FROM archive_chunks a WHERE a.file_id = f.id \
-             AND a.generation = f.generation) ORDER BY f.id LIMIT $3",
+             AND a.generation = f.generation) AND EXISTS (SELECT 1 FROM sessions s \
+             WHERE s.session_id = f.session_id AND s.status = 'finished') \
+             ORDER BY f.id LIMIT $3",
         )
         .arg(project)
         .arg(after)

@@ -39,6 +39,7 @@ mod page;
 mod unnest;
 mod plan;
 mod prune;
+mod retire;
 mod reextract;
 mod read;
 mod refine;
@@ -60,7 +61,7 @@ pub use page::{Page, Paged};
 pub use vocab::{FeedbackType, SessionStatus, SummaryKind};
 
 pub use archive::{
-    ArchiveFilter, ArchiveTotals, ArchivedFile, PackCandidate, StoredChunk, StoredDict,
+    ArchiveFilter, ArchiveTotals, ArchivedFile, BoundChunk, PackCandidate, StoredChunk, StoredDict,
 };
 pub use commit::WriterConn;
 pub use episodes::SnippetSource;

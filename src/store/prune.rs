@@ -3,9 +3,12 @@
 //! What goes: for every finished session last active before a date, its archive (chunks and
 //! sidecars) and its message rows with their search entries; without `keep_knowledge` also what
 //! was kept about it (summaries, feedback, tool calls, token usage, episodes, snippets and their
-//! refinements, diagnostics, tallies) and the session row. What stays either way: each file's
-//! row, the checkpoint, so a transcript still on disk is not read again (its rows would come
-//! back), and the dictionaries chunks of other sessions may name.
+//! refinements, diagnostics, tallies) and the session row. Either way the files' episode states
+//! go (they hold the last words of the conversation, and a line appended to a pruned transcript
+//! would otherwise bring its pruned episode back) and the dictionaries of the sessions'
+//! projects are retired (they may hold the sessions' first bytes: `store::retire`; `prune`
+//! finishes retiring them before it returns). What stays: each file's row and checkpoint, so a
+//! transcript still on disk is not read again (its rows would come back).
 //!
 //! Sessions go a hundred at a time, each hundred in one transaction: an interrupted prune has
 //! removed whole sessions, never half of one. On SQLite the full-text entries are deleted
@@ -155,11 +158,24 @@ async fn prune_sessions(
         ))
         .await?;
     }
+    c.execute(&in_ids(
+        "UPDATE archive_dicts SET retired = TRUE WHERE NOT retired AND project IN \
+         (SELECT project FROM files WHERE ",
+        ")",
+    ))
+    .await?;
     for table in ["archive_chunks", "archive_sidecars", "messages"] {
         c.execute(&in_ids(&format!("DELETE FROM {table} WHERE {files}"), ")"))
             .await?;
     }
+    c.execute(&in_ids(
+        "UPDATE files SET episode_state = NULL, episode_closed_offset = NULL WHERE ",
+        "",
+    ))
+    .await?;
     if keep_knowledge {
+        c.execute(&in_ids("UPDATE sessions SET message_count = 0 WHERE ", ""))
+            .await?;
         return Ok(());
     }
     // Snippets (their triggers take their search entries), refinements and episodes, then

@@ -355,6 +355,24 @@ async fn prune_sessions(backend: Backend) {
             .await
             .expect("the full-text index is consistent");
     }
+    // The session says its messages are gone, instead of answering nothing.
+    let out = env.cmd().args(["text", "5fbb940a"]).output().expect("text");
+    assert_ok(&out);
+    assert!(out.stdout.is_empty());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("messages were pruned"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown: serde_json::Value = serde_json::from_slice(
+        &env.cmd()
+            .args(["show", "5fbb940a", "--json"])
+            .output()
+            .expect("show")
+            .stdout,
+    )
+    .expect("show JSON");
+    assert_eq!(shown["session"]["messages"], 0, "{shown}");
     // The files are not read again.
     let again = env.ingest();
     assert_eq!(again["rows"], 0, "{again}");

@@ -43,6 +43,7 @@ mod refine;
 mod layout;
 mod mcp;
 mod outage;
+mod prune;
 mod redact;
 mod reextract;
 mod search;

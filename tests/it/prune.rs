@@ -1,0 +1,161 @@
+//! `prune` removes what it says from every place it was kept: the project dictionaries that
+//! packing made of the pruned sessions' first bytes, and the files' episode states.
+
+use std::path::Path;
+
+use crate::both_backends;
+use crate::common::*;
+
+/// Two of the five sessions of the fixture project last active before 2026-04-10: the
+/// dictionary packing makes of the project's first bytes holds these.
+const PRUNED: [&str; 2] = [
+    "44ef5cbf-9cc3-4f7b-ac40-337a4d39713b",
+    "5fbb940a-c7f3-404d-bf66-a028fcc250ec",
+];
+
+async fn scalar(store: &gleaner::store::Store, sql: &str) -> i64 {
+    match store {
+        gleaner::store::Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_one(p).await,
+        gleaner::store::Store::Postgres(p) => sqlx::query_scalar(sql).fetch_one(p).await,
+    }
+    .expect(sql)
+}
+
+/// Every dictionary's raw bytes.
+async fn dictionaries(store: &gleaner::store::Store) -> Vec<Vec<u8>> {
+    let sql = "SELECT data FROM archive_dicts ORDER BY id";
+    let frames: Vec<Vec<u8>> = match store {
+        gleaner::store::Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+        gleaner::store::Store::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+    }
+    .expect("dictionaries");
+    frames
+        .iter()
+        .map(|f| zstd::decode_all(&f[..]).expect("a dictionary decodes"))
+        .collect()
+}
+
+/// Whether `raw` holds a line of session `sid` (its id as the lines' own field: other sessions
+/// of the fixture quote the ids in their tool output, escaped).
+fn holds(raw: &[u8], sid: &str) -> bool {
+    let field = format!("\"sessionId\":\"{sid}\"");
+    raw.windows(field.len()).any(|w| w == field.as_bytes())
+}
+
+fn run(env: &TestEnv, args: &[&str]) -> serde_json::Value {
+    let out = env.cmd().args(args).output().expect("run");
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).expect("JSON")
+}
+
+async fn prune_everywhere(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let corpus = corpus_dir().join("4thehalibit__omarchy-backup/.claude/projects");
+    copy_tree(&corpus, &env.projects);
+    env.ingest();
+    run(&env, &["pack", "--json"]);
+    let store = env.store().await;
+    let before = dictionaries(&store).await;
+    assert!(
+        before.iter().any(|d| PRUNED.iter().any(|s| holds(d, s))),
+        "the fixture's dictionary holds a session to prune"
+    );
+
+    let done = run(
+        &env,
+        &["prune", "--before", "2026-04-10", "--yes", "--json"],
+    );
+    assert_eq!(done["sessions"], 5, "{done}");
+    assert_eq!(done["dictionaries_retired"], before.len(), "{done}");
+    assert_eq!(
+        scalar(&store, "SELECT COUNT(*) FROM archive_dicts").await,
+        0
+    );
+    assert_eq!(
+        scalar(
+            &store,
+            "SELECT COUNT(*) FROM files WHERE episode_state IS NOT NULL AND session_id IN \
+             ('44ef5cbf-9cc3-4f7b-ac40-337a4d39713b', '5fbb940a-c7f3-404d-bf66-a028fcc250ec')"
+        )
+        .await,
+        0,
+        "the pruned files' episode states are gone"
+    );
+
+    // Packing again makes the project a dictionary of what is left.
+    let packed = run(&env, &["pack", "--json"]);
+    assert_eq!(packed["dicts"], 1, "{packed}");
+    for d in dictionaries(&store).await {
+        for s in PRUNED {
+            assert!(!holds(&d, s), "a dictionary still holds pruned session {s}");
+        }
+    }
+
+    // Every session left comes back byte for byte from chunks compressed again.
+    let out_dir = env.dir.path().join("restored");
+    let out = env
+        .cmd()
+        .args(["restore", "--all", "--to"])
+        .arg(&out_dir)
+        .output()
+        .expect("restore");
+    assert_ok(&out);
+    let mut compared = 0;
+    for f in walk(&out_dir) {
+        let rel = f.strip_prefix(&out_dir).expect("under --to");
+        let original = std::fs::read(env.projects.join(rel)).expect("original");
+        assert!(std::fs::read(&f).expect("restored") == original, "{rel:?}");
+        assert!(PRUNED.iter().all(|s| !rel.to_string_lossy().contains(s)));
+        compared += 1;
+    }
+    assert!(compared >= 10, "{compared} files restored");
+
+    // A line appended to a pruned transcript starts afresh: the pruned episode stays gone.
+    let main = env
+        .projects
+        .join(format!("-home-vwestberg-Claude/{}.jsonl", PRUNED[1]));
+    let lines = std::fs::read_to_string(&main)
+        .expect("read")
+        .lines()
+        .count() as i64;
+    append(
+        &main,
+        user_line(
+            PRUNED[1],
+            "9d3c1a52-0000-4000-8000-000000000001",
+            "one more thing",
+        )
+        .as_bytes(),
+    );
+    env.ingest();
+    let first = scalar(
+        &store,
+        "SELECT COALESCE(MIN(start_line), 0) FROM episodes \
+         WHERE session_id = '5fbb940a-c7f3-404d-bf66-a028fcc250ec'",
+    )
+    .await;
+    assert!(
+        first == 0 || first > lines,
+        "episode from line {first} of {lines}"
+    );
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(prune_leaves_nothing_of_a_session_behind, prune_everywhere);
+
+fn walk(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).expect("read dir").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
