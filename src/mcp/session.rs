@@ -46,12 +46,9 @@ impl Gleaner {
     }
 
     async fn transcript_lines_body(&self, a: LinesArgs) -> Body {
-        if a.start_line == 0 || a.start_line > a.end_line {
-            return Err(format!(
-                "invalid range {}:{}: expected 1 <= start_line <= end_line",
-                a.start_line, a.end_line
-            ));
-        }
+        let names = ("start_line", "end_line");
+        // The range's own shape first, before the session is looked up.
+        query::transcript::line_range(names, (a.start_line, a.end_line), "", u64::MAX)?;
         let id = self.resolve(&a.session_id).await?;
         // Only a file Gleaner tracks for this session is read: its main transcript.
         let files = self.store.session_files(&id).await.map_err(store_err)?;
@@ -70,25 +67,13 @@ impl Gleaner {
         };
         let archived = source.is_archived();
         let known = u64::try_from(file.lines).unwrap_or(0);
-        if a.start_line > known.max(1) {
-            return Err(format!(
-                "start_line {} is past the end of {path}, which has {known} lines",
-                a.start_line
-            ));
-        }
-        let end = a.end_line.min(known.max(a.start_line));
-        let clamped = end < a.end_line;
+        let range = query::transcript::line_range(names, (a.start_line, a.end_line), &path, known)?;
+        let (end, note) = (range.end, range.note);
         let redactor = self.cfg.redactor.clone();
         let sel = Selection::Lines(a.start_line, end);
         let read = crate::run::blocking(move || source.excerpt(sel, &redactor))
             .await
             .map_err(|e| format!("reading the transcript failed: {e}"))?;
-        let note = clamped.then(|| {
-            format!(
-                "end_line {} is past the end of the file: lines {}:{end} shown",
-                a.end_line, a.start_line
-            )
-        });
         let ex = match read {
             Ok(ex) => ex,
             // Lines that exist but hold only bookkeeping are an answer, not an error.

@@ -51,8 +51,12 @@ pub fn project_folder(cwd_or_folder: &str) -> String {
     if !cwd_or_folder.contains(['/', '\\']) {
         return cwd_or_folder.to_string();
     }
-    cwd_or_folder
-        .chars()
+    // `/home/u/p/` is the directory `/home/u/p` (as a shell completes it).
+    let dir = match cwd_or_folder.trim_end_matches(['/', '\\']) {
+        "" => cwd_or_folder,
+        d => d,
+    };
+    dir.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()
 }
@@ -292,6 +296,8 @@ mod tests {
         assert_eq!(project_folder("/home/u/my.app"), "-home-u-my-app");
         assert_eq!(project_folder("S:\\02-DevOps"), "S--02-DevOps");
         assert_eq!(project_folder("-home-u-p"), "-home-u-p");
+        assert_eq!(project_folder("/home/u/my.app/"), "-home-u-my-app");
+        assert_eq!(project_folder("/"), "-");
     }
 
     #[test]

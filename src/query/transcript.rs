@@ -49,6 +49,53 @@ impl Transcript {
     }
 }
 
+/// A range of a transcript's lines as every door reads it: `start..=end`, cut to the `known`
+/// lines of the file, with a note when it was cut.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LineRange {
+    /// First line (1-based).
+    pub start: u64,
+    /// Last line, at most the file's last.
+    pub end: u64,
+    /// Said when `end` was cut to the file.
+    pub note: Option<String>,
+}
+
+/// The range `start..=end` (the door's names for them in `names`) of `path`, which holds
+/// `known` lines. Why one function: the doors answered the same range differently (MCP cut it
+/// to the file, the web view showed nothing); a start past the end is an error naming the
+/// file's length, an end past it is cut and said.
+pub fn line_range(
+    names: (&str, &str),
+    (start, end): (u64, u64),
+    path: &str,
+    known: u64,
+) -> Result<LineRange, String> {
+    if start == 0 || start > end {
+        return Err(format!(
+            "invalid range {start}:{end}: expected 1 <= {} <= {}",
+            names.0, names.1
+        ));
+    }
+    if start > known.max(1) {
+        return Err(format!(
+            "{} {start} is past the end of {path}, which has {known} lines",
+            names.0
+        ));
+    }
+    let cut = end.min(known.max(start));
+    Ok(LineRange {
+        start,
+        end: cut,
+        note: (cut < end).then(|| {
+            format!(
+                "{} {end} is past the end of the file: lines {start}:{cut} shown",
+                names.1
+            )
+        }),
+    })
+}
+
 /// `file`'s bytes: on disk if this machine (`machine`) holds it there, else from the archive;
 /// `None` when neither has them.
 pub async fn open(

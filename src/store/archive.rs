@@ -328,8 +328,8 @@ impl Store {
     /// The first dictionary of `project`, if it has one.
     pub async fn archive_dict_of(&self, project: &str) -> Result<Option<StoredDict>, StoreError> {
         let q = Sql::new(
-            "SELECT id, raw_len, data FROM archive_dicts WHERE project = $1 AND NOT retired \
-             ORDER BY id LIMIT 1",
+            "SELECT id, raw_len, data FROM archive_dicts WHERE project = $1 \
+             AND id NOT IN (SELECT dict_id FROM archive_dicts_retired) ORDER BY id LIMIT 1",
         )
         .arg(project);
         self.fetch_optional(&q).await
@@ -358,7 +358,8 @@ impl Store {
         .arg(crate::extract::rows::now_iso());
         self.execute(&q).await?;
         let q = Sql::new(
-            "SELECT id FROM archive_dicts WHERE project = $1 AND NOT retired ORDER BY id LIMIT 1",
+            "SELECT id FROM archive_dicts WHERE project = $1 \
+             AND id NOT IN (SELECT dict_id FROM archive_dicts_retired) ORDER BY id LIMIT 1",
         )
         .arg(project);
         self.fetch_i64(&q).await

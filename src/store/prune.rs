@@ -159,9 +159,9 @@ async fn prune_sessions(
         .await?;
     }
     c.execute(&in_ids(
-        "UPDATE archive_dicts SET retired = TRUE WHERE NOT retired AND project IN \
-         (SELECT project FROM files WHERE ",
-        ")",
+        "INSERT INTO archive_dicts_retired (dict_id) SELECT id FROM archive_dicts \
+         WHERE project IN (SELECT project FROM files WHERE ",
+        ") ON CONFLICT (dict_id) DO NOTHING",
     ))
     .await?;
     for table in ["archive_chunks", "archive_sidecars", "messages"] {

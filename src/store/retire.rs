@@ -1,4 +1,4 @@
-//! Retired dictionaries (migration 0023): a project's dictionary holds its first archived
+//! Retired dictionaries (migration 0023, `archive_dicts_retired`): a project's dictionary holds its first archived
 //! bytes, so once `prune` removes sessions of that project it may hold theirs. `prune` marks it
 //! retired in the same transaction; `run::pack::retire_dicts` then compresses every chunk that
 //! names it again without it and deletes it, so what was pruned is gone from the archive too.
@@ -14,7 +14,10 @@ use super::{Store, StoreError};
 impl Store {
     /// The retired dictionaries and their projects, oldest first.
     pub async fn retired_dicts(&self) -> Result<Vec<(i64, String)>, StoreError> {
-        let q = Sql::new("SELECT id, project FROM archive_dicts WHERE retired ORDER BY id");
+        let q = Sql::new(
+            "SELECT d.id, d.project FROM archive_dicts d \
+             JOIN archive_dicts_retired r ON r.dict_id = d.id ORDER BY d.id",
+        );
         self.fetch_all(&q).await
     }
 
@@ -64,11 +67,20 @@ impl Store {
 
     /// Delete retired dictionary `dict_id` once no chunk names it; `false` while one does.
     pub async fn drop_retired_dict(&self, dict_id: i64) -> Result<bool, StoreError> {
+        let mut pooled = self.acquire().await?;
+        let mut tx = pooled.begin().await?;
         let q = Sql::new(
-            "DELETE FROM archive_dicts WHERE id = $1 AND retired \
+            "DELETE FROM archive_dicts WHERE id = $1 \
+             AND id IN (SELECT dict_id FROM archive_dicts_retired) \
              AND NOT EXISTS (SELECT 1 FROM archive_chunks WHERE dict_id = $1)",
         )
         .arg(dict_id);
-        Ok(self.execute(&q).await? > 0)
+        let gone = tx.conn().execute(&q).await? > 0;
+        if gone {
+            let q = Sql::new("DELETE FROM archive_dicts_retired WHERE dict_id = $1").arg(dict_id);
+            tx.conn().execute(&q).await?;
+        }
+        tx.commit().await?;
+        Ok(gone)
     }
 }

@@ -13,7 +13,7 @@ use super::timeline::{self, SessionView};
 use super::{AppState, WebError};
 use crate::query::store::search::{self, SearchFilter, SearchKind};
 use crate::query::store::{
-    EpisodeFilter, Origin, SessionFilter, SessionListing, SessionSort, SnippetFilter,
+    EpisodeFilter, Origin, SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter,
 };
 use crate::query::{self, Page};
 use crate::snippet::SnippetType;
@@ -47,7 +47,7 @@ fn page_param(q: &BTreeMap<String, String>, default: u32) -> Result<Page, WebErr
         ("limit", param(q, "limit")),
         ("offset", param(q, "offset")),
         default,
-        default.max(200),
+        default.max(query::MAX_LISTING),
     )?)
 }
 
@@ -224,10 +224,12 @@ pub async fn sessions(
     let sort = choice_param::<SessionSort>(&q, "sort")?.unwrap_or_default();
     let page = page_param(&q, PAGE)?;
     let offset = page.offset;
+    let status = choice_param::<SessionStatus>(&q, "status")?;
     let f = SessionFilter {
         project: param(&q, "project").map(str::to_string),
         since: since_param(&q, "since")?,
         until: since_param(&q, "until")?,
+        status,
         origin: origin_param(&q)?,
         sort,
         ..SessionFilter::default()
@@ -235,10 +237,11 @@ pub async fn sessions(
     let rows = st.store.sessions(&f, page).await?;
     let projects = st.store.projects().await?;
     let base = format!(
-        "project={}&since={}&until={}&machine={}&user={}",
+        "project={}&since={}&until={}&status={}&machine={}&user={}",
         enc(param(&q, "project").unwrap_or("")),
         enc(param(&q, "since").unwrap_or("")),
         enc(param(&q, "until").unwrap_or("")),
+        status.map_or("", SessionStatus::as_str),
         enc(param(&q, "machine").unwrap_or("")),
         enc(param(&q, "user").unwrap_or(""))
     );
@@ -249,6 +252,12 @@ pub async fn sessions(
             (project_select(&projects, param(&q, "project").unwrap_or("")))
             label { "Active since" input name="since" placeholder="7d or 2026-01-31" value=(param(&q, "since").unwrap_or("")); }
             label { "Started before" input name="until" placeholder="2026-02-28" value=(param(&q, "until").unwrap_or("")); }
+            label { "Status" select name="status" {
+                option value="" selected[status.is_none()] { "any" }
+                @for s in SessionStatus::ALL {
+                    option value=(s.as_str()) selected[status == Some(*s)] { (s.as_str()) }
+                }
+            } }
             label { "Machine" input name="machine" placeholder="machine id" value=(param(&q, "machine").unwrap_or("")); }
             label { "User" input name="user" placeholder="user name" value=(param(&q, "user").unwrap_or("")); }
             input type="hidden" name="sort" value=(sort.as_str());
@@ -327,6 +336,9 @@ async fn resolve(st: &AppState, prefix: &str) -> Result<String, WebError> {
     Ok(query::resolve_session(&st.store, "session", prefix).await?)
 }
 
+/// Lines the raw-lines page shows at most.
+const LINES_PER_PAGE: u64 = 2000;
+
 /// `/sessions/{id}/lines?from=A&to=B[&agent=ID]`: the transcript lines, readable and redacted.
 pub async fn lines(
     State(st): State<Arc<AppState>>,
@@ -337,13 +349,21 @@ pub async fn lines(
     let files = st.store.session_files(&id).await?;
     let file = transcript_of(&st, &files, &id, param(&q, "agent"))?;
     let num = |k: &str| param(&q, k).and_then(|s| s.parse::<u64>().ok());
-    let (from, to) = match (num("from"), num("to")) {
-        (Some(a), Some(b)) if a >= 1 && a <= b => (a, b.min(a + 2000)),
-        _ => {
-            return Err(WebError::BadRequest(
-                "expected from=A&to=B with 1 <= A <= B".into(),
-            ))
-        }
+    let (Some(from), Some(to)) = (num("from"), num("to")) else {
+        return Err(WebError::BadRequest(
+            "expected from=A&to=B with 1 <= A <= B".into(),
+        ));
+    };
+    // The range as every door reads it (cut to the file, saying so), then at most a page.
+    let known = u64::try_from(file.lines).unwrap_or(0);
+    let range = query::transcript::line_range(("from", "to"), (from, to), &file.path, known)
+        .map_err(WebError::BadRequest)?;
+    let to = range.end.min(from + LINES_PER_PAGE - 1);
+    let note = match (&range.note, to < range.end) {
+        (_, true) => Some(format!(
+            "lines {from}:{to} shown, at most {LINES_PER_PAGE} a page"
+        )),
+        (note, false) => note.clone(),
     };
     // The file on disk, else the archive's copy (deleted, or another machine's).
     let source = query::transcript::open(&st.store, file, &st.cfg.machine_id).await?;
@@ -357,6 +377,7 @@ pub async fn lines(
         match read {
             Ok(ex) => html! {
                 @if archived { p.muted { "From the archive: the file is no longer on this disk." } }
+                @if let Some(n) = &note { p.muted { (n) } }
                 pre.raw { (ex.content) }
             },
             Err(e) => html! { p.muted { (e.to_string()) } },

@@ -177,13 +177,19 @@ async fn bad_inputs(backend: Backend) {
 
     // The web view: 400 naming the value.
     let web = start_web(&env, &env.projects, "127.0.0.1:0");
+    let lines = |range: &str| format!("/sessions/{SID}/lines?{range}");
     for (path, needle) in [
-        ("/sessions?since=2026-13-45", "2026-13-45"),
-        ("/sessions?until=2026-99-99", "2026-99-99"),
-        ("/?q=prompt&since=2026-13-45", "2026-13-45"),
-        ("/sessions?offset=ten", "ten"),
-        ("/sessions?sort=loudest", "loudest"),
-        ("/snippets?type=joke", "joke"),
+        ("/sessions?since=2026-13-45".to_string(), "2026-13-45"),
+        ("/sessions?until=2026-99-99".to_string(), "2026-99-99"),
+        ("/?q=prompt&since=2026-13-45".to_string(), "2026-13-45"),
+        ("/sessions?offset=ten".to_string(), "ten"),
+        ("/sessions?sort=loudest".to_string(), "loudest"),
+        ("/snippets?type=joke".to_string(), "joke"),
+        ("/sessions?status=sleeping".to_string(), "sleeping"),
+        ("/sessions?limit=501".to_string(), "501"),
+        // A range starting past the end says how long the file is, as MCP does.
+        (lines("from=50&to=60"), "has 10 lines"),
+        (lines("from=5&to=2"), "invalid range"),
     ] {
         let (status, body) = get(&format!("{}{}", web.url.trim_end_matches('/'), path));
         assert_eq!(status, 400, "{path}: {body}");
@@ -192,6 +198,14 @@ async fn bad_inputs(backend: Backend) {
     let (status, body) = get(&format!("{}sessions?since=2025-12-31", web.url));
     assert_eq!(status, 200);
     assert!(body.contains("prompt number 0"), "{body}");
+    // The listing bound is the CLI's and MCP's; a status filters as it does there.
+    let (status, body) = get(&format!("{}sessions?limit=500&status=active", web.url));
+    assert_eq!(status, 200, "{body}");
+    // A range running past the end is cut to the file, saying so (MCP's answer above).
+    let (status, body) = get(&format!("{}sessions/{SID}/lines?from=8&to=500", web.url));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("prompt number 8"), "{body}");
+    assert!(body.contains("to 500 is past the end"), "{body}");
     drop(web);
     env.cleanup().await;
 }
