@@ -3,8 +3,11 @@
 //!
 //! Why edit the file for the user: the hook format (event -> groups -> commands) is easy to get
 //! subtly wrong by hand, and a wrong command silently does nothing. The edit is idempotent (an
-//! entry pointing at this binary is kept, one pointing at an older path is replaced), leaves
-//! every other key and hook alone, keeps a backup of the file it changed and writes atomically.
+//! entry pointing at this binary, whatever its file is called, is kept; one pointing at an older
+//! path is replaced), leaves every other key and hook alone, keeps a backup of the file it
+//! changed and writes atomically. The hooks carry the global flags the install was given
+//! ([`carried_flags`]): a hook that read another database than the install's would fail open
+//! and say nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -56,24 +59,45 @@ pub fn settings_path(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     Ok(PathBuf::from(home).join(".claude/settings.json"))
 }
 
-/// The command line of one of Gleaner's hooks.
-fn command(bin: &Path, sub: &str) -> String {
-    let b = bin.display().to_string();
-    let quoted = if b.contains([' ', '\'', '"']) {
-        format!("'{}'", b.replace('\'', r"'\''"))
+/// A word of a shell command line, quoted when it needs to be.
+fn shell_word(w: &str) -> String {
+    if !w.is_empty()
+        && w.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-:=@%+,".contains(c))
+    {
+        w.to_string()
     } else {
-        b
-    };
-    format!("{quoted} hook {sub}")
+        format!("'{}'", w.replace('\'', r"'\''"))
+    }
 }
 
-/// Whether a hook command is Gleaner's `hook <sub>` (from any install path).
+/// The command line of one of Gleaner's hooks: this binary, the flags it was installed with
+/// (`flags`: which database and transcripts the hooks use), `hook <sub>`.
+fn command(bin: &Path, flags: &[String], sub: &str) -> String {
+    let mut words = vec![shell_word(&bin.display().to_string())];
+    words.extend(flags.iter().map(|f| shell_word(f)));
+    words.push(format!("hook {sub}"));
+    words.join(" ")
+}
+
+/// Whether a hook command is Gleaner's `hook <sub>`: one this binary wrote (whatever its file
+/// is called), or a `gleaner` from any install path.
 pub(super) fn is_ours(cmd: &str, sub: &str) -> bool {
-    cmd.contains("gleaner") && cmd.trim_end().ends_with(&format!("hook {sub}"))
+    let this = std::env::current_exe()
+        .and_then(|p| p.canonicalize())
+        .map(|p| shell_word(&p.display().to_string()))
+        .ok();
+    let program = cmd.trim_start();
+    let named =
+        program.contains("gleaner") || this.is_some_and(|b| program.starts_with(&format!("{b} ")));
+    named && cmd.trim_end().ends_with(&format!("hook {sub}"))
 }
 
-/// Settings with Gleaner's hooks removed (`bin: None`) or set to this binary.
-pub fn merged(settings: &IndexMap<String, Value>, bin: Option<&Path>) -> IndexMap<String, Value> {
+/// Settings with Gleaner's hooks removed (`bin: None`) or set to this binary with `flags`.
+pub fn merged(
+    settings: &IndexMap<String, Value>,
+    bin: Option<(&Path, &[String])>,
+) -> IndexMap<String, Value> {
     let mut out = settings.clone();
     let mut hooks: IndexMap<String, Value> = out
         .get("hooks")
@@ -92,9 +116,9 @@ pub fn merged(settings: &IndexMap<String, Value>, bin: Option<&Path>) -> IndexMa
             }
         }
         groups.retain(|g| !g["hooks"].as_array().is_some_and(|l| l.is_empty()));
-        if let Some(bin) = bin {
+        if let Some((bin, flags)) = bin {
             groups.push(json!({
-                "hooks": [{"type": "command", "command": command(bin, sub), "timeout": 10}]
+                "hooks": [{"type": "command", "command": command(bin, flags, sub), "timeout": 10}]
             }));
         }
         if groups.is_empty() {
@@ -114,8 +138,52 @@ pub fn merged(settings: &IndexMap<String, Value>, bin: Option<&Path>) -> IndexMa
     out
 }
 
-/// Run a `hooks` subcommand.
-pub fn run(cmd: HooksCommand) -> Outcome {
+/// The global flags a `hooks install` was given that the hooks must carry, so that they read
+/// the same database and transcripts as the command that installed them: paths made absolute
+/// (a hook runs in the session's working directory). A database URL holding a password is
+/// refused: it would be written in clear into Claude Code's settings, where `--config`
+/// pointing at a file that holds it is not.
+pub(super) fn carried_flags(
+    config: Option<&Path>,
+    projects_dir: Option<&Path>,
+    database_url: Option<&str>,
+    machine_id: Option<&str>,
+) -> anyhow::Result<Vec<String>> {
+    let abs = |p: &Path| -> anyhow::Result<String> {
+        Ok(std::path::absolute(p)
+            .with_context(|| format!("cannot resolve {}", p.display()))?
+            .display()
+            .to_string())
+    };
+    let mut out = Vec::new();
+    if let Some(p) = config {
+        out.extend(["--config".to_string(), abs(p)?]);
+    }
+    if let Some(p) = projects_dir {
+        out.extend(["--projects-dir".to_string(), abs(p)?]);
+    }
+    if let Some(url) = database_url {
+        if crate::store::redact_url(url) != url {
+            return Err(crate::config::ConfigError::Invalid {
+                key: "--database-url".into(),
+                message: "holds a password, which the hooks would write in clear into Claude \
+                          Code's settings: set `database.url` in a config file and pass \
+                          --config instead"
+                    .into(),
+            }
+            .into());
+        }
+        out.extend(["--database-url".to_string(), url.to_string()]);
+    }
+    if let Some(m) = machine_id {
+        out.extend(["--machine-id".to_string(), m.to_string()]);
+    }
+    Ok(out)
+}
+
+/// Run a `hooks` subcommand; `flags` are the global flags given to it that the hooks must
+/// carry (see [`super::Cli`]'s `carried_flags`).
+pub fn run(cmd: HooksCommand, flags: &[String]) -> Outcome {
     let (print, settings, install) = match cmd {
         HooksCommand::Install { print, settings } => (print, settings, true),
         HooksCommand::Uninstall { print, settings } => (print, settings, false),
@@ -134,7 +202,7 @@ pub fn run(cmd: HooksCommand) -> Outcome {
             .with_context(|| format!("{} is not a JSON object", path.display()))?,
         _ => IndexMap::new(),
     };
-    let next = merged(&current, install.then_some(bin.as_path()));
+    let next = merged(&current, install.then_some((bin.as_path(), flags)));
     let text = serde_json::to_string_pretty(&next)? + "\n";
     if print {
         print!("{text}");

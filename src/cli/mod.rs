@@ -318,6 +318,17 @@ impl Cli {
         }
     }
 
+    /// The global flags `hooks install` writes into the hooks (see [`hooks::carried_flags`]).
+    fn carried_flags(&self) -> anyhow::Result<Vec<String>> {
+        let g = &self.global;
+        hooks::carried_flags(
+            g.config.as_deref(),
+            g.projects_dir.as_deref(),
+            g.database_url.as_deref(),
+            g.machine_id.as_deref(),
+        )
+    }
+
     /// Run the command. Configuration and logging are set up here, before anything else.
     pub fn run(self) -> Outcome {
         if let Command::Config { default: true } = self.command {
@@ -335,10 +346,25 @@ impl Cli {
             return Ok(EXIT_OK);
         }
         if let Command::Service { cmd } = self.command {
+            let g = &self.global;
+            if g.config.is_some()
+                || g.projects_dir.is_some()
+                || g.database_url.is_some()
+                || g.machine_id.is_some()
+            {
+                // The unit runs `gleaner daemon` alone: what it reads is the config file's.
+                eprintln!(
+                    "note: the service does not take --config, --projects-dir, --database-url or \
+                     --machine-id; it reads the config file (`gleaner config` shows it)"
+                );
+            }
             return service::run(cmd);
         }
-        if let Command::Hooks { cmd } = self.command {
-            return hooks::run(cmd);
+        if matches!(self.command, Command::Hooks { .. }) {
+            let flags = self.carried_flags()?;
+            if let Command::Hooks { cmd } = self.command {
+                return hooks::run(cmd, &flags);
+            }
         }
         if let Command::Hook { hook } = &self.command {
             // Never fail Claude Code: whatever happens, exit 0.

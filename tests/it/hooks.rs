@@ -42,17 +42,23 @@ async fn hooks_install_merge_and_uninstall() {
         .collect();
     assert_eq!(end.len(), 2, "{end:?}");
     assert!(
-        end[0] == "echo other" && end[1].ends_with("gleaner hook session-end"),
+        end[0] == "echo other" && end[1].ends_with(" hook session-end"),
+        "{end:?}"
+    );
+    // The hooks read the database and transcripts the install was told about.
+    assert!(
+        end[1].contains(&format!("--database-url {}", env.url))
+            && end[1].contains("--projects-dir /"),
         "{end:?}"
     );
     let pre = v["hooks"]["PreCompact"][0]["hooks"][0]["command"]
         .as_str()
         .unwrap();
-    assert!(pre.ends_with("gleaner hook pre-compact"), "{pre}");
+    assert!(pre.ends_with(" hook pre-compact"), "{pre}");
     let start = v["hooks"]["SessionStart"][0]["hooks"][0]["command"]
         .as_str()
         .unwrap();
-    assert!(start.ends_with("gleaner hook session-start"), "{start}");
+    assert!(start.ends_with(" hook session-start"), "{start}");
     let backup = settings.with_extension("json.gleaner-backup");
     assert_eq!(std::fs::read_to_string(&backup).unwrap(), original);
 
@@ -92,6 +98,54 @@ async fn hooks_install_merge_and_uninstall() {
     let out = hooks(&["install"]);
     assert_ne!(out.status.code(), Some(0));
     assert_eq!(std::fs::read_to_string(&settings).unwrap(), "not json");
+
+    // A password in the URL is not written into Claude Code's settings.
+    let secret = env.dir.path().join("secret/settings.json");
+    let out = env
+        .cmd_with_url("postgres://u:hunter2@127.0.0.1:1/db")
+        .args(["hooks", "install", "--settings"])
+        .arg(&secret)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--database-url") && !err.contains("hunter2"),
+        "{err}"
+    );
+    assert!(!secret.exists());
+}
+
+/// A binary not named `gleaner` knows the hooks it wrote: installing twice changes nothing,
+/// and uninstalling removes them.
+#[tokio::test]
+async fn hooks_of_a_renamed_binary() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    let renamed = env.dir.path().join("bin/g0");
+    std::fs::create_dir_all(renamed.parent().unwrap()).unwrap();
+    std::fs::copy(bin(), &renamed).unwrap();
+    let settings = env.dir.path().join("claude/settings.json");
+    let hooks = |args: &[&str]| {
+        let out = std::process::Command::new(&renamed)
+            .env_clear()
+            .env("HOME", env.dir.path().join("home"))
+            .arg("hooks")
+            .args(args)
+            .arg("--settings")
+            .arg(&settings)
+            .output()
+            .expect("run");
+        assert_ok(&out);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    hooks(&["install"]);
+    let once = std::fs::read_to_string(&settings).unwrap();
+    assert!(once.contains("g0 hook session-start"), "{once}");
+    assert!(hooks(&["install"]).starts_with("unchanged"));
+    assert_eq!(std::fs::read_to_string(&settings).unwrap(), once);
+    hooks(&["uninstall"]);
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert!(v.get("hooks").is_none(), "{v}");
 }
 
 #[tokio::test]
