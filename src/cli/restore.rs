@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{resolve_prefix, Outcome, EXIT_ERROR, EXIT_OK};
+use super::{resolve_prefix, Outcome, EXIT_ERROR, EXIT_NOT_FOUND, EXIT_OK};
 use crate::config::Config;
 use crate::query;
 use crate::run::restore::{restore, FileReport, Outcome as FileOutcome, RestoreOptions};
@@ -120,8 +120,12 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
             }
         }
     }
+    // Any file not restored shows in the exit code, so a script notices: 2 when the archive
+    // lacks bytes, 1 when another file was in the way and left alone.
     Ok(if report.incomplete > 0 {
         EXIT_ERROR
+    } else if report.differs > 0 {
+        EXIT_NOT_FOUND
     } else {
         EXIT_OK
     })

@@ -325,6 +325,15 @@ async fn restore_file(
         );
         return Ok(report);
     }
+    // A copy written beside by an earlier run, with these very bytes, is the restored file:
+    // writing another would leave `.restored`, `.restored.2`... all alike.
+    if let Some(same) = same_beside(&target, &tmp).map_err(io_err(&target))? {
+        let _ = fs::remove_file(&tmp);
+        report.outcome = Outcome::Present;
+        report.detail = Some(format!("already written beside it at {}", same.display()));
+        report.path = same;
+        return Ok(report);
+    }
     let beside = free_name(&target);
     fs::rename(&tmp, &beside).map_err(io_err(&beside))?;
     report.outcome = Outcome::WrittenBeside;
@@ -355,24 +364,39 @@ pub async fn materialize(
     Ok(r)
 }
 
-/// `<target>.restored`, or `.restored.2`, `.restored.3`... whichever is free.
-fn free_name(target: &Path) -> PathBuf {
+/// The `k`th name beside `target`: `<target>.restored`, then `.restored.2`, `.restored.3`...
+fn beside_name(target: &Path, k: u32) -> PathBuf {
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let mut k = 1;
-    loop {
-        let candidate = if k == 1 {
-            target.with_file_name(format!("{name}.restored"))
-        } else {
-            target.with_file_name(format!("{name}.restored.{k}"))
-        };
-        if !candidate.exists() {
-            return candidate;
-        }
-        k += 1;
+    if k == 1 {
+        target.with_file_name(format!("{name}.restored"))
+    } else {
+        target.with_file_name(format!("{name}.restored.{k}"))
     }
+}
+
+/// The first free name beside `target`.
+fn free_name(target: &Path) -> PathBuf {
+    (1..)
+        .map(|k| beside_name(target, k))
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| beside_name(target, 1))
+}
+
+/// A copy beside `target` holding exactly the bytes of `restored`, if there is one.
+fn same_beside(target: &Path, restored: &Path) -> io::Result<Option<PathBuf>> {
+    let len = fs::metadata(restored)?.len();
+    for p in (1..).map(|k| beside_name(target, k)) {
+        let Ok(m) = fs::metadata(&p) else {
+            return Ok(None);
+        };
+        if m.len() == len && starts_with_file(&p, restored)? {
+            return Ok(Some(p));
+        }
+    }
+    Ok(None)
 }
 
 /// Whether the file at `existing` begins with every byte of the file at `restored`.

@@ -88,7 +88,11 @@ async fn corpus_round_trip(backend: Backend) {
         .expect("a transcript");
     std::fs::write(victim, b"{\"changed\":true}\n").expect("overwrite");
     let out = restore(&env, &["--all"]);
-    assert_ok(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a file left alone shows in the exit code"
+    );
     assert!(String::from_utf8_lossy(&out.stderr).contains("not restored"));
     assert_eq!(
         std::fs::read(victim).expect("read"),
@@ -98,6 +102,12 @@ async fn corpus_round_trip(backend: Backend) {
     assert_ok(&out);
     let beside = PathBuf::from(format!("{}.restored", victim.display()));
     assert!(std::fs::read(&beside).expect("written beside") == *original);
+    // Again: the copy beside is there already, no second one is written.
+    let out = restore(&env, &["--all", "--force-suffix", "--json"]);
+    assert_ok(&out);
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(again["written"], 0, "{again}");
+    assert!(!PathBuf::from(format!("{}.restored.2", victim.display())).exists());
 
     // One session, elsewhere, in Claude Code's layout.
     let sid = victim
