@@ -163,7 +163,7 @@ pub(super) fn carried_flags(
         out.extend(["--projects-dir".to_string(), abs(p)?]);
     }
     if let Some(url) = database_url {
-        if crate::store::redact_url(url) != url {
+        if crate::query::store::redact_url(url) != url {
             return Err(crate::config::ConfigError::Invalid {
                 key: "--database-url".into(),
                 message: "holds a password, which the hooks would write in clear into Claude \

@@ -449,7 +449,12 @@ pub async fn snippets(
                 @if let Some(l) = s.metadata.get("triage").and_then(|v| v.as_str()) { " " (label(l)) }
                 div.muted {
                     (s.project) " · " (when(Some(&s.created_at))) " · "
-                    a href={ "/sessions/" (s.session_id) "#line-" (s.line_start) } { "source: session " (clip(&s.session_id, 8)) ", lines " (s.line_start) "–" (s.line_end) }
+                    @if s.source_file.ends_with(".jsonl") {
+                        a href={ "/sessions/" (s.session_id) "#line-" (s.line_start) } { "source: session " (clip(&s.session_id, 8)) ", lines " (s.line_start) "–" (s.line_end) }
+                    } @else {
+                        a href={ "/sessions/" (s.session_id) "#snippet-" (s.id) } { "session " (clip(&s.session_id, 8)) }
+                        " · " (timeline::snippet_source(s))
+                    }
                     @for t in &s.tags { " " span.pill { (t) } }
                 }
                 details { summary { (clip(&s.content, 200)) } pre.raw { (s.content) } }

@@ -195,7 +195,46 @@ fn group<'a>(turns: Vec<Turn>, episodes: &'a [EpisodeListing]) -> Vec<Band<'a>> 
             }),
         }
     }
+    // An episode none of whose turns is stored (its messages pruned, `prune --keep-knowledge`)
+    // still shows, with its label and evidence, where its lines are.
+    for e in episodes {
+        if !bands
+            .iter()
+            .any(|b| b.episode.is_some_and(|x| x.id == e.id))
+        {
+            bands.push(Band {
+                episode: Some(e),
+                turns: Vec::new(),
+            });
+        }
+    }
+    bands.sort_by_key(|b| {
+        b.turns
+            .first()
+            .map(|t| t.start_line)
+            .or(b.episode.map(|e| e.start_line))
+            .unwrap_or(0)
+    });
     bands
+}
+
+/// Whether snippet `sn` shows beside one of the turns of the file `path`.
+fn placed(sn: &SnippetListing, path: &str, bands: &[Band<'_>]) -> bool {
+    sn.source_file == path
+        && bands
+            .iter()
+            .flat_map(|b| &b.turns)
+            .any(|t| t.start_line <= sn.line_start && sn.line_start <= t.end_line)
+}
+
+/// Where a snippet came from, for people: a transcript's lines, MCP, or the file it was read
+/// from (`snippet add --content-file`).
+pub fn snippet_source(sn: &SnippetListing) -> String {
+    match sn.source_file.as_str() {
+        "mcp" => "given through MCP".to_string(),
+        f if f.ends_with(".jsonl") => format!("lines {}–{} of {f}", sn.line_start, sn.line_end),
+        f => format!("from {f}"),
+    }
 }
 
 fn turn_label(e: &EpisodeListing, start_line: i64) -> Option<(String, f64, String)> {
@@ -272,9 +311,26 @@ pub fn render(v: &SessionView<'_>) -> Markup {
             p.muted { "Sub-agent " (v.file.agent_type.as_deref().unwrap_or("")) ": "
                 (v.file.agent_description.as_deref().unwrap_or("")) }
         }
+        @if v.bands.iter().all(|b| b.turns.is_empty()) {
+            p.muted { (crate::query::NO_CONVERSATION) }
+        }
         div.timeline {
             @for band in v.bands {
                 (render_band(band, v, sid, &agent_q))
+            }
+        }
+        @let others: Vec<&SnippetListing> = v.snippets.iter()
+            .filter(|sn| !placed(sn, &v.file.path, v.bands)).collect();
+        @if !others.is_empty() {
+            section.others {
+                h2 { "Other snippets of this session" }
+                @for sn in others {
+                    div.snippet id={ "snippet-" (sn.id) } {
+                        span class="pill" { (sn.snippet_type) } " " b { (sn.title) }
+                        div.muted { (snippet_source(sn)) }
+                        pre { (sn.content) }
+                    }
+                }
             }
         }
     }

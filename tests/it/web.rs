@@ -356,3 +356,73 @@ async fn home_estimates_many_sessions(backend: Backend) {
     env.cleanup().await;
 }
 both_backends!(home_session_total, home_estimates_many_sessions);
+
+/// A snippet written by hand from a file shows on its session's page and says where it came
+/// from; after `prune --keep-knowledge` the page still shows the episodes, and says why the
+/// conversation is gone.
+async fn kept_without_lines(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let corpus = corpus_dir().join("4thehalibit__omarchy-backup/.claude/projects");
+    copy_tree(&corpus, &env.projects);
+    env.ingest();
+    let note = env.dir.path().join("note.txt");
+    std::fs::write(
+        &note,
+        "Hand note: the waybar config must be rewritten whole, a sed on it can leave it empty \
+         and the bar then shows nothing at all.\n",
+    )
+    .expect("write note");
+    let out = env
+        .cmd()
+        .args([
+            "snippet",
+            "add",
+            "--session",
+            "5fbb940a",
+            "--type",
+            "learning_pattern",
+            "--title",
+            "Hand note on waybar",
+            "--content-file",
+        ])
+        .arg(&note)
+        .output()
+        .expect("snippet add");
+    assert_ok(&out);
+    let sid = "5fbb940a-c7f3-404d-bf66-a028fcc250ec";
+    let note_path = note.canonicalize().expect("note").display().to_string();
+    let web = start_web(&env, &env.projects, "127.0.0.1:0");
+    let base = web.url.trim_end_matches('/').to_string();
+    let (status, page) = get(&format!("{base}/sessions/{sid}"));
+    assert_eq!(status, 200);
+    assert!(page.contains("Hand note on waybar"), "the snippet shows");
+    assert!(page.contains(&format!("from {note_path}")), "its source");
+    let (_, listed) = get(&format!("{base}/snippets?keyword=Hand+note+on+waybar"));
+    assert!(listed.contains(&format!("from {note_path}")), "{listed}");
+    assert!(!listed.contains("source: session 5fbb940a"), "{listed}");
+    drop(web);
+
+    let out = env
+        .cmd()
+        .args([
+            "prune",
+            "--before",
+            "2100-01-01",
+            "--keep-knowledge",
+            "--yes",
+        ])
+        .output()
+        .expect("prune");
+    assert_ok(&out);
+    let web = start_web(&env, &env.projects, "127.0.0.1:0");
+    let base = web.url.trim_end_matches('/').to_string();
+    let (status, page) = get(&format!("{base}/sessions/{sid}"));
+    assert_eq!(status, 200);
+    assert!(page.contains("messages were pruned"), "{page}");
+    assert!(page.contains("class=\"episode "), "the episodes still show");
+    assert!(page.contains("Hand note on waybar"));
+    drop(web);
+    env.cleanup().await;
+}
+
+both_backends!(kept_knowledge_shows_without_its_lines, kept_without_lines);
