@@ -32,7 +32,7 @@ where
     let (mut to_rmcp, rmcp_in) = tokio::io::duplex(PIPE_BYTES);
     let (from_rmcp, rmcp_out) = tokio::io::duplex(PIPE_BYTES);
     let (errors, mut answers) = mpsc::channel::<String>(16);
-    tokio::spawn(async move {
+    crate::run::task(async move {
         let mut lines = BufReader::new(input);
         let mut line = Vec::new();
         loop {
@@ -57,7 +57,7 @@ where
         // End of input: rmcp sees it and the service ends.
         let _ = to_rmcp.shutdown().await;
     });
-    let writer = tokio::spawn(async move {
+    let writer = crate::run::task(async move {
         let mut out = output;
         let mut from_rmcp = BufReader::new(from_rmcp);
         // rmcp's line in progress: `read_until` is cancel safe, what it read stays here.

@@ -43,6 +43,16 @@ pub async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(f).await
 }
 
+/// Start an async task on the runtime, for a door that needs one beside its work (the MCP
+/// server's stdio filter): like [`blocking`], the shell's one door to spawning.
+pub fn task<F>(f: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    tokio::spawn(f)
+}
+
 /// Run `f` on a thread of its own and wait for it at most `wait`: for a read that cannot be
 /// cancelled (stdin). `None` when it did not finish in time; the thread is then left to end
 /// with the process.
