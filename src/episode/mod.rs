@@ -43,6 +43,7 @@ pub use builder::Input;
 pub use feed::{feed, Feed, Last};
 pub use rules::{EpisodesTable, Mode, Rules, RulesError, Settings, TriageTable};
 pub use triage::Label;
+pub(crate) use wording::relative;
 
 // Caps that keep the state (stored with every checkpoint) small whatever the session.
 const MAX_VOCAB: usize = 2000;

@@ -10,7 +10,7 @@ use crate::snippet::clip_chars;
 /// holds it (`/Users/x/src/app/lib/db.rs` -> `lib/db.rs` in project `app`), else the file's
 /// own name. Paths are whitespace- or quote-delimited tokens starting with `/`, `~/` or a
 /// drive letter.
-pub(super) fn relative(text: &str, project: Option<&str>) -> String {
+pub(crate) fn relative(text: &str, project: Option<&str>) -> String {
     let delimiter = |c: char| c.is_whitespace() || "\"'`()".contains(c);
     let mut out = String::with_capacity(text.len());
     let mut token_start: Option<usize> = None;

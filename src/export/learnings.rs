@@ -51,6 +51,9 @@ fn kind(sn: &SnippetListing) -> &'static str {
     match sn.snippet_type.as_str() {
         "error_reasoning" => "mistake",
         "decision_rationale" => "decision",
+        // The assistant's own lesson, even in an episode the user corrected: what was learned
+        // about the work, not what the user wants.
+        _ if sn.title.starts_with("Lesson:") => "pattern",
         _ if triage_of(sn) == Some("user_correction")
             || sn.title.starts_with("User correction")
             || sn.title.starts_with("Preference:")
@@ -82,7 +85,7 @@ pub fn learning(sn: &SnippetListing, episode: Option<&EpisodeListing>) -> Learni
             .map(str::trim)
             .find(|p| !p.is_empty())
             .unwrap_or("");
-        clip_chars(para, 600)
+        clip_chars(&plain(para), 600)
     });
     let generalization = field("generalization").unwrap_or_else(|| sn.title.clone());
     let mut tags = vec![format!("session:{}", sn.session_id)];
@@ -100,6 +103,49 @@ pub fn learning(sn: &SnippetListing, episode: Option<&EpisodeListing>) -> Learni
         kind: kind(sn),
         tags,
     }
+}
+
+/// A hand-made snippet's text as a learning states it: an excerpt of a transcript
+/// (`[L12] user: ...`, `snippet add --lines`) without its line markers and tool lines, the
+/// speakers' words joined; absolute paths shortened to the file's name. Why: a learning is
+/// imported elsewhere, where line numbers of a transcript and one machine's paths mean
+/// nothing.
+fn plain(text: &str) -> String {
+    let mut parts = Vec::new();
+    for line in text.lines() {
+        let Some(rest) = line.strip_prefix("[L").and_then(|r| r.split_once("] ")) else {
+            parts.push(line.trim().to_string());
+            continue;
+        };
+        let body = rest.1;
+        if body.starts_with("tool ") {
+            continue;
+        }
+        let said = match body.split_once(": ") {
+            Some((who, t)) if !who.contains(' ') => {
+                let mut who = who.to_string();
+                if let Some(c) = who.get_mut(0..1) {
+                    c.make_ascii_uppercase();
+                }
+                format!("{who}: {}", t.trim())
+            }
+            _ => body.trim().to_string(),
+        };
+        parts.push(said);
+    }
+    let joined = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            if p.ends_with(['.', '!', '?', ':']) {
+                p.clone()
+            } else {
+                format!("{p}.")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ");
+    crate::episode::relative(&joined, None)
 }
 
 /// The turn (its number in the file) whose lines hold the snippet's first line.

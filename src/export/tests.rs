@@ -179,3 +179,23 @@ fn json_lines_are_one_session_each() {
     let v: serde_json::Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(v["type"], "mistake");
 }
+
+#[test]
+fn a_hand_made_excerpt_is_a_learning_without_lines_or_paths() {
+    let mut sn = session().snippets[1].clone();
+    sn.origin = "manual".into();
+    sn.title = "Lesson: read the lock file first".into();
+    sn.metadata = serde_json::json!({"triage": "user_correction"});
+    sn.content = "[L2] user: the build fails again\n[L3] tool Read: /home/u/proj/Cargo.lock\n\
+                  [L4] assistant: The lock file at /home/u/proj/Cargo.lock pins an old serde"
+        .into();
+    let l = learning(&sn, None);
+    assert_eq!(
+        l.observation,
+        "User: the build fails again. Assistant: The lock file at Cargo.lock pins an old serde."
+    );
+    assert_eq!(
+        l.kind, "pattern",
+        "a lesson is a pattern, whatever the episode"
+    );
+}
