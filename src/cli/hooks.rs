@@ -173,12 +173,31 @@ pub(super) fn carried_flags(
             }
             .into());
         }
-        out.extend(["--database-url".to_string(), url.to_string()]);
+        out.extend(["--database-url".to_string(), absolute_sqlite(url)?]);
     }
     if let Some(m) = machine_id {
         out.extend(["--machine-id".to_string(), m.to_string()]);
     }
     Ok(out)
+}
+
+/// A `sqlite://` URL with its file's path made absolute (a relative one would name another
+/// file in every session's working directory); other URLs as they are.
+fn absolute_sqlite(url: &str) -> anyhow::Result<String> {
+    let Some(rest) = url.strip_prefix("sqlite://") else {
+        return Ok(url.to_string());
+    };
+    let (path, query) = rest
+        .split_once('?')
+        .map_or((rest, None), |(p, q)| (p, Some(q)));
+    if path.is_empty() || Path::new(path).is_absolute() || path == ":memory:" {
+        return Ok(url.to_string());
+    }
+    let abs = std::path::absolute(path).with_context(|| format!("cannot resolve {path}"))?;
+    Ok(match query {
+        Some(q) => format!("sqlite://{}?{q}", abs.display()),
+        None => format!("sqlite://{}", abs.display()),
+    })
 }
 
 /// Run a `hooks` subcommand; `flags` are the global flags given to it that the hooks must
@@ -236,4 +255,35 @@ pub fn run(cmd: HooksCommand, flags: &[String]) -> Outcome {
         EVENTS.map(|(e, _)| e).join(", ")
     );
     Ok(EXIT_OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{absolute_sqlite, shell_word};
+
+    #[test]
+    fn a_relative_sqlite_path_is_made_absolute() {
+        let here = std::env::current_dir().expect("cwd");
+        assert_eq!(
+            absolute_sqlite("sqlite://data/g.db?mode=rwc").expect("url"),
+            format!("sqlite://{}?mode=rwc", here.join("data/g.db").display())
+        );
+        for kept in [
+            "sqlite:///srv/g.db",
+            "postgres://u@h/db?sslmode=require",
+            "sqlite://",
+        ] {
+            assert_eq!(absolute_sqlite(kept).expect("url"), kept);
+        }
+    }
+
+    #[test]
+    fn words_are_quoted_for_the_shell_when_needed() {
+        assert_eq!(shell_word("/usr/bin/gleaner"), "/usr/bin/gleaner");
+        assert_eq!(shell_word("/a b/it's"), r"'/a b/it'\''s'");
+        assert_eq!(
+            shell_word("postgres://u@h/db?sslmode=require&x=1"),
+            "'postgres://u@h/db?sslmode=require&x=1'"
+        );
+    }
 }

@@ -361,7 +361,18 @@ impl Cli {
             return service::run(cmd);
         }
         if matches!(self.command, Command::Hooks { .. }) {
-            let flags = self.carried_flags()?;
+            // Only an install writes flags (an uninstall with a password URL is fine).
+            let install = matches!(
+                self.command,
+                Command::Hooks {
+                    cmd: hooks::HooksCommand::Install { .. }
+                }
+            );
+            let flags = if install {
+                self.carried_flags()?
+            } else {
+                Vec::new()
+            };
             if let Command::Hooks { cmd } = self.command {
                 return hooks::run(cmd, &flags);
             }

@@ -85,7 +85,17 @@ pub async fn run(cfg: &Config, args: PruneArgs) -> Outcome {
     // The dictionaries of the pruned sessions' projects may hold their first bytes: gone too
     // before this returns (an interrupted run leaves them to the next `pack` or daemon pass).
     let cancel = tokio_util::sync::CancellationToken::new();
-    let retired = crate::run::pack::retire_dicts(&store, &cancel).await?;
+    let retired = match crate::run::pack::retire_dicts(&store, &cancel, None).await {
+        Ok(n) => n,
+        Err(e) => {
+            // The prune itself is committed: say what failed, then what was removed.
+            eprintln!(
+                "gleaner: warning: retiring the archive dictionaries failed ({e}); the next \
+                 `gleaner pack` tries again"
+            );
+            0
+        }
+    };
     let backend = store.backend();
     store.close().await;
     if args.json {
@@ -96,7 +106,7 @@ pub async fn run(cfg: &Config, args: PruneArgs) -> Outcome {
         println!("removed {what}");
         if retired > 0 {
             println!(
-                "deleted {retired} archive dictionar{} made partly of their bytes; the other \
+                "emptied {retired} archive dictionar{} made partly of their bytes; the other \
                  sessions of those projects are packed again by `gleaner pack` or the daemon",
                 if retired == 1 { "y" } else { "ies" }
             );

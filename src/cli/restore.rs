@@ -143,7 +143,7 @@ pub async fn pack(cfg: &Config, json: bool) -> Outcome {
     }
     if r.retired > 0 {
         println!(
-            "deleted {} retired dictionaries (a prune took sessions they were made of)",
+            "emptied {} retired dictionaries (a prune took sessions they were made of)",
             r.retired
         );
     }

@@ -111,6 +111,15 @@ pub fn learning(sn: &SnippetListing, episode: Option<&EpisodeListing>) -> Learni
 /// imported elsewhere, where line numbers of a transcript and one machine's paths mean
 /// nothing.
 fn plain(text: &str) -> String {
+    // Only an excerpt: every line a `[L<n>] ` marker (other text is kept as written).
+    let marked = |l: &str| {
+        l.strip_prefix("[L")
+            .and_then(|r| r.split_once("] "))
+            .is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
+    if !text.lines().filter(|l| !l.trim().is_empty()).all(marked) {
+        return text.to_string();
+    }
     let mut parts = Vec::new();
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("[L").and_then(|r| r.split_once("] ")) else {

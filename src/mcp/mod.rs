@@ -109,16 +109,14 @@ impl Gleaner {
     pub async fn serve_stdio(self) -> Result<(), McpError> {
         let (stdin, stdout) = rmcp::transport::stdio();
         let io = frame::checked(stdin, stdout);
-        let service = self
-            .serve((io.input, io.output))
-            .await
-            .map_err(|e| McpError::Serve(e.to_string()))?;
-        let end = service.waiting().await;
-        // Every answer written before the process ends (the writer ends with rmcp's output;
-        // bounded all the same, an exit must not hang on it).
+        let end = match self.serve((io.input, io.output)).await {
+            Ok(service) => service.waiting().await.map(drop).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        // Every answer written before the process ends, on either path (the writer ends with
+        // rmcp's output; bounded all the same, an exit must not hang on it).
         let _ = tokio::time::timeout(std::time::Duration::from_secs(2), io.writer).await;
-        end.map_err(|e| McpError::Serve(e.to_string()))?;
-        Ok(())
+        end.map_err(McpError::Serve)
     }
 
     /// The largest result, in characters.

@@ -38,7 +38,7 @@ pub struct PackReport {
     pub dict_bytes: u64,
     /// Files left for later (their chunks changed meanwhile).
     pub skipped: u64,
-    /// Retired dictionaries deleted once their chunks were compressed again without them
+    /// Retired dictionaries emptied once their chunks were compressed again without them
     /// (`retire_dicts`).
     pub retired: u64,
 }
@@ -75,8 +75,17 @@ pub async fn pack_pending(
     let started = Instant::now();
     // Dictionaries a prune retired first: until they are gone the archive still holds what
     // was pruned (and a prune interrupted before it finished leaves them here).
+    let deadline = budget.map(|b| started + b);
+    let retired = match retire_dicts(store, cancel, deadline).await {
+        Ok(n) => n,
+        Err(e) => {
+            // Left retired: tried again by the next pass; packing goes on meanwhile.
+            tracing::warn!(error = %e, "retiring archive dictionaries failed");
+            0
+        }
+    };
     let mut report = PackReport {
-        retired: retire_dicts(store, cancel).await?,
+        retired,
         ..PackReport::default()
     };
     let mut dicts: Dicts = None;
@@ -120,7 +129,7 @@ async fn dict_for(
     let made = match store.archive_dict_of(project).await? {
         Some(d) => Some((d.id, prepare(d).await?)),
         None => {
-            let raw = first_bytes(store, project).await?;
+            let (raw, sources) = first_bytes(store, project).await?;
             if raw.len() < MIN_DICT_BYTES {
                 // Not cached: the project may grow enough by the next pass.
                 return Ok(None);
@@ -130,6 +139,13 @@ async fn dict_for(
             let id = store
                 .add_archive_dict(project, raw.len() as i64, &frame)
                 .await?;
+            // A prune that removed some of those bytes meanwhile retired the dictionaries the
+            // project had then, not this one: it is retired here (`store::retire`).
+            if !store.dict_sources_present(&sources).await? {
+                store.retire_dict(id).await?;
+                *dicts = Some((project.to_string(), None));
+                return Ok(None);
+            }
             report.dicts += 1;
             report.dict_bytes += frame.len() as u64;
             // Another packer may have stored the first one: use whichever is first.
@@ -147,24 +163,28 @@ async fn dict_for(
 /// takes it again against the project's next dictionary.
 const UNBOUND_LEVEL: i32 = 3;
 
-/// Compress every chunk packed against a retired dictionary again without it, then delete the
-/// dictionary (see `store::retire`); the dictionaries deleted. Stops early on `cancel`, leaving
-/// the rest for the next pass.
-pub async fn retire_dicts(store: &Store, cancel: &CancellationToken) -> Result<u64, PackError> {
+/// Compress every chunk packed against a retired dictionary again without it, then empty the
+/// dictionary (see `store::retire`); the dictionaries emptied. Stops early on `cancel` or at
+/// `deadline`, leaving the rest for the next pass.
+pub async fn retire_dicts(
+    store: &Store,
+    cancel: &CancellationToken,
+    deadline: Option<Instant>,
+) -> Result<u64, PackError> {
     let mut dropped = 0;
     for (id, project) in store.retired_dicts().await? {
         let Some(stored) = store.archive_dict(id).await? else {
             continue;
         };
         let dict = prepare(stored).await?;
-        let mut after = (0, -1);
+        let mut after = (0, 0, -1);
         loop {
-            if cancel.is_cancelled() {
+            if cancel.is_cancelled() || deadline.is_some_and(|d| Instant::now() > d) {
                 return Ok(dropped);
             }
             let chunks = store.chunks_of_dict(id, &project, after, 8).await?;
             let Some(last) = chunks.last() else { break };
-            after = (last.file_id, last.start_off);
+            after = (last.file_id, last.generation, last.start_off);
             for chunk in chunks {
                 let d = dict.clone();
                 let file_id = chunk.file_id;
@@ -185,7 +205,7 @@ pub async fn retire_dicts(store: &Store, cancel: &CancellationToken) -> Result<u
         }
         if store.drop_retired_dict(id).await? {
             dropped += 1;
-            tracing::info!(dict = id, project = %project, "retired archive dictionary deleted");
+            tracing::info!(dict = id, project = %project, "retired archive dictionary emptied");
         }
     }
     Ok(dropped)
@@ -205,9 +225,14 @@ async fn prepare(d: crate::store::StoredDict) -> Result<Arc<PackDict>, PackError
     .map_err(|source| PackError::Data { file_id: 0, source })
 }
 
-/// Up to [`DICT_BYTES`] of the project's archived bytes, its files in id order.
-async fn first_bytes(store: &Store, project: &str) -> Result<Vec<u8>, PackError> {
+/// Up to [`DICT_BYTES`] of the project's archived bytes, its files in id order, and the file
+/// generations they came from.
+async fn first_bytes(
+    store: &Store,
+    project: &str,
+) -> Result<(Vec<u8>, Vec<(i64, i64)>), PackError> {
     let mut raw = Vec::new();
+    let mut sources = Vec::new();
     let mut after = 0;
     'files: loop {
         let files = store.project_archived(project, after, 32).await?;
@@ -227,6 +252,9 @@ async fn first_bytes(store: &Store, project: &str) -> Result<Vec<u8>, PackError>
                         continue;
                     }
                     let bytes = decode_chunk(id, c)?;
+                    if sources.last() != Some(&(id, generation)) {
+                        sources.push((id, generation));
+                    }
                     let room = DICT_BYTES - raw.len();
                     raw.extend_from_slice(&bytes[..bytes.len().min(room)]);
                     if raw.len() >= DICT_BYTES {
@@ -236,7 +264,7 @@ async fn first_bytes(store: &Store, project: &str) -> Result<Vec<u8>, PackError>
             }
         }
     }
-    Ok(raw)
+    Ok((raw, sources))
 }
 
 /// A chunk compressed alone.

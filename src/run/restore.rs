@@ -385,12 +385,16 @@ fn free_name(target: &Path) -> PathBuf {
         .unwrap_or_else(|| beside_name(target, 1))
 }
 
+/// Names beside a file looked at for an identical copy (a gap, a copy removed by hand, does
+/// not end the search).
+const BESIDE_LOOKED_AT: u32 = 64;
+
 /// A copy beside `target` holding exactly the bytes of `restored`, if there is one.
 fn same_beside(target: &Path, restored: &Path) -> io::Result<Option<PathBuf>> {
     let len = fs::metadata(restored)?.len();
-    for p in (1..).map(|k| beside_name(target, k)) {
+    for p in (1..=BESIDE_LOOKED_AT).map(|k| beside_name(target, k)) {
         let Ok(m) = fs::metadata(&p) else {
-            return Ok(None);
+            continue;
         };
         if m.len() == len && starts_with_file(&p, restored)? {
             return Ok(Some(p));

@@ -327,10 +327,11 @@ impl Store {
 
     /// The first dictionary of `project`, if it has one.
     pub async fn archive_dict_of(&self, project: &str) -> Result<Option<StoredDict>, StoreError> {
-        let q = Sql::new(
-            "SELECT id, raw_len, data FROM archive_dicts WHERE project = $1 \
-             AND id NOT IN (SELECT dict_id FROM archive_dicts_retired) ORDER BY id LIMIT 1",
-        )
+        let q = Sql::new(format!(
+            "SELECT d.id, d.raw_len, d.data FROM archive_dicts d WHERE d.project = $1 AND {} \
+             ORDER BY d.id LIMIT 1",
+            super::retire::LIVE_DICT
+        ))
         .arg(project);
         self.fetch_optional(&q).await
     }
@@ -357,10 +358,10 @@ impl Store {
         .arg(Cow::Borrowed(data))
         .arg(crate::extract::rows::now_iso());
         self.execute(&q).await?;
-        let q = Sql::new(
-            "SELECT id FROM archive_dicts WHERE project = $1 \
-             AND id NOT IN (SELECT dict_id FROM archive_dicts_retired) ORDER BY id LIMIT 1",
-        )
+        let q = Sql::new(format!(
+            "SELECT d.id FROM archive_dicts d WHERE d.project = $1 AND {} ORDER BY d.id LIMIT 1",
+            super::retire::LIVE_DICT
+        ))
         .arg(project);
         self.fetch_i64(&q).await
     }
@@ -413,6 +414,22 @@ impl Store {
         if gone != old.len() as u64 {
             // Dropped, the transaction rolls back.
             return Ok(false);
+        }
+        if let Some(d) = dict_id {
+            // The dictionary must still be in use: a prune may have retired it since the
+            // packer loaded it (`store::retire`; the shared lock orders this against emptying
+            // it on PostgreSQL, SQLite's write lock is held already).
+            let mut q = Sql::new(format!(
+                "SELECT d.id FROM archive_dicts d WHERE d.id = $1 AND {}",
+                super::retire::LIVE_DICT
+            ))
+            .arg(d);
+            if tx.conn().backend() == super::sql::Backend::Postgres {
+                q.push(" FOR SHARE OF d");
+            }
+            if tx.conn().fetch_all::<(i64,)>(&q).await?.is_empty() {
+                return Ok(false);
+            }
         }
         for b in blocks {
             let q = Sql::new(

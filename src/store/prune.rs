@@ -160,7 +160,8 @@ async fn prune_sessions(
     }
     c.execute(&in_ids(
         "INSERT INTO archive_dicts_retired (dict_id) SELECT id FROM archive_dicts \
-         WHERE project IN (SELECT project FROM files WHERE ",
+         WHERE project IN (SELECT f.project FROM files f WHERE EXISTS (SELECT 1 FROM \
+         archive_chunks a WHERE a.file_id = f.id) AND f.",
         ") ON CONFLICT (dict_id) DO NOTHING",
     ))
     .await?;

@@ -1,45 +1,57 @@
-//! Retired dictionaries (migration 0023, `archive_dicts_retired`): a project's dictionary holds its first archived
-//! bytes, so once `prune` removes sessions of that project it may hold theirs. `prune` marks it
-//! retired in the same transaction; `run::pack::retire_dicts` then compresses every chunk that
-//! names it again without it and deletes it, so what was pruned is gone from the archive too.
-//! A retired dictionary is never used to pack again; the project gets a new one made of what
-//! is left.
+//! Retired dictionaries (migration 0023, `archive_dicts_retired`): a project's dictionary holds
+//! its first archived bytes, so once `prune` removes sessions of that project it may hold
+//! theirs. `prune` marks it retired in the same transaction; `run::pack::retire_dicts` then
+//! compresses every chunk that names it again without it and empties it, so what was pruned is
+//! gone from the archive too. A retired dictionary is never used to pack again; the project
+//! gets a new one made of what is left.
+//!
+//! Why emptied rather than deleted: SQLite gives a deleted row's id to the next row, and a
+//! reader holding the old dictionary by id (a restore in progress) would decode a new chunk
+//! with the wrong one. Why the row locks: the daemon's packer may hold a dictionary it loaded
+//! before the prune; a block it packs against it must either commit before the dictionary is
+//! emptied (and is then compressed again) or be refused (`Store::swap_archive_chunks` checks).
 
 use std::borrow::Cow;
 
 use super::archive::BoundChunk;
-use super::sql::Sql;
+use super::sql::{Backend, Sql};
 use super::{Store, StoreError};
 
+/// `dict_id` is neither retired nor emptied (a condition on `archive_dicts` as `d`).
+pub(super) const LIVE_DICT: &str =
+    "d.raw_len > 0 AND d.id NOT IN (SELECT dict_id FROM archive_dicts_retired)";
+
 impl Store {
-    /// The retired dictionaries and their projects, oldest first.
+    /// The retired dictionaries not emptied yet, and their projects, oldest first.
     pub async fn retired_dicts(&self) -> Result<Vec<(i64, String)>, StoreError> {
         let q = Sql::new(
             "SELECT d.id, d.project FROM archive_dicts d \
-             JOIN archive_dicts_retired r ON r.dict_id = d.id ORDER BY d.id",
+             JOIN archive_dicts_retired r ON r.dict_id = d.id WHERE d.raw_len > 0 ORDER BY d.id",
         );
         self.fetch_all(&q).await
     }
 
     /// Up to `limit` chunks packed against dictionary `dict_id` (of `project`), after
-    /// `(file_id, start_off)` in key order.
+    /// `(file_id, generation, start_off)` in key order.
     pub async fn chunks_of_dict(
         &self,
         dict_id: i64,
         project: &str,
-        after: (i64, i64),
+        after: (i64, i64, i64),
         limit: i64,
     ) -> Result<Vec<BoundChunk>, StoreError> {
         let q = Sql::new(
             "SELECT a.file_id, a.generation, a.start_off, a.end_off, a.data FROM archive_chunks a \
              JOIN files f ON f.id = a.file_id WHERE f.project = $1 AND a.dict_id = $2 \
-             AND (a.file_id > $3 OR (a.file_id = $3 AND a.start_off > $4)) \
-             ORDER BY a.file_id, a.start_off LIMIT $5",
+             AND (a.file_id > $3 OR (a.file_id = $3 AND (a.generation > $4 \
+             OR (a.generation = $4 AND a.start_off > $5)))) \
+             ORDER BY a.file_id, a.generation, a.start_off LIMIT $6",
         )
         .arg(project)
         .arg(dict_id)
         .arg(after.0)
         .arg(after.1)
+        .arg(after.2)
         .arg(limit);
         self.fetch_all(&q).await
     }
@@ -65,22 +77,69 @@ impl Store {
         Ok(self.execute(&q).await? > 0)
     }
 
-    /// Delete retired dictionary `dict_id` once no chunk names it; `false` while one does.
+    /// Empty retired dictionary `dict_id` once no chunk names it; `false` while one does. On
+    /// PostgreSQL the row is locked first, so a packer's swap naming it (which takes a shared
+    /// lock on it) either committed before the check below, and is seen, or waits and then
+    /// finds it emptied.
     pub async fn drop_retired_dict(&self, dict_id: i64) -> Result<bool, StoreError> {
         let mut pooled = self.acquire().await?;
         let mut tx = pooled.begin().await?;
-        let q = Sql::new(
-            "DELETE FROM archive_dicts WHERE id = $1 \
-             AND id IN (SELECT dict_id FROM archive_dicts_retired) \
-             AND NOT EXISTS (SELECT 1 FROM archive_chunks WHERE dict_id = $1)",
+        let backend = tx.conn().backend();
+        let mut lock = Sql::new(
+            "SELECT d.id FROM archive_dicts d WHERE d.id = $1 \
+             AND d.id IN (SELECT dict_id FROM archive_dicts_retired)",
         )
         .arg(dict_id);
-        let gone = tx.conn().execute(&q).await? > 0;
-        if gone {
-            let q = Sql::new("DELETE FROM archive_dicts_retired WHERE dict_id = $1").arg(dict_id);
-            tx.conn().execute(&q).await?;
+        if backend == Backend::Postgres {
+            lock.push(" FOR UPDATE OF d");
         }
+        if tx.conn().fetch_all::<(i64,)>(&lock).await?.is_empty() {
+            return Ok(false);
+        }
+        let q = Sql::new("SELECT COUNT(*) FROM archive_chunks WHERE dict_id = $1").arg(dict_id);
+        let named: Vec<(i64,)> = tx.conn().fetch_all(&q).await?;
+        if named.first().is_some_and(|(n,)| *n > 0) {
+            return Ok(false);
+        }
+        let empty: &[u8] = &[];
+        let q = Sql::new("UPDATE archive_dicts SET data = $1, raw_len = 0 WHERE id = $2")
+            .arg(Cow::Borrowed(empty))
+            .arg(dict_id);
+        tx.conn().execute(&q).await?;
         tx.commit().await?;
-        Ok(gone)
+        Ok(true)
+    }
+
+    /// Whether every file generation a dictionary was made of still has its chunks; on
+    /// PostgreSQL it waits for a prune deleting them to end. Why: a packer builds a dictionary
+    /// from chunks it read before a prune that then removed them, and stores it after: such a
+    /// dictionary holds pruned bytes, so the packer retires it (`run::pack`).
+    pub async fn dict_sources_present(&self, sources: &[(i64, i64)]) -> Result<bool, StoreError> {
+        for &(file_id, generation) in sources {
+            let mut q = Sql::new(
+                "SELECT start_off FROM archive_chunks WHERE file_id = $1 AND generation = $2 \
+                 ORDER BY start_off LIMIT 1",
+            )
+            .arg(file_id)
+            .arg(generation);
+            if self.backend() == Backend::Postgres {
+                q.push(" FOR SHARE");
+            }
+            if self.fetch_all::<(i64,)>(&q).await?.is_empty() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// Retire dictionary `dict_id` (see the module docs).
+    pub async fn retire_dict(&self, dict_id: i64) -> Result<(), StoreError> {
+        let q = Sql::new(
+            "INSERT INTO archive_dicts_retired (dict_id) SELECT $1 WHERE true \
+             ON CONFLICT (dict_id) DO NOTHING",
+        )
+        .arg(dict_id);
+        self.execute(&q).await?;
+        Ok(())
     }
 }

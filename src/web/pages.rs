@@ -449,8 +449,10 @@ pub async fn snippets(
                 @if let Some(l) = s.metadata.get("triage").and_then(|v| v.as_str()) { " " (label(l)) }
                 div.muted {
                     (s.project) " · " (when(Some(&s.created_at))) " · "
+                    // The session page shows every snippet with this anchor, beside its turn or
+                    // under "Other snippets".
                     @if s.source_file.ends_with(".jsonl") {
-                        a href={ "/sessions/" (s.session_id) "#line-" (s.line_start) } { "source: session " (clip(&s.session_id, 8)) ", lines " (s.line_start) "–" (s.line_end) }
+                        a href={ "/sessions/" (s.session_id) "#snippet-" (s.id) } { "source: session " (clip(&s.session_id, 8)) ", lines " (s.line_start) "–" (s.line_end) }
                     } @else {
                         a href={ "/sessions/" (s.session_id) "#snippet-" (s.id) } { "session " (clip(&s.session_id, 8)) }
                         " · " (timeline::snippet_source(s))

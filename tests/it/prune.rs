@@ -21,9 +21,9 @@ async fn scalar(store: &gleaner::store::Store, sql: &str) -> i64 {
     .expect(sql)
 }
 
-/// Every dictionary's raw bytes.
+/// Every dictionary's raw bytes (a retired one is emptied, its row kept).
 async fn dictionaries(store: &gleaner::store::Store) -> Vec<Vec<u8>> {
-    let sql = "SELECT data FROM archive_dicts ORDER BY id";
+    let sql = "SELECT data FROM archive_dicts WHERE raw_len > 0 ORDER BY id";
     let frames: Vec<Vec<u8>> = match store {
         gleaner::store::Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
         gleaner::store::Store::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
@@ -68,7 +68,11 @@ async fn prune_everywhere(backend: Backend) {
     assert_eq!(done["sessions"], 5, "{done}");
     assert_eq!(done["dictionaries_retired"], before.len(), "{done}");
     assert_eq!(
-        scalar(&store, "SELECT COUNT(*) FROM archive_dicts").await,
+        scalar(
+            &store,
+            "SELECT COUNT(*) FROM archive_dicts WHERE raw_len > 0"
+        )
+        .await,
         0
     );
     assert_eq!(
@@ -138,9 +142,53 @@ async fn prune_everywhere(backend: Backend) {
         first == 0 || first > lines,
         "episode from line {first} of {lines}"
     );
+
+    // A packer that loaded the old dictionary before the prune cannot bind chunks to it now.
+    let retired: i64 = scalar(&store, "SELECT MIN(dict_id) FROM archive_dicts_retired").await;
+    let (file_id, generation, start) = match &store {
+        gleaner::store::Store::Sqlite(p) => {
+            sqlx::query_as::<_, (i64, i64, i64)>(UNPACKED)
+                .fetch_one(p)
+                .await
+        }
+        gleaner::store::Store::Postgres(p) => {
+            sqlx::query_as::<_, (i64, i64, i64)>(UNPACKED)
+                .fetch_one(p)
+                .await
+        }
+    }
+    .expect("an unpacked chunk");
+    let block = gleaner::extract::rows::ArchiveChunk {
+        generation,
+        start: start as u64,
+        end: start as u64 + 1,
+        data: vec![0],
+        packed: true,
+        partial: false,
+    };
+    let swapped = store
+        .swap_archive_chunks(file_id, &[start], &[block], Some(retired))
+        .await
+        .expect("swap");
+    assert!(
+        !swapped,
+        "a block packed against a retired dictionary is refused"
+    );
+    assert_eq!(
+        scalar(
+            &store,
+            &format!("SELECT COUNT(*) FROM archive_chunks WHERE dict_id = {retired}")
+        )
+        .await,
+        0
+    );
     store.close().await;
     env.cleanup().await;
 }
+
+/// One chunk packing has not taken: `(file_id, generation, start_off)`.
+const UNPACKED: &str = "SELECT file_id, generation, start_off FROM archive_chunks \
+                        WHERE NOT packed AND NOT partial ORDER BY file_id, start_off LIMIT 1";
 
 both_backends!(prune_leaves_nothing_of_a_session_behind, prune_everywhere);
 
