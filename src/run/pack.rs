@@ -188,18 +188,13 @@ pub async fn retire_dicts(
             for chunk in chunks {
                 let d = dict.clone();
                 let file_id = chunk.file_id;
-                let (chunk, data) = super::blocking(move || {
+                let (chunk, data) = off_runtime(file_id, move || {
                     let len = (chunk.end_off - chunk.start_off) as u64;
                     let raw = archive::decode(&chunk.data, len, Some(d.dict()))?;
                     let data = archive::compress(&raw, UNBOUND_LEVEL)?;
-                    Ok::<_, std::io::Error>((chunk, data))
+                    Ok((chunk, data))
                 })
-                .await
-                .map_err(|e| PackError::Data {
-                    file_id,
-                    source: std::io::Error::other(e.to_string()),
-                })?
-                .map_err(|source| PackError::Data { file_id, source })?;
+                .await?;
                 store.unbind_chunk(&chunk, id, &data).await?;
             }
         }
@@ -211,18 +206,28 @@ pub async fn retire_dicts(
     Ok(dropped)
 }
 
+/// Run `f` (decoding and compressing) on a reading thread; its failure, or the thread's, as
+/// file `file_id`'s.
+async fn off_runtime<T: Send + 'static>(
+    file_id: i64,
+    f: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> Result<T, PackError> {
+    super::blocking(f)
+        .await
+        .map_err(|e| PackError::Data {
+            file_id,
+            source: std::io::Error::other(e.to_string()),
+        })?
+        .map_err(|source| PackError::Data { file_id, source })
+}
+
 /// A stored dictionary, decoded and prepared off the runtime.
 async fn prepare(d: crate::store::StoredDict) -> Result<Arc<PackDict>, PackError> {
-    super::blocking(move || {
+    off_runtime(0, move || {
         let raw = archive::decode(&d.data, d.raw_len as u64, None)?;
         Ok(Arc::new(PackDict::new(Arc::from(raw))))
     })
     .await
-    .map_err(|e| PackError::Data {
-        file_id: 0,
-        source: std::io::Error::other(e.to_string()),
-    })?
-    .map_err(|source| PackError::Data { file_id: 0, source })
 }
 
 /// Up to [`DICT_BYTES`] of the project's archived bytes, its files in id order, and the file
@@ -354,7 +359,7 @@ async fn pack_run(
         })
         .collect();
     let before: u64 = run.iter().map(|ch| ch.data.len() as u64).sum();
-    let packed = super::blocking(move || -> Result<Vec<u8>, std::io::Error> {
+    let packed = off_runtime(file_id, move || {
         super::priority::reading_thread();
         let mut raw = Vec::new();
         for (data, len, id) in &frames {
@@ -367,12 +372,7 @@ async fn pack_run(
         }
         archive::pack(&raw, dict.as_deref())
     })
-    .await
-    .map_err(|e| PackError::Data {
-        file_id,
-        source: std::io::Error::other(e.to_string()),
-    })?
-    .map_err(|source| PackError::Data { file_id, source })?;
+    .await?;
     let block = ArchiveChunk {
         generation: c.generation,
         start: first.start_off as u64,

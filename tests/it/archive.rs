@@ -7,7 +7,7 @@ use crate::both_backends;
 use crate::common::*;
 
 /// Every file below `root` (transcripts and sidecars), by path.
-fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+pub(crate) fn tree(root: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(dir) = stack.pop() {

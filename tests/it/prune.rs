@@ -1,8 +1,6 @@
 //! `prune` removes what it says from every place it was kept: the project dictionaries that
 //! packing made of the pruned sessions' first bytes, and the files' episode states.
 
-use std::path::Path;
-
 use crate::both_backends;
 use crate::common::*;
 
@@ -105,10 +103,10 @@ async fn prune_everywhere(backend: Backend) {
         .expect("restore");
     assert_ok(&out);
     let mut compared = 0;
-    for f in walk(&out_dir) {
+    for (f, restored) in crate::archive::tree(&out_dir) {
         let rel = f.strip_prefix(&out_dir).expect("under --to");
         let original = std::fs::read(env.projects.join(rel)).expect("original");
-        assert!(std::fs::read(&f).expect("restored") == original, "{rel:?}");
+        assert!(restored == original, "{rel:?}");
         assert!(PRUNED.iter().all(|s| !rel.to_string_lossy().contains(s)));
         compared += 1;
     }
@@ -191,19 +189,3 @@ const UNPACKED: &str = "SELECT file_id, generation, start_off FROM archive_chunk
                         WHERE NOT packed AND NOT partial ORDER BY file_id, start_off LIMIT 1";
 
 both_backends!(prune_leaves_nothing_of_a_session_behind, prune_everywhere);
-
-fn walk(root: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).expect("read dir").flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
-}
