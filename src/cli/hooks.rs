@@ -184,7 +184,11 @@ pub(super) fn carried_flags(
 /// A `sqlite://` URL with its file's path made absolute (a relative one would name another
 /// file in every session's working directory); other URLs as they are.
 fn absolute_sqlite(url: &str) -> anyhow::Result<String> {
-    let Some(rest) = url.strip_prefix("sqlite://") else {
+    // `sqlite://PATH` and `sqlite:PATH` name the same file, as sqlx reads them.
+    let Some(rest) = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))
+    else {
         return Ok(url.to_string());
     };
     let (path, query) = rest
@@ -193,7 +197,13 @@ fn absolute_sqlite(url: &str) -> anyhow::Result<String> {
     if path.is_empty() || Path::new(path).is_absolute() || path == ":memory:" {
         return Ok(url.to_string());
     }
-    let abs = std::path::absolute(path).with_context(|| format!("cannot resolve {path}"))?;
+    // `~/` is the home folder, as the configuration reads it.
+    let path = match (path.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(path),
+    };
+    let abs =
+        std::path::absolute(&path).with_context(|| format!("cannot resolve {}", path.display()))?;
     Ok(match query {
         Some(q) => format!("sqlite://{}?{q}", abs.display()),
         None => format!("sqlite://{}", abs.display()),
@@ -260,6 +270,7 @@ pub fn run(cmd: HooksCommand, flags: &[String]) -> Outcome {
 #[cfg(test)]
 mod tests {
     use super::{absolute_sqlite, shell_word};
+    use std::path::PathBuf;
 
     #[test]
     fn a_relative_sqlite_path_is_made_absolute() {
@@ -268,6 +279,16 @@ mod tests {
             absolute_sqlite("sqlite://data/g.db?mode=rwc").expect("url"),
             format!("sqlite://{}?mode=rwc", here.join("data/g.db").display())
         );
+        assert_eq!(
+            absolute_sqlite("sqlite:rel.db").expect("url"),
+            format!("sqlite://{}", here.join("rel.db").display())
+        );
+        if let Some(home) = std::env::var_os("HOME") {
+            assert_eq!(
+                absolute_sqlite("sqlite://~/x.db").expect("url"),
+                format!("sqlite://{}", PathBuf::from(home).join("x.db").display())
+            );
+        }
         for kept in [
             "sqlite:///srv/g.db",
             "postgres://u@h/db?sslmode=require",

@@ -106,8 +106,9 @@ pub async fn run(cfg: &Config, args: PruneArgs) -> Outcome {
         println!("removed {what}");
         if retired > 0 {
             println!(
-                "emptied {retired} archive dictionar{} made partly of their bytes; the other \
-                 sessions of those projects are packed again by `gleaner pack` or the daemon",
+                "emptied {retired} archive dictionar{} of their projects (made of the projects' \
+                 first bytes, which may be theirs); the other sessions of those projects are \
+                 packed again by `gleaner pack` or the daemon",
                 if retired == 1 { "y" } else { "ies" }
             );
         }

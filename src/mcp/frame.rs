@@ -4,8 +4,9 @@
 //! client that sent a broken line waits for an answer that never comes. JSON-RPC 2.0 says
 //! such a line gets a Parse error (-32700) with a null id. Why a filter in front of rmcp
 //! rather than a change to its codec: the codec is rmcp's, and the check is one parse of each
-//! line. The filter passes every line that is JSON (rmcp answers or ignores it as before) and
-//! answers the others itself, on the same stdout, between rmcp's own messages (both go through
+//! line. The filter passes every JSON-RPC message to rmcp and answers the other lines itself
+//! (text that is not JSON, and JSON that is no message: Invalid Request, with the `id` rmcp's
+//! own answer leaves out), on the same stdout, between rmcp's own messages (both go through
 //! one writer, a whole line at a time, so nothing interleaves).
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, DuplexStream};
@@ -109,7 +110,10 @@ async fn write_line<W: AsyncWrite + Unpin>(out: &mut W, line: &[u8]) -> std::io:
     out.flush().await
 }
 
-/// The Parse error answer to `line`, or `None` when it is JSON (or blank).
+/// JSON-RPC's answer to `line` when it is not a message rmcp can take: a Parse error (-32700)
+/// for text that is not JSON, an Invalid Request (-32600) for JSON that is not a request,
+/// notification or response object (`[]`, `{}`, `"x"`: rmcp answers those without the `id`
+/// JSON-RPC requires); `None` for a message (or a blank line), which goes to rmcp.
 fn parse_error(line: &[u8]) -> Option<String> {
     let text = line.strip_suffix(b"\n").unwrap_or(line);
     let text = text.strip_suffix(b"\r").unwrap_or(text);
@@ -118,11 +122,37 @@ fn parse_error(line: &[u8]) -> Option<String> {
     }
     // rmcp accepts a line that starts with a byte order mark.
     let text = text.strip_prefix("\u{feff}".as_bytes()).unwrap_or(text);
-    let e = serde_json::from_slice::<serde::de::IgnoredAny>(text).err()?;
+    let (code, message, id) = match serde_json::from_slice::<serde_json::Value>(text) {
+        Err(e) => (-32700, format!("Parse error: {e}"), serde_json::Value::Null),
+        Ok(serde_json::Value::Object(m)) => {
+            let id = m
+                .get("id")
+                .filter(|i| i.is_string() || i.is_number())
+                .cloned()
+                .unwrap_or(serde_json::Value::Null);
+            let message =
+                m.contains_key("method") || m.contains_key("result") || m.contains_key("error");
+            if message && m.get("jsonrpc").and_then(|v| v.as_str()) == Some("2.0") {
+                return None;
+            }
+            (
+                -32600,
+                "Invalid Request: expected a JSON-RPC 2.0 request, notification or response"
+                    .to_string(),
+                id,
+            )
+        }
+        Ok(_) => (
+            -32600,
+            "Invalid Request: expected a JSON-RPC 2.0 object (batches are not supported)"
+                .to_string(),
+            serde_json::Value::Null,
+        ),
+    };
     let answer = serde_json::json!({
         "jsonrpc": "2.0",
-        "id": null,
-        "error": {"code": -32700, "message": format!("Parse error: {e}")},
+        "id": id,
+        "error": {"code": code, "message": message},
     });
     Some(answer.to_string())
 }
@@ -132,20 +162,33 @@ mod tests {
     use super::parse_error;
 
     #[test]
-    fn only_lines_that_are_not_json_are_answered() {
+    fn only_lines_that_are_not_messages_are_answered() {
         for ok in [
             &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n"[..],
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}",
             b"\n",
             b"  \r\n",
-            b"[1,2]",
-            b"\xef\xbb\xbf{}\n",
+            b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
         ] {
             assert_eq!(parse_error(ok), None, "{}", String::from_utf8_lossy(ok));
         }
-        let a = parse_error(b"not json\n").expect("answered");
-        let v: serde_json::Value = serde_json::from_str(&a).expect("JSON");
-        assert_eq!(v["error"]["code"], -32700);
-        assert!(v["id"].is_null());
-        assert!(parse_error(b"{\"id\": 1,").is_some());
+        let code = |line: &[u8]| {
+            let v: serde_json::Value =
+                serde_json::from_str(&parse_error(line).expect("answered")).expect("JSON");
+            (v["error"]["code"].as_i64(), v["id"].clone())
+        };
+        assert_eq!(code(b"not json\n"), (Some(-32700), serde_json::Value::Null));
+        assert_eq!(code(b"{\"id\": 1,").0, Some(-32700));
+        for invalid in [
+            &b"[]"[..],
+            b"[1,2]",
+            b"{}",
+            b"\"x\"",
+            b"{\"jsonrpc\":\"1.0\",\"method\":\"m\"}",
+        ] {
+            assert_eq!(code(invalid), (Some(-32600), serde_json::Value::Null));
+        }
+        assert_eq!(code(b"{\"id\": 7}"), (Some(-32600), serde_json::json!(7)));
     }
 }

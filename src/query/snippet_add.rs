@@ -115,14 +115,14 @@ pub enum AddError {
         /// Where the first invalid byte is.
         offset: usize,
     },
-    /// The snippet fails a gate; `what` names its source.
-    #[error("snippet from {what}: {source}")]
+    /// The snippet fails a gate; `what` names its source. The gate's words are in this
+    /// message, not a source of it: as both, a CLI error chain said them twice.
+    #[error("snippet from {what}: {gate}")]
     Invalid {
         /// The source, as named to people.
         what: String,
         /// The gate.
-        #[source]
-        source: SnippetError,
+        gate: SnippetError,
     },
     /// The title fails a gate.
     #[error(transparent)]
@@ -206,7 +206,7 @@ pub async fn add(
     snip::validate(&title, &content).map_err(|e| match e {
         SnippetError::ContentSize { .. } | SnippetError::Rejected(_) => AddError::Invalid {
             what: cut.what.clone(),
-            source: e,
+            gate: e,
         },
         _ => AddError::Title(e),
     })?;
@@ -372,7 +372,7 @@ fn read_content_file(path: &Path) -> Result<String, AddError> {
         let size = std::fs::metadata(path).map_or(bytes.len(), |m| m.len() as usize);
         return Err(AddError::Invalid {
             what: path.display().to_string(),
-            source: SnippetError::ContentSize { bytes: size },
+            gate: SnippetError::ContentSize { bytes: size },
         });
     }
     String::from_utf8(bytes).map_err(|e| AddError::NotUtf8 {

@@ -173,7 +173,8 @@ pub async fn retire_dicts(
 ) -> Result<u64, PackError> {
     let mut dropped = 0;
     for (id, project) in store.retired_dicts().await? {
-        let Some(stored) = store.archive_dict(id).await? else {
+        // Emptied meanwhile by another process retiring it (a prune beside the daemon).
+        let Some(stored) = store.archive_dict(id).await?.filter(|d| d.raw_len > 0) else {
             continue;
         };
         let dict = prepare(stored).await?;
@@ -189,6 +190,7 @@ pub async fn retire_dicts(
                 let d = dict.clone();
                 let file_id = chunk.file_id;
                 let (chunk, data) = off_runtime(file_id, move || {
+                    super::priority::reading_thread();
                     let len = (chunk.end_off - chunk.start_off) as u64;
                     let raw = archive::decode(&chunk.data, len, Some(d.dict()))?;
                     let data = archive::compress(&raw, UNBOUND_LEVEL)?;

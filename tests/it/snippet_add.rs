@@ -517,6 +517,7 @@ async fn errors_are_one_line(backend: Backend) {
             err.contains(want.as_str()),
             "{args:?}: want {want:?}, got {err}"
         );
+        assert_eq!(err.matches(want.as_str()).count(), 1, "said once: {err}");
         assert!(out.stdout.is_empty(), "{args:?}: {}", stdout_of(&out));
     }
     let (rows, tag_rows) = stored(&env, backend).await;
