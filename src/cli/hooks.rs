@@ -47,6 +47,13 @@ pub enum HooksCommand {
     },
 }
 
+impl HooksCommand {
+    /// Whether it writes hooks (and so the flags they carry).
+    pub(super) fn installs(&self) -> bool {
+        matches!(self, HooksCommand::Install { .. })
+    }
+}
+
 /// The settings file Claude Code reads.
 pub fn settings_path(arg: Option<PathBuf>) -> anyhow::Result<PathBuf> {
     if let Some(p) = arg {

@@ -318,8 +318,12 @@ impl Cli {
         }
     }
 
-    /// The global flags `hooks install` writes into the hooks (see [`hooks::carried_flags`]).
+    /// The global flags `hooks install` writes into the hooks (see [`hooks::carried_flags`]);
+    /// none for an uninstall, which writes none (so any URL is fine there).
     fn carried_flags(&self) -> anyhow::Result<Vec<String>> {
+        if !matches!(&self.command, Command::Hooks { cmd } if cmd.installs()) {
+            return Ok(Vec::new());
+        }
         let g = &self.global;
         hooks::carried_flags(
             g.config.as_deref(),
@@ -347,32 +351,14 @@ impl Cli {
         }
         if let Command::Service { cmd } = self.command {
             let g = &self.global;
-            if g.config.is_some()
+            let flags = g.config.is_some()
                 || g.projects_dir.is_some()
                 || g.database_url.is_some()
-                || g.machine_id.is_some()
-            {
-                // The unit runs `gleaner daemon` alone: what it reads is the config file's.
-                eprintln!(
-                    "note: the service does not take --config, --projects-dir, --database-url or \
-                     --machine-id; it reads the config file (`gleaner config` shows it)"
-                );
-            }
-            return service::run(cmd);
+                || g.machine_id.is_some();
+            return service::run(cmd, flags);
         }
         if matches!(self.command, Command::Hooks { .. }) {
-            // Only an install writes flags (an uninstall with a password URL is fine).
-            let install = matches!(
-                self.command,
-                Command::Hooks {
-                    cmd: hooks::HooksCommand::Install { .. }
-                }
-            );
-            let flags = if install {
-                self.carried_flags()?
-            } else {
-                Vec::new()
-            };
+            let flags = self.carried_flags()?;
             if let Command::Hooks { cmd } = self.command {
                 return hooks::run(cmd, &flags);
             }

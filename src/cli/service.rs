@@ -116,8 +116,15 @@ fn disable_hint(target: Target, path: &Path) -> String {
     }
 }
 
-/// Run a `service` subcommand.
-pub fn run(cmd: ServiceCommand) -> Outcome {
+/// Run a `service` subcommand; `flags`: the store's global flags were given, which the unit
+/// does not take (it runs `gleaner daemon` alone, so it reads the config file's).
+pub fn run(cmd: ServiceCommand, flags: bool) -> Outcome {
+    if flags {
+        eprintln!(
+            "note: the service does not take --config, --projects-dir, --database-url or \
+             --machine-id; it reads the config file (`gleaner config` shows it)"
+        );
+    }
     let bin = std::env::current_exe()
         .and_then(|p| p.canonicalize())
         .context("cannot find this binary's path")?;
