@@ -10,9 +10,11 @@
 //! characters, with the cut moved forward to the first paragraph boundary (`\n\n`) after it so
 //! no turn starts mid-sentence.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
-use crate::extract::prompt::{self, is_interruption, is_plumbing};
+use crate::extract::prompt;
 use crate::parse::{Kind, Record};
 
 /// Who wrote a turn.
@@ -31,7 +33,7 @@ pub struct Turn<'a> {
     /// Who wrote it.
     pub role: Role,
     /// What was written.
-    pub text: &'a str,
+    pub text: Cow<'a, str>,
     /// The sub-agent it belongs to (`None`: the main conversation).
     pub agent: Option<&'a str>,
 }
@@ -49,12 +51,22 @@ pub struct Conversation {
     pub dropped_chars: usize,
 }
 
-/// The text a stored user message contributes, `None` for plumbing (command markup, caveats,
-/// IDE context), interruption markers and blank text. Stored text joins a line's text blocks,
-/// so a line is judged by how it starts, which is where Claude Code puts its markup.
-pub fn user_text(stored: &str) -> Option<&str> {
-    let t = stored.trim();
-    (!t.is_empty() && !is_plumbing(t) && !is_interruption(t)).then_some(t)
+/// The text a stored user message contributes, `None` for plumbing (command markup, caveats),
+/// interruption markers and blank text. Stored text joins a line's text blocks with `\n`: the
+/// wrappers an IDE or the harness put beside the typed text (`<ide_opened_file>`,
+/// `<system-reminder>`...) are taken out first, so a prompt sent from VS Code is what was
+/// typed; what is left is judged by how it starts, which is where Claude Code puts its markup.
+pub fn user_text(stored: &str) -> Option<Cow<'_, str>> {
+    match prompt::typed(stored)? {
+        Cow::Borrowed(t) => Some(Cow::Borrowed(t.trim())),
+        Cow::Owned(t) => Some(Cow::Owned(t.trim().to_string())),
+    }
+}
+
+/// The IDE context beside a stored user message's typed text, as short notes (`opened
+/// README.md`, `selected lines 206-215 of README.md`); empty for most messages.
+pub fn ide_notes(stored: &str) -> Vec<String> {
+    prompt::strip_wrappers(stored).1
 }
 
 /// The role and text of a parsed record, `None` when it is not conversation: not a user or
@@ -94,7 +106,7 @@ pub fn from_stored<'a>(
     let turns = rows.into_iter().filter_map(|(kind, text, agent)| {
         let (role, text) = match kind {
             "user" => (Role::User, user_text(text)?),
-            "assistant" => (Role::Assistant, text),
+            "assistant" => (Role::Assistant, Cow::Borrowed(text)),
             _ => return None,
         };
         Some(Turn { role, text, agent })
@@ -133,6 +145,37 @@ pub fn build<'a>(
         turns: n,
         total_chars,
         dropped_chars,
+    }
+}
+
+impl Conversation {
+    /// Up to `max` characters of the text from character `start`, read forward (the way to read
+    /// a long conversation from its beginning, a page at a time): the page ends at the last
+    /// paragraph boundary (`\n\n`) within it, else at the last white space, else at `max`;
+    /// the second value is where the next page starts, `None` when the text ends here.
+    pub fn window(&self, start: usize, max: usize) -> (String, Option<usize>) {
+        let max = max.max(1);
+        let from = self
+            .text
+            .char_indices()
+            .nth(start)
+            .map_or(self.text.len(), |(i, _)| i);
+        let rest = &self.text[from..];
+        let end = rest.char_indices().nth(max).map_or(rest.len(), |(i, _)| i);
+        if end == rest.len() {
+            return (rest.to_string(), None);
+        }
+        let page = &rest[..end];
+        let cut = match page.rfind("\n\n") {
+            Some(i) if i > 0 => i + 2,
+            _ => match page.rfind(char::is_whitespace) {
+                Some(i) if i > 0 => i + page[i..].chars().next().map_or(1, char::len_utf8),
+                _ => end,
+            },
+        };
+        let text = rest[..cut].to_string();
+        let next = start + text.chars().count();
+        (text, Some(next))
     }
 }
 

@@ -14,6 +14,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     match gleaner::cli::Cli::parse_args().run() {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
@@ -21,6 +22,8 @@ fn main() -> ExitCode {
             if err.chain().any(|e| {
                 e.downcast_ref::<std::io::Error>()
                     .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+                    || e.downcast_ref::<serde_json::Error>()
+                        .is_some_and(|j| j.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe))
             }) {
                 return ExitCode::from(gleaner::cli::EXIT_OK);
             }
@@ -33,4 +36,25 @@ fn main() -> ExitCode {
             ExitCode::from(gleaner::cli::EXIT_ERROR)
         }
     }
+}
+
+/// `println!` (and crates that print, such as clap's completions) panic when stdout is a pipe
+/// its reader closed (`gleaner completions bash | head -1`): that is how a reader says it has
+/// enough, so the process ends quietly with exit 0 instead of a backtrace. Every other panic
+/// goes to the default hook. (Rust ignores SIGPIPE, so the write fails instead of killing the
+/// process; errors returned up to `main` are handled there.)
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.contains("Broken pipe") || msg.contains("os error 32") {
+            std::process::exit(i32::from(gleaner::cli::EXIT_OK));
+        }
+        default(info);
+    }));
 }

@@ -41,9 +41,8 @@ pub fn print_files(files: &[FileListing], json: bool) -> std::io::Result<()> {
     )?;
     for f in files {
         let sid = f.session_id.as_deref().unwrap_or("-");
-        writeln!(
-            out,
-            "{:<8} {:>12} {:>12} {:>8} {:>5} {:>4} {:<6} {}",
+        let prefix = format!(
+            "{:<8} {:>12} {:>12} {:>8} {:>5} {:>4} {:<6} ",
             sid.chars().take(8).collect::<String>(),
             f.size,
             f.offset,
@@ -51,8 +50,8 @@ pub fn print_files(files: &[FileListing], json: bool) -> std::io::Result<()> {
             f.diagnostics,
             f.generation,
             f.state,
-            f.path
-        )?;
+        );
+        writeln!(out, "{}", table::line_left(&prefix, &f.path))?;
     }
     Ok(())
 }
@@ -64,11 +63,15 @@ pub fn print_diagnostics(rows: &[DiagnosticListing], json: bool) -> std::io::Res
     }
     let mut out = std::io::stdout().lock();
     for d in rows {
+        // The path is cut from the left to at most half the width; the detail fills the rest.
+        let place = format!("{}:{}", d.path, d.line_no);
+        let place = match table::width() {
+            Some(w) => table::fit_left(&place, (w / 2).max(16)),
+            None => place,
+        };
         let prefix = format!(
-            "{} {}:{} {} ({} bytes)",
+            "{} {place} {} ({} bytes)",
             when(Some(&d.created_at)),
-            d.path,
-            d.line_no,
             d.kind,
             d.byte_len,
         );
@@ -108,6 +111,20 @@ pub fn print_summaries(rows: &[SummaryListing], json: bool) -> std::io::Result<(
     Ok(())
 }
 
+/// A denial as one line: what was denied and the reason typed (`denied Bash rm -rf build:
+/// not now`).
+pub fn denial_text(r: &FeedbackListing) -> String {
+    let what = match (&r.tool_name, &r.tool_target) {
+        (Some(n), Some(t)) => format!(" {n} {}", first_line(t)),
+        (Some(n), None) => format!(" {n}"),
+        _ => String::new(),
+    };
+    match &r.reason {
+        Some(reason) => format!("denied{what}: {}", first_line(reason)),
+        None => format!("denied{what}"),
+    }
+}
+
 /// `gleaner feedback`.
 pub fn print_feedback(rows: &[FeedbackListing], json: bool) -> std::io::Result<()> {
     if json {
@@ -119,9 +136,8 @@ pub fn print_feedback(rows: &[FeedbackListing], json: bool) -> std::io::Result<(
             Some(a) => format!("{}/{}", short_id(&r.session_id), a),
             None => short_id(&r.session_id),
         };
-        let text = match (&r.feedback_type[..], &r.reason) {
-            ("tool_denial", Some(reason)) => format!("denied: {}", first_line(reason)),
-            ("tool_denial", None) => "denied".to_string(),
+        let text = match &r.feedback_type[..] {
+            "tool_denial" => denial_text(r),
             _ => first_line(&r.content).to_string(),
         };
         let prefix = format!(
@@ -359,8 +375,9 @@ pub fn print_episodes(rows: &[EpisodeListing], json: bool) -> std::io::Result<()
                 )?;
             }
         }
+        let room = table::width().map_or(100, |w| w.saturating_sub(9).max(20));
         for item in crate::query::Evidence::list(&e.evidence) {
-            writeln!(out, "         {}", item.line_text(100))?;
+            writeln!(out, "         {}", table::fit(&item.line_text(room), room))?;
         }
     }
     Ok(())
@@ -392,21 +409,25 @@ pub fn print_search(page: &SearchPage, offset: u32, json: bool) -> std::io::Resu
             (Some(f), None) => f.clone(),
             _ => String::new(),
         };
+        let width = table::width();
+        // The project (a folder name) and the file's path are cut from the left: their ends
+        // (the project's last folders, the file's name and line) say the most.
+        let project = h.project.as_deref().unwrap_or("-");
+        let project = match width {
+            Some(w) => table::fit_left(project, (w / 4).max(12)),
+            None => project.to_string(),
+        };
         let head = format!(
-            "{:<8} [{}] {} {:>6.2} {} ",
+            "{:<8} [{}] {} {:>6.2} {project} ",
             h.kind.as_str(),
             short_id(&h.session_id),
             when(h.timestamp.as_deref()),
             h.score,
-            h.project.as_deref().unwrap_or("-"),
         );
-        // The file's path is cut from the left: its end (name and line) says the most.
-        let place = match table::width() {
-            Some(w) => table::fit_left(&place, w.saturating_sub(table::cells(&head)).max(12)),
-            None => place,
-        };
-        writeln!(out, "{head}{place}")?;
-        writeln!(out, "    {}", h.marked(open, close))?;
+        writeln!(out, "{}", table::line_left(&head, &place))?;
+        for l in table::wrap(&h.marked(open, close), "    ", width) {
+            writeln!(out, "{l}")?;
+        }
     }
     drop(out);
     let first = u64::from(offset) + 1;

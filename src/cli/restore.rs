@@ -164,6 +164,27 @@ pub async fn pack(cfg: &Config, json: bool) -> Outcome {
     Ok(EXIT_OK)
 }
 
+/// The running daemon re-extracts `ids` (it holds the lock); `locked` is the error to give
+/// when no daemon answers on its socket (another `ingest` holds the lock).
+async fn by_the_daemon(
+    cfg: &Config,
+    ids: Vec<String>,
+    locked: crate::run::RunError,
+) -> anyhow::Result<crate::run::reextract::ReextractReport> {
+    use crate::run::socket::{request, socket_path, ClientError, Request, Response};
+    let path = socket_path(&cfg.data_dir);
+    // A large store takes minutes; the daemon answers when done.
+    let wait = std::time::Duration::from_secs(24 * 3600);
+    let req = Request::Reextract { session_ids: ids };
+    match request(&path, &req, wait).await {
+        Ok(Response::Reextracted(r)) => Ok(*r),
+        Ok(Response::Error { message }) => anyhow::bail!("the daemon: {message}"),
+        Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
+        Err(ClientError::NotRunning { .. }) => Err(locked.into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// `gleaner reextract` flags.
 #[derive(Debug, Args)]
 pub struct ReextractArgs {
@@ -189,8 +210,6 @@ pub async fn reextract(cfg: std::sync::Arc<Config>, args: ReextractArgs) -> Outc
     // Opened first: a missing database is an error that leaves nothing behind (the lock would
     // create its folder).
     let store = super::open_store(&cfg).await?;
-    // As ingest: one writer per machine (the daemon re-extracts on its own).
-    let _lock = crate::run::lock::acquire_lock(&cfg.lock_path())?;
     let mut ids = Vec::new();
     if let Some(p) = &args.session {
         match resolve_prefix(&store, p).await? {
@@ -210,16 +229,26 @@ pub async fn reextract(cfg: std::sync::Arc<Config>, args: ReextractArgs) -> Outc
             ids.extend(page);
         }
     }
-    let cancel = tokio_util::sync::CancellationToken::new();
-    let r = crate::run::reextract::reextract(
-        &cfg,
-        &store,
-        &ids,
-        crate::run::reextract::AT_ONCE,
-        None,
-        &cancel,
-    )
-    .await?;
+    // As ingest: one writer per machine. With a daemon running, the daemon does it.
+    let r = match crate::run::lock::acquire_lock(&cfg.lock_path()) {
+        Ok(_lock) => {
+            let cancel = tokio_util::sync::CancellationToken::new();
+            crate::run::reextract::reextract(
+                &cfg,
+                &store,
+                &ids,
+                crate::run::reextract::AT_ONCE,
+                None,
+                &cancel,
+            )
+            .await?
+        }
+        Err(locked @ crate::run::RunError::Locked { .. }) => {
+            store.close().await;
+            by_the_daemon(&cfg, ids, locked).await?
+        }
+        Err(e) => return Err(e.into()),
+    };
     store.close().await;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&r)?);

@@ -23,16 +23,82 @@ pub fn width() -> Option<usize> {
     terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
 }
 
-/// `prefix` then `text`, the text cut with `…` to what the terminal has left after the prefix
-/// (whole when there is no width: piped).
+/// `prefix` then `text`, the line cut with `…` to the terminal's width (the text first: a
+/// table row never wraps); whole when there is no width (piped).
 pub fn line(prefix: &str, text: &str) -> String {
+    match width() {
+        Some(w) => fit(&format!("{prefix}{text}"), w),
+        None => format!("{prefix}{text}"),
+    }
+}
+
+/// `prefix` then `path`, the path cut from the left to what the terminal has left (its end, the
+/// file's name, says the most); whole when there is no width.
+pub fn line_left(prefix: &str, path: &str) -> String {
     match width() {
         Some(w) => format!(
             "{prefix}{}",
-            fit(text, w.saturating_sub(cells(prefix)).max(10))
+            fit_left(path, w.saturating_sub(cells(prefix)).max(10))
         ),
-        None => format!("{prefix}{text}"),
+        None => format!("{prefix}{path}"),
     }
+}
+
+/// `text` wrapped at white space into lines of at most `max` columns after `indent` (a word
+/// longer than a line is cut into pieces); ANSI escape sequences (`ESC [ ... m`) take no
+/// columns. One line when there is no width.
+pub fn wrap(text: &str, indent: &str, max: Option<usize>) -> Vec<String> {
+    let Some(max) = max else {
+        return vec![format!("{indent}{text}")];
+    };
+    let room = max.saturating_sub(cells(indent)).max(10);
+    let mut lines = Vec::new();
+    let (mut cur, mut used) = (String::new(), 0usize);
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let w = visible_cells(word);
+        if used > 0 && used + 1 + w > room {
+            lines.push(std::mem::take(&mut cur));
+            used = 0;
+        }
+        if w > room {
+            // A word wider than a line: in pieces.
+            for c in word.chars() {
+                let cw = c.width().unwrap_or(0);
+                if used + cw > room {
+                    lines.push(std::mem::take(&mut cur));
+                    used = 0;
+                }
+                cur.push(c);
+                used += cw;
+            }
+            continue;
+        }
+        if used > 0 {
+            cur.push(' ');
+            used += 1;
+        }
+        cur.push_str(word);
+        used += w;
+    }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines.into_iter().map(|l| format!("{indent}{l}")).collect()
+}
+
+/// Display width of `s`, ANSI escape sequences left out.
+fn visible_cells(s: &str) -> usize {
+    let mut n = 0;
+    let mut escape = false;
+    for c in s.chars() {
+        match (escape, c) {
+            (false, '\x1b') => escape = true,
+            (true, 'm') => escape = false,
+            (true, _) => {}
+            (false, c) => n += c.width().unwrap_or(0),
+        }
+    }
+    n
 }
 
 /// Display width of `s`.

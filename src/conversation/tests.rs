@@ -6,7 +6,7 @@ use crate::parse::parse_line;
 fn turn(role: Role, text: &str) -> Turn<'_> {
     Turn {
         role,
-        text,
+        text: text.into(),
         agent: None,
     }
 }
@@ -67,7 +67,11 @@ fn tools_meta_and_plumbing_are_left_out() {
     );
     assert_eq!(user_text("  [Request interrupted by user]"), None);
     assert_eq!(user_text("<local-command-stdout>x"), None);
-    assert_eq!(user_text(" go on "), Some("go on"));
+    assert_eq!(user_text(" go on ").as_deref(), Some("go on"));
+    assert_eq!(
+        user_text("<ide_opened_file>The user opened the file /a/b.rs in the IDE.</ide_opened_file>\nfix it").as_deref(),
+        Some("fix it")
+    );
 }
 
 #[test]
@@ -93,7 +97,7 @@ fn turns_are_labelled_and_separated_by_a_blank_line() {
             turn(Role::Assistant, "Done.\nTwo lines."),
             Turn {
                 role: Role::Assistant,
-                text: "sub",
+                text: "sub".into(),
                 agent: Some("a1"),
             },
         ],
@@ -152,4 +156,31 @@ fn truncation_counts_characters_not_bytes() {
     let c = build(vec![turn(Role::User, "ééééé")], Some(3));
     assert_eq!(c.text, "ééé");
     assert_eq!(c.dropped_chars, "User: éé".chars().count());
+}
+
+#[test]
+fn a_window_reads_forward_from_paragraph_to_paragraph() {
+    let c = build(
+        [
+            turn(Role::User, "first question here"),
+            turn(Role::Assistant, "a long answer with many words"),
+            turn(Role::User, "second"),
+        ],
+        None,
+    );
+    let mut pages = Vec::new();
+    let mut at = Some(0);
+    while let Some(start) = at {
+        let (text, next) = c.window(start, 40);
+        assert!(text.chars().count() <= 40, "{text:?}");
+        pages.push(text);
+        at = next;
+    }
+    assert_eq!(pages.concat(), c.text);
+    assert!(pages[0].ends_with("\n\n"), "{:?}", pages[0]);
+    // A page shorter than a word still moves forward.
+    let (text, next) = c.window(0, 3);
+    assert_eq!(text, "Use");
+    assert_eq!(next, Some(3));
+    assert_eq!(c.window(c.total_chars, 10), (String::new(), None));
 }

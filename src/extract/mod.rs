@@ -25,6 +25,16 @@ use crate::parse::{parse_line, Block, Kind, LineError, Parsed, Record};
 use crate::tail::discovery::{FileInfo, FileKind};
 use crate::tail::{Batch, Line, TailDiagnostic};
 
+/// A title from a first line: at most [`TITLE_CHARS`] characters, ending with `…` when cut.
+pub fn title_line(first: &str) -> String {
+    if first.chars().count() <= TITLE_CHARS {
+        return first.to_string();
+    }
+    let mut t: String = first.chars().take(TITLE_CHARS - 1).collect();
+    t.push('…');
+    t
+}
+
 /// Longest title kept, in characters.
 pub const TITLE_CHARS: usize = 200;
 
@@ -270,6 +280,7 @@ fn extract_rows(
                 line_no: line.line_no,
                 seq: seq as u32,
             };
+            let feedback_before = out.feedback.len();
             knowledge(&mut out, &mut usage, rec, &session_id, ctx, &at);
             if let Some(row) = message_row(rec, &session_id, ctx) {
                 out.messages.push(MessageRow {
@@ -277,6 +288,9 @@ fn extract_rows(
                     seq: seq as u32,
                     byte_start: line.offset,
                     byte_end: line.offset + line.len,
+                    // Its typed text is searchable as the prompt (feedback) it gave: one hit
+                    // per line, not two.
+                    is_prompt: out.prompt_since(feedback_before),
                     ..row
                 });
             }
@@ -362,6 +376,15 @@ fn knowledge(
             let key = at.key(rec.uuid.as_deref());
             out.summaries
                 .push(summary("compact_summary", key, rec.text()));
+        }
+        // Claude Code 2.1.39+ summarises in a sub-agent of its own (`agent-acompact-*`): its
+        // reply is the compaction's summary, and the main transcript may hold none.
+        Kind::Assistant if is_compactor(rec, ctx) => {
+            if let Some(text) = rec.text().as_deref().and_then(compactor_summary) {
+                let key = at.key(rec.uuid.as_deref());
+                out.summaries
+                    .push(summary("compact_summary", key, Some(text)));
+            }
         }
         _ => {}
     }
@@ -515,6 +538,24 @@ fn set(slot: &mut Option<String>, v: &str) {
     }
 }
 
+/// Whether a record is the compaction summariser's (`agent-acompact-<id>.jsonl`, agent id
+/// `acompact-<id>`).
+pub fn is_compactor(rec: &Record<'_>, ctx: &FileContext) -> bool {
+    let agent = rec.agent_id.as_deref().or(ctx.info.agent_id.as_deref());
+    ctx.info.kind == FileKind::Agent && agent.is_some_and(|a| a.starts_with("acompact"))
+}
+
+/// The summary in a compactor's reply: what its `<summary>` holds (the `<analysis>` before it is
+/// its working), else the whole reply; `None` when blank.
+fn compactor_summary(text: &str) -> Option<String> {
+    let inner = match (text.find("<summary>"), text.rfind("</summary>")) {
+        (Some(a), Some(b)) if a + "<summary>".len() <= b => &text[a + "<summary>".len()..b],
+        _ => text,
+    };
+    let inner = inner.trim();
+    (!inner.is_empty()).then(|| inner.to_string())
+}
+
 /// The title a record gives its session: the first line of a real user prompt.
 fn title_of(rec: &Record<'_>) -> Option<String> {
     if rec.kind != Kind::User || rec.is_meta || rec.is_compact_summary {
@@ -525,7 +566,7 @@ fn title_of(rec: &Record<'_>) -> Option<String> {
     }
     let text = prompt::human_text(rec)?;
     let first = text.lines().map(str::trim).find(|l| !l.is_empty())?;
-    Some(first.chars().take(TITLE_CHARS).collect())
+    Some(title_line(first))
 }
 
 fn message_row(rec: &Record<'_>, session_id: &str, ctx: &FileContext) -> Option<MessageRow> {

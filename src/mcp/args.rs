@@ -27,19 +27,66 @@ impl<P: JsonSchema> JsonSchema for Parameters<P> {
 
 impl<S, P: DeserializeOwned> FromContextPart<ToolCallContext<'_, S>> for Parameters<P> {
     fn from_context_part(context: &mut ToolCallContext<'_, S>) -> Result<Self, ErrorData> {
-        let args = serde_json::Value::Object(context.arguments.take().unwrap_or_default());
-        serde_path_to_error::deserialize::<_, P>(args)
-            .map(Parameters)
-            .map_err(|e| {
-                let path = e.path().to_string();
+        let mut args = context.arguments.take().unwrap_or_default();
+        // Agents often send numbers and booleans as strings (`"limit": "2"`): a string that
+        // holds exactly the value an argument expects is taken as that value; anything else
+        // is refused, naming the argument. At most one retry per argument.
+        for _ in 0..=args.len() {
+            let e = match serde_path_to_error::deserialize::<_, P>(serde_json::Value::Object(
+                args.clone(),
+            )) {
+                Ok(p) => return Ok(Parameters(p)),
+                Err(e) => e,
+            };
+            let path = e.path().to_string();
+            if !coerce(&mut args, &path, &e.inner().to_string()) {
                 let msg = if path == "." {
                     format!("invalid arguments: {}", e.inner())
                 } else {
                     format!("invalid argument {path}: {}", e.inner())
                 };
-                ErrorData::invalid_params(msg, None)
-            })
+                return Err(ErrorData::invalid_params(msg, None));
+            }
+        }
+        Err(ErrorData::invalid_params("invalid arguments", None))
     }
+}
+
+/// Replace the string at top-level argument `path` by the number or boolean it spells, when
+/// the error says that type was expected; false when there is nothing to do.
+fn coerce(args: &mut serde_json::Map<String, serde_json::Value>, path: &str, error: &str) -> bool {
+    if !error.starts_with("invalid type: string") {
+        return false;
+    }
+    let Some(serde_json::Value::String(text)) = args.get(path) else {
+        return false;
+    };
+    let text = text.trim();
+    let integer = [
+        "expected u32",
+        "expected u64",
+        "expected usize",
+        "expected i64",
+    ];
+    let value = if integer.iter().any(|x| error.contains(x)) {
+        match text.parse::<u64>() {
+            Ok(n) => serde_json::Value::from(n),
+            Err(_) => match text.parse::<i64>() {
+                Ok(n) => serde_json::Value::from(n),
+                Err(_) => return false,
+            },
+        }
+    } else if error.contains("expected a boolean") {
+        match text {
+            "true" => serde_json::Value::Bool(true),
+            "false" => serde_json::Value::Bool(false),
+            _ => return false,
+        }
+    } else {
+        return false;
+    };
+    args.insert(path.to_string(), value);
+    true
 }
 
 /// `search`.
@@ -224,8 +271,11 @@ pub struct LinesArgs {
     pub session_id: String,
     /// First physical line, 1-based (search results and snippets give lines).
     pub start_line: u64,
-    /// Last physical line (inclusive).
+    /// Last physical line (inclusive). An answer cut to the result limit gives
+    /// `next_start_line`: call again from there.
     pub end_line: u64,
+    /// A sub-agent's transcript instead of the main one (its id: `get_session` lists them).
+    pub agent_id: Option<String>,
 }
 
 /// `get_conversation`.
@@ -234,9 +284,13 @@ pub struct LinesArgs {
 pub struct ConversationArgs {
     /// The session (a unique prefix of its id is enough).
     pub session_id: String,
-    /// Keep only the last N characters (cut at a paragraph boundary). Default and maximum: the
-    /// server's result limit.
+    /// Keep only the last N characters (cut at a paragraph boundary); with `offset`, read at
+    /// most N characters forward. Default and maximum: the server's result limit.
     pub max_chars: Option<usize>,
+    /// Read forward from this character of the whole conversation (0: its beginning) instead
+    /// of keeping its end; the answer's `next_offset` is where the next page starts (null at
+    /// the end).
+    pub offset: Option<usize>,
     /// Include the sub-agents' conversations, interleaved by time (default false). A session
     /// whose main transcript holds no conversation says so, pointing here.
     pub subagents: Option<bool>,

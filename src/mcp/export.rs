@@ -37,7 +37,8 @@ pub struct ExportLearningsArgs {
 #[tool_router(router = export_router, vis = "pub(super)")]
 impl Gleaner {
     #[tool(
-        description = "What was learned in past sessions, as learnings a memory store can import: one per non-routine snippet, {observation (what happened, concretely), generalization (the reusable lesson), project, type (mistake, decision, preference or pattern), tags (session:<id>, episode:<id>, turn:<n>, tools, files, errors)}. Newest first. Use it to seed or refresh your own notes about a project."
+        description = "What was learned in past sessions, as learnings a memory store can import: one per non-routine snippet, {observation (what happened, concretely), generalization (the reusable lesson), project, type (mistake, decision, preference or pattern), tags (session:<id>, episode:<id>, turn:<n>, tools, files, errors)}. Newest first. Use it to seed or refresh your own notes about a project.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn export_learnings(
         &self,

@@ -23,42 +23,48 @@ type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
 #[tool_router(router = listing_router, vis = "pub(super)")]
 impl Gleaner {
     #[tool(
-        description = "Full-text search over past Claude Code sessions: user and assistant messages, compaction summaries, user feedback and snippets, best match first, each with its session, time, transcript file and line, and an excerpt (highlights give the matched character ranges). Use it first when looking for when something was done, said or decided. Query: words (all must match), \"exact phrase\", prefix*, OR, NOT / -word, parentheses."
+        description = "Full-text search over past Claude Code sessions: user and assistant messages, compaction summaries, user feedback and snippets, best match first, each with its session, time, transcript file and line, and an excerpt (highlights give the matched character ranges). Use it first when looking for when something was done, said or decided. Query: words (all must match), \"exact phrase\", prefix*, OR, NOT / -word, parentheses.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn search(&self, Parameters(a): Parameters<SearchArgs>) -> Result {
         done(self.search_body(a).await)
     }
 
     #[tool(
-        description = "List sessions, most recent activity first, with title, project, branch, status and counts (messages, sub-agents, tool calls and errors, feedback, summaries, snippets, notable episodes). Use it to find a session by time or project; then get_session for its overview."
+        description = "List sessions, most recent activity first, with title, project, branch, status and counts (messages, sub-agents, tool calls and errors, feedback, summaries, snippets, notable episodes). Use it to find a session by time or project; then get_session for its overview.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn list_sessions(&self, Parameters(a): Parameters<ListSessionsArgs>) -> Result {
         done(self.list_sessions_body(a).await)
     }
 
     #[tool(
-        description = "Summaries, newest first (oldest_first: true for the other order): `summary` lines, compaction boundaries (trigger, tokens before) and the compaction summaries Claude wrote, the densest record of what a session did. Filter by session, project, kind and time."
+        description = "Summaries, newest first (oldest_first: true for the other order): `summary` lines, compaction boundaries (trigger, tokens before) and the compaction summaries Claude wrote, the densest record of what a session did. Filter by session, project, kind and time.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn get_summaries(&self, Parameters(a): Parameters<SummariesArgs>) -> Result {
         done(self.get_summaries_body(a).await)
     }
 
     #[tool(
-        description = "What the user said, newest first (oldest_first: true to read a session in order): their prompts (message), rejected tool uses with the reason they typed (tool_denial) and interruptions. Use it to learn the user's preferences and corrections."
+        description = "What the user said, newest first (oldest_first: true to read a session in order): their prompts (message), rejected tool uses with the reason they typed (tool_denial) and interruptions. Use it to learn the user's preferences and corrections.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn query_feedback(&self, Parameters(a): Parameters<FeedbackArgs>) -> Result {
         done(self.query_feedback_body(a).await)
     }
 
     #[tool(
-        description = "Snippets of reasoning kept from sessions (error_reasoning, decision_rationale, learning_pattern), newest first, filtered by session, type, project, tags (all must match), keyword and dates. Returns {success, snippets, total_count, has_more}."
+        description = "Snippets of reasoning kept from sessions (error_reasoning, decision_rationale, learning_pattern), newest first, filtered by session, type, project, tags (all must match), keyword and dates. Returns {success, snippets, total_count, has_more}.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn query_snippets(&self, Parameters(a): Parameters<SnippetsArgs>) -> Result {
         done(self.query_snippets_body(a).await)
     }
 
     #[tool(
-        description = "Episodes (runs of turns about one task), newest first, each with its triage label (its strongest turn's), confidence, evidence, line range and every turn's own label (turn_labels). Filter by session and label (routine, error_recovery, user_correction, pivot, design_decision; an episode matches when one of its turns holds the label) to find where things broke and were fixed or decided."
+        description = "Episodes (runs of turns about one task), newest first, each with its triage label (its strongest turn's), confidence, evidence, line range and every turn's own label (turn_labels). Filter by session and label (routine, error_recovery, user_correction, pivot, design_decision; an episode matches when one of its turns holds the label) to find where things broke and were fixed or decided.",
+        annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn list_episodes(&self, Parameters(a): Parameters<EpisodesArgs>) -> Result {
         done(self.list_episodes_body(a).await)

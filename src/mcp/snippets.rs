@@ -16,7 +16,13 @@ type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
 #[tool_router(router = snippet_router, vis = "pub(super)")]
 impl Gleaner {
     #[tool(
-        description = "Store a snippet worth keeping from a session: give its content, or cut it from the transcript by source_line_start/source_line_end or start_turn/end_turn. The content is redacted, then must be 100 B to 10 KB; the title at most 256 characters. Returns {success, snippet_id, session_id, snippet_type, title, created_at}."
+        description = "Store a snippet worth keeping from a session: give its content, or cut it from the transcript by source_line_start/source_line_end or start_turn/end_turn. The content is redacted, then must be 100 B to 10 KB; the title at most 256 characters. Returns {success, snippet_id, session_id, snippet_type, title, created_at}.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = false,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
     )]
     async fn extract_snippet(&self, Parameters(a): Parameters<ExtractArgs>) -> Result {
         done(self.extract_snippet_body(a).await)
@@ -39,10 +45,15 @@ impl Gleaner {
             _ => return Err("give both start_turn and end_turn".into()),
         };
         let content = match (a.content, lines, turns) {
-            (Some(text), _, None) => Content::Text {
+            // Written-out content cites no lines: the ones given would not be where it comes
+            // from.
+            (Some(_), Some(_), _) => {
+                return Err("give either content or a line range to cut, not both".into())
+            }
+            (Some(text), None, None) => Content::Text {
                 text,
                 source_file: a.source_file,
-                lines,
+                lines: None,
             },
             (Some(_), _, Some(_)) => {
                 return Err("give either content or a turn range to cut, not both".into())

@@ -52,20 +52,40 @@ pub async fn finish_session(
 /// Finish every active session of this machine whose files have not grown for
 /// `sessions.idle_timeout` (file modification times), or whose files are all gone. Returns how
 /// many were finished.
-pub async fn sweep_idle_sessions(store: &Store, cfg: &Config) -> Result<usize, StoreError> {
+///
+/// A file of such a session with bytes after its checkpoint (a last line without its `\n`) is
+/// offered to `defer` first, with its size: the engine pumps it as finished (a whole JSON
+/// object there is read as a line) and says `true`, and the session waits for the next sweep.
+/// A tail that is not taken so (`defer` says `false`: not JSON, or already tried at that size)
+/// is archived as it is, so a restored file is whole.
+pub async fn sweep_idle_sessions(
+    store: &Store,
+    cfg: &Config,
+    mut defer: impl FnMut(&std::path::Path, u64) -> bool,
+) -> Result<usize, StoreError> {
     let t0 = std::time::Instant::now();
     let cutoff = crate::extract::rows::unix_ms_now() - cfg.sessions.idle_timeout.as_millis() as i64;
-    let idle = store.idle_sessions(&cfg.machine_id, cutoff).await?;
+    let mut idle = store.idle_sessions(&cfg.machine_id, cutoff).await?;
     if idle.is_empty() {
         return Ok(0);
     }
     let found_ms = t0.elapsed().as_millis() as u64;
-    let ids: Vec<&str> = idle.iter().map(|s| s.session_id.as_str()).collect();
-    if cfg.archive.enabled {
-        for id in &ids {
-            archive_unfinished_lines(store, cfg, id).await?;
+    let mut kept = Vec::with_capacity(idle.len());
+    for s in idle.drain(..) {
+        let mut deferred = false;
+        for (f, tail) in unread_tails(store, cfg, &s.session_id).await? {
+            if defer(std::path::Path::new(&f.path), tail.size) {
+                deferred = true;
+            } else if cfg.archive.enabled {
+                archive_tail(store, &f, tail).await?;
+            }
+        }
+        if !deferred {
+            kept.push(s);
         }
     }
+    let idle = kept;
+    let ids: Vec<&str> = idle.iter().map(|s| s.session_id.as_str()).collect();
     let closed = close_episodes(store, &ids).await?;
     let closed_ms = t0.elapsed().as_millis() as u64;
     let n = store.finish_idle(&idle, &closed).await?;
@@ -79,46 +99,73 @@ pub async fn sweep_idle_sessions(store: &Store, cfg: &Config) -> Result<usize, S
     Ok(n as usize)
 }
 
-/// A session going idle whose files end with a line without its newline: that line is
-/// archived (a `partial` chunk), so a restored file is whole. A batch that reads a file already
-/// idle does it itself (`run::pump`); this is the file that went idle after its last batch.
-async fn archive_unfinished_lines(
+/// Bytes after a file's checkpoint: its size then, and the bytes when they are one line
+/// without a newline (what is archived as a `partial` chunk).
+struct Tail {
+    size: u64,
+    line: Option<Vec<u8>>,
+}
+
+/// This machine's files of a session holding bytes after their checkpoint: the file that was
+/// read (same identity: not another machine's path, not a replacement).
+async fn unread_tails(
     store: &Store,
     cfg: &Config,
     session_id: &str,
-) -> Result<(), StoreError> {
+) -> Result<Vec<(crate::store::FileRecord, Tail)>, StoreError> {
+    let mut out = Vec::new();
     for f in store.files_of_session(session_id).await? {
         let (path, start) = (std::path::PathBuf::from(&f.path), f.byte_offset as u64);
         let (dev, inode) = (f.dev as u64, f.inode as u64);
         let max = cfg.tail.max_line_bytes as u64;
-        // Read off the runtime; only the file that was read (same identity: not another
-        // machine's path, not a replacement), holding one line without a newline after the
-        // checkpoint (its bytes never reached a batch, so the stored size does not count them).
-        let chunk = crate::run::blocking(move || -> std::io::Result<Option<_>> {
+        // Read off the runtime; the bytes never reached a batch, so the stored size does not
+        // count them.
+        let tail = crate::run::blocking(move || -> std::io::Result<Option<Tail>> {
             use std::io::{Read, Seek, SeekFrom};
             let mut file = std::fs::File::open(&path)?;
             let meta = file.metadata()?;
             let size = meta.len();
-            if crate::tail::identity(&meta) != (dev, inode) || size <= start || size - start > max {
+            if crate::tail::identity(&meta) != (dev, inode) || size <= start {
                 return Ok(None);
+            }
+            if size - start > max {
+                return Ok(Some(Tail { size, line: None }));
             }
             file.seek(SeekFrom::Start(start))?;
             let mut line = Vec::with_capacity((size - start) as usize);
             file.take(size - start).read_to_end(&mut line)?;
-            if line.len() as u64 != size - start || line.contains(&b'\n') {
-                return Ok(None);
-            }
-            crate::archive::unfinished_chunk(f.generation, start, &line).map(Some)
+            let whole = line.len() as u64 == size - start && !line.contains(&b'\n');
+            Ok(Some(Tail {
+                size,
+                line: whole.then_some(line),
+            }))
         })
         .await;
-        match chunk {
-            Ok(Ok(Some(c))) => store.add_partial_chunk(f.id, &c).await?,
+        match tail {
+            Ok(Ok(Some(t))) => out.push((f, t)),
             Ok(Ok(None)) => {}
-            Ok(Err(e)) => {
-                tracing::debug!(file_id = f.id, error = %e, "unfinished line not archived")
-            }
-            Err(e) => tracing::warn!(file_id = f.id, error = %e, "unfinished line not archived"),
+            Ok(Err(e)) => tracing::debug!(file_id = f.id, error = %e, "unread tail not checked"),
+            Err(e) => tracing::warn!(file_id = f.id, error = %e, "unread tail not checked"),
         }
     }
-    Ok(())
+    Ok(out)
+}
+
+/// A last line without its newline that was not read as a line is archived as it is (a
+/// `partial` chunk).
+async fn archive_tail(
+    store: &Store,
+    f: &crate::store::FileRecord,
+    tail: Tail,
+) -> Result<(), StoreError> {
+    let Some(line) = tail.line else {
+        return Ok(());
+    };
+    match crate::archive::unfinished_chunk(f.generation, f.byte_offset as u64, &line) {
+        Ok(c) => store.add_partial_chunk(f.id, &c).await,
+        Err(e) => {
+            tracing::warn!(file_id = f.id, error = %e, "unfinished line not archived");
+            Ok(())
+        }
+    }
 }

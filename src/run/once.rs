@@ -108,7 +108,8 @@ pub async fn run_once(
     }
     // Old transcripts are finished sessions: apply the idle rule now rather than at the next
     // daemon start.
-    if let Err(e) = sweep_idle_sessions(&store, &cfg).await {
+    // Its pumps read every finished file's last line already: nothing is deferred.
+    if let Err(e) = sweep_idle_sessions(&store, &cfg, |_, _| false).await {
         tracing::warn!(error = %e, "idle-session sweep failed");
     }
     Ok(summary(&stats, files, start.elapsed()))

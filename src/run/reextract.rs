@@ -25,8 +25,11 @@ use super::restore::{materialize, Dicts, RestoreError};
 use crate::config::Config;
 use crate::store::{ArchiveFilter, Store, StoreError};
 
+/// Held while a re-extraction runs (see [`reextract`]).
+static RUNNING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// What a re-extraction did.
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReextractReport {
     /// Sessions derived again.
     pub sessions: u64,
@@ -73,6 +76,9 @@ pub async fn reextract(
     budget: Option<Duration>,
     cancel: &CancellationToken,
 ) -> Result<ReextractReport, ReextractError> {
+    // One re-extraction at a time in a process: the daemon's background pass and a request
+    // over its socket (`gleaner reextract` while it runs) never rewind the same session twice.
+    let _one = RUNNING.lock().await;
     let started = Instant::now();
     let scratch = cfg.data_dir.join("reextract");
     std::fs::create_dir_all(&scratch).map_err(|source| ReextractError::Scratch {

@@ -1,5 +1,5 @@
 //! Answering the daemon's socket requests (`status`, `rescan`, `ingest_now`, `reload`,
-//! `session_end`), from the state the daemon shares across reloads.
+//! `session_end`, `reextract`), from the state the daemon shares across reloads.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -46,6 +46,19 @@ pub(super) async fn answer(req: Request, shared: &Shared) -> Response {
                 Ok(Err(_)) => shutting_down(),
                 Err(_) => Response::Error {
                     message: format!("reload not applied within {RELOAD_WAIT:?}"),
+                },
+            }
+        }
+        Request::Reextract { session_ids } => {
+            let (cfg, store) = (shared.cfg(), shared.store());
+            let cancel = tokio_util::sync::CancellationToken::new();
+            let at_once = super::reextract::AT_ONCE;
+            match super::reextract::reextract(&cfg, &store, &session_ids, at_once, None, &cancel)
+                .await
+            {
+                Ok(r) => Response::Reextracted(Box::new(r)),
+                Err(e) => Response::Error {
+                    message: format!("re-extraction failed: {e}"),
                 },
             }
         }

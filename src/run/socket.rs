@@ -53,6 +53,12 @@ pub enum Request {
     /// Read the configuration again (as SIGHUP does) and apply it; an invalid one is refused
     /// and the running one kept.
     Reload,
+    /// Derive these sessions again from the archive (`gleaner reextract` while the daemon runs:
+    /// one writer per machine); answered when done.
+    Reextract {
+        /// Session ids (resolved by the client).
+        session_ids: Vec<String>,
+    },
 }
 
 /// The daemon's state, as `gleaner status` prints it.
@@ -143,6 +149,8 @@ pub enum Response {
     },
     /// The request was taken; the work runs in the background.
     Accepted,
+    /// Answer to [`Request::Reextract`].
+    Reextracted(Box<super::reextract::ReextractReport>),
     /// The configuration was read again and applied.
     Reloaded {
         /// What changed (`projects_dir`, `log.level`, ...); empty when nothing did.
@@ -406,6 +414,7 @@ mod tests {
                     },
                     Request::IngestNow { .. } | Request::Rescan => Response::Accepted,
                     Request::Reload => Response::Reloaded { changed: vec![] },
+                    Request::Reextract { .. } => Response::Accepted,
                 }
             },
             cancel.clone(),

@@ -83,6 +83,10 @@ pub struct Tracked {
     /// the retry waits longer each time ([`Tracked::retry_delay`]), so a file that cannot be
     /// stored is not read again every few seconds for ever.
     pub failures: u32,
+    /// Its session ended (the hook, or the idle sweep found its last line without a `\n`): a
+    /// last line that is one whole JSON object is read as a line, not left for a newline that
+    /// will not come.
+    pub ended: bool,
 }
 
 /// What the records of all tracked files share instead of each keeping a copy (a tree has
@@ -154,6 +158,7 @@ impl Tracked {
             waiting_for_session: false,
             source: None,
             failures: 0,
+            ended: false,
         }
     }
 

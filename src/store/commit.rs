@@ -222,7 +222,10 @@ async fn group_body(
             }));
         }
     }
-    let ids: Vec<i64> = accepted.iter().map(|b| b.file_id).collect();
+    let ids: Vec<(i64, i64)> = accepted
+        .iter()
+        .map(|b| (b.file_id, b.checkpoint.generation))
+        .collect();
     let copies = copies::find(c, &ids).await?;
     let keep = copies.keep_messages(c, &accepted).await?;
     let models = super::model_names::ids(c, &accepted).await?;

@@ -26,9 +26,15 @@
 //! per transcript it writes, in key order (so two groups never wait on each other in a cycle),
 //! before looking the copies up. The second then sees what the first stored.
 //!
-//! Architecture Invariant: a file's rows never collide with its own earlier rows (each line is
-//! read once per generation), so only *other* copies are looked up, and a transcript held by
-//! one machine (nearly all of them) costs one indexed query per group.
+//! The generations of one file are copies of its transcript too: a file cut short and then
+//! grown back (a sync tool, a restored backup) starts generation n+1 from byte 0, and its lines
+//! that generation n already stored are not stored again, nor its episodes (reads merge a
+//! file's generations by time, as they merge copies).
+//!
+//! Architecture Invariant: a file's rows never collide with its own rows of the same generation
+//! (each line is read once per generation), so only other copies and the file's own earlier
+//! generations are looked up, and a transcript held by one machine in one generation (nearly
+//! all of them) costs one indexed query per group.
 
 use std::collections::{HashMap, HashSet};
 
@@ -43,6 +49,9 @@ pub(super) struct Copies {
     others: HashMap<i64, Vec<i64>>,
     /// The current generation of each other copy (its rows of older ones are not its text).
     generation: HashMap<i64, i64>,
+    /// Files of the group written in a generation after the first: their own rows of the
+    /// generations before this one (file id -> the generation written) are a copy.
+    own_before: HashMap<i64, i64>,
 }
 
 /// Which rows of each batch to store (`None` for a batch without copies: all of them).
@@ -120,10 +129,15 @@ fn episode_key(started_at: Option<&str>, start_line: i64) -> String {
 /// prepared once per connection and never planned again: they run for every group, and as
 /// `IN` lists of up to 128 ids planned each time they cost a fifth of PostgreSQL's ingest speed
 /// (measured: 156 -> 125 MB/s on the 1 GB tree).
-pub(super) async fn find(c: &mut Conn<'_>, file_ids: &[i64]) -> Result<Copies, StoreError> {
-    if file_ids.is_empty() {
+pub(super) async fn find(c: &mut Conn<'_>, files: &[(i64, i64)]) -> Result<Copies, StoreError> {
+    if files.is_empty() {
         return Ok(Copies::default());
     }
+    let own_before: HashMap<i64, i64> = files.iter().copied().filter(|(_, g)| *g > 1).collect();
+    let mut file_ids: Vec<i64> = files.iter().map(|(f, _)| *f).collect();
+    file_ids.sort_unstable();
+    file_ids.dedup();
+    let file_ids = &file_ids[..];
     let pairs: Vec<(i64, i64, i64)> = if c.backend() == Backend::Postgres {
         let ids = || Arg::TextArray(file_ids.iter().map(i64::to_string).collect());
         let lock = Sql::new(
@@ -159,7 +173,11 @@ pub(super) async fn find(c: &mut Conn<'_>, file_ids: &[i64]) -> Result<Copies, S
         others.entry(f).or_default().push(o);
         generation.insert(o, g);
     }
-    Ok(Copies { others, generation })
+    Ok(Copies {
+        others,
+        generation,
+        own_before,
+    })
 }
 
 /// Each file (`f`) and another holding the same transcript (`o`): only a transcript with an
@@ -172,24 +190,52 @@ const COPIES: &str =
      AND (f.kind = 'main' OR f.agent_id IS NOT NULL)";
 
 impl Copies {
-    /// Whether no file of the group has another copy (nearly always).
+    /// Whether no file of the group has another copy or an earlier generation (nearly
+    /// always).
     pub(super) fn is_empty(&self) -> bool {
-        self.others.is_empty()
+        self.others.is_empty() && self.own_before.is_empty()
+    }
+
+    /// The files whose stored rows a batch of `f` must not repeat: the other copies, and `f`
+    /// itself when it is written in a later generation (its earlier ones).
+    fn holders(&self, f: i64) -> Option<Vec<i64>> {
+        let mut out = self.others.get(&f).cloned().unwrap_or_default();
+        if self.own_before.contains_key(&f) {
+            out.push(f);
+        }
+        (!out.is_empty()).then_some(out)
     }
 
     /// `(t.file_id, t.generation) IN (VALUES (a, b), ...)`: the rows of the other copies'
-    /// current generations, found by the table's key. A row-value list, not a chain of `OR`s:
-    /// a group of 128 files each with copies (every copy of a corpus in one tree) made a chain
-    /// deeper than SQLite's expression limit of 1,000, and the group could never commit.
+    /// current generations, found by the table's key; and `(t.file_id = f AND t.generation <
+    /// g)`, the earlier generations of a file written in generation g. A row-value list, not a
+    /// chain of `OR`s: a group of 128 files each with copies (every copy of a corpus in one
+    /// tree) made a chain deeper than SQLite's expression limit of 1,000, and the group could
+    /// never commit (a new generation is rare: those few are `OR`ed).
     fn push_rows_of_others(&self, q: &mut Sql<'_>, t: &str) {
         let mut ids: Vec<(i64, i64)> = self.generation.iter().map(|(f, g)| (*f, *g)).collect();
         ids.sort_unstable();
-        q.push(&format!("({t}.file_id, {t}.generation) IN (VALUES "));
-        for (i, (f, g)) in ids.into_iter().enumerate() {
-            if i > 0 {
-                q.push(", ");
+        let mut own: Vec<(i64, i64)> = self.own_before.iter().map(|(f, g)| (*f, *g)).collect();
+        own.sort_unstable();
+        q.push("(");
+        if ids.is_empty() {
+            q.push("1 = 0");
+        } else {
+            q.push(&format!("({t}.file_id, {t}.generation) IN (VALUES "));
+            for (i, (f, g)) in ids.into_iter().enumerate() {
+                if i > 0 {
+                    q.push(", ");
+                }
+                q.push("(").push_bind(f).push(", ").push_bind(g).push(")");
             }
-            q.push("(").push_bind(f).push(", ").push_bind(g).push(")");
+            q.push(")");
+        }
+        for (f, g) in own {
+            q.push(&format!(" OR ({t}.file_id = "))
+                .push_bind(f)
+                .push(&format!(" AND {t}.generation < "))
+                .push_bind(g)
+                .push(")");
         }
         q.push(")");
     }
@@ -238,7 +284,7 @@ impl Copies {
             held.entry(f).or_default().insert(k);
         }
         for b in accepted {
-            let Some(others) = self.others.get(&b.file_id) else {
+            let Some(others) = self.holders(b.file_id) else {
                 continue;
             };
             let mask: Vec<bool> = b
@@ -274,7 +320,7 @@ impl Copies {
         c: &mut Conn<'_>,
         items: &[(i64, &EpisodeRow)],
     ) -> Result<Vec<bool>, StoreError> {
-        if !items.iter().any(|(f, _)| self.others.contains_key(f)) {
+        if !items.iter().any(|(f, _)| self.holders(*f).is_some()) {
             return Ok(vec![true; items.len()]);
         }
         let mut q = Sql::new(
@@ -309,7 +355,7 @@ impl Copies {
         }
         let mut mask = vec![true; items.len()];
         for (i, (f, ep)) in items.iter().enumerate() {
-            let Some(others) = self.others.get(f) else {
+            let Some(others) = self.holders(*f) else {
                 continue;
             };
             let k = episode_key(ep.started_at.as_deref(), ep.start_line as i64);

@@ -135,9 +135,10 @@ pub(super) async fn write(
     if items.is_empty() {
         return Ok(());
     }
-    let mut ids: Vec<i64> = items.iter().map(|w| w.file_id).collect();
-    ids.sort_unstable();
-    ids.dedup();
+    let mut ids: Vec<(i64, i64)> = items.iter().map(|w| (w.file_id, w.ep.generation)).collect();
+    // The latest generation written of each file.
+    ids.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    ids.dedup_by_key(|(f, _)| *f);
     let copies = copies::find(c, &ids).await?;
     write_with(c, items, &copies, now).await
 }
@@ -202,7 +203,7 @@ async fn write_with(
     for chunk in closed.chunks(100) {
         delete_stale_snippets(c, chunk).await?;
     }
-    let pairs: Vec<(SnippetSource<'_>, &SnippetRow)> = closed
+    let mut pairs: Vec<(SnippetSource<'_>, &SnippetRow)> = closed
         .iter()
         .flat_map(|(id, w)| {
             w.ep.snippets.iter().map(move |s| {
@@ -217,12 +218,93 @@ async fn write_with(
             })
         })
         .collect();
+    let mut kept = Vec::with_capacity(pairs.len());
+    for (src, row) in &pairs {
+        kept.push(reuse_snippet(c, src, row).await?);
+    }
+    let mut reused = kept.into_iter();
+    pairs.retain(|_| !reused.next().unwrap_or(false));
     insert_snippets(c, &pairs).await?;
     Ok(())
 }
 
+/// Write an automatic snippet over the one its source gave before (same session, transcript,
+/// type and lines: a re-closed episode, a re-extraction), keeping that row's id: ids handed to
+/// agents, links and notes stay valid. False when there is none to reuse (or another snippet of
+/// the session already holds this content: the insert then skips it, as it would).
+async fn reuse_snippet(
+    c: &mut Conn<'_>,
+    src: &SnippetSource<'_>,
+    row: &SnippetRow,
+) -> Result<bool, StoreError> {
+    let backend = c.backend();
+    let tags = serde_json::to_string(&row.tags).unwrap_or_else(|_| "[]".into());
+    let mut q = Sql::new("UPDATE snippets SET episode_id = ");
+    q.push_bind(src.episode_id)
+        .push(", title = ")
+        .push_bind(row.title.as_str())
+        .push(", content = ")
+        .push_bind(row.content.as_str())
+        .push(", content_hash = ")
+        .push_bind(row.content_hash.as_str())
+        .push(", project = ")
+        .push_bind(src.project)
+        .push(", tags = ")
+        .push_bind(tags.as_str())
+        .push(", metadata = ")
+        .push_bind(row.metadata.as_str())
+        .push(", created_at = ")
+        .push_bind(src.created_at);
+    if backend == Backend::Postgres {
+        q.push(", search_vec = ")
+            .push_bind(Arg::TsVector(Some(Cow::Owned(lexemes::tsvector_binary(
+                &format!("{}\n{}", row.title, row.content),
+            )))));
+    }
+    q.push(" WHERE id = (SELECT o.id FROM snippets o WHERE o.origin = 'auto' AND o.session_id = ")
+        .push_bind(src.session_id)
+        .push(" AND o.source_file = ")
+        .push_bind(src.source_file)
+        .push(" AND o.snippet_type = ")
+        .push_bind(row.snippet_type.as_str())
+        .push(" AND o.line_start = ")
+        .push_bind(row.line_start as i64)
+        .push(" AND o.line_end = ")
+        .push_bind(row.line_end as i64)
+        .push(" AND (o.episode_id IS NULL OR o.episode_id = ")
+        .push_bind(src.episode_id)
+        .push(
+            ") ORDER BY o.id LIMIT 1) AND NOT EXISTS (SELECT 1 FROM snippets d \
+               WHERE d.session_id = ",
+        )
+        .push_bind(src.session_id)
+        .push(" AND d.content_hash = ")
+        .push_bind(row.content_hash.as_str())
+        .push(" AND d.id <> snippets.id) RETURNING id");
+    let ids: Vec<(i64,)> = c.fetch_rows(&q.not_persistent()).await?;
+    let Some((id,)) = ids.first() else {
+        return Ok(false);
+    };
+    let mut q = Sql::new("DELETE FROM snippet_tags WHERE snippet_id = ");
+    q.push_bind(*id);
+    c.execute(&q).await?;
+    let mut tags: Vec<&str> = row.tags.iter().map(String::as_str).collect();
+    tags.sort_unstable();
+    tags.dedup();
+    for chunk in row_chunks(backend, &tags) {
+        let mut q = Sql::new("INSERT INTO snippet_tags (tag, snippet_id) ");
+        q.push_rows(backend, chunk, |b, tag| {
+            b.bind(*tag).bind(*id);
+        });
+        q.push(" ON CONFLICT (tag, snippet_id) DO NOTHING");
+        c.execute(&q).await?;
+    }
+    Ok(true)
+}
+
 /// Stale automatic snippets of an earlier close of these episodes: one statement for the
-/// chunk, the snippets still produced kept by (episode, content).
+/// chunk, the snippets still produced kept by (episode, content) or by their source's lines
+/// and type (rewritten in place by [`reuse_snippet`], keeping their ids).
 async fn delete_stale_snippets(
     c: &mut Conn<'_>,
     chunk: &[(i64, &EpisodeWrite<'_>)],
@@ -242,6 +324,22 @@ async fn delete_stale_snippets(
         for (i, (id, hash)) in keep.iter().enumerate() {
             q.push(if i == 0 { "(" } else { ", (" });
             q.push_bind(*id).push(", ").push_bind(*hash).push(")");
+        }
+        q.push(")");
+        q.push(" AND (episode_id, snippet_type, line_start, line_end) NOT IN (VALUES ");
+        let sources = chunk
+            .iter()
+            .flat_map(|(id, w)| w.ep.snippets.iter().map(move |s| (*id, s)));
+        for (i, (id, s)) in sources.enumerate() {
+            q.push(if i == 0 { "(" } else { ", (" });
+            q.push_bind(id)
+                .push(", ")
+                .push_bind(s.snippet_type.as_str())
+                .push(", ")
+                .push_bind(s.line_start as i64)
+                .push(", ")
+                .push_bind(s.line_end as i64)
+                .push(")");
         }
         q.push(")");
     }

@@ -77,7 +77,7 @@ pub use read::sessions::{
     FeedbackCounts, SessionCursor, SessionFilter, SessionListing, SessionSort, SubAgent,
     SummaryCounts, TokenTotals,
 };
-pub use read::stats::{TableCounts, Totals, SESSIONS_COUNTED};
+pub use read::stats::{Figure, TableCounts, Totals, ROWS_COUNTED};
 pub use read::summaries::{SummaryFilter, SummaryListing};
 pub use read::Origin;
 pub use reextract::RulesCounts;

@@ -91,9 +91,17 @@ impl Store {
         Ok(ids.into_iter().map(|(s,)| s).collect())
     }
 
-    /// Record that these sessions' derived rows are this build's (one transaction).
+    /// Record that these sessions' derived rows are this build's (one transaction), and
+    /// remove the automatic snippets the rewind detached that the new reading did not give
+    /// again.
     pub async fn set_rules_current(&self, session_ids: &[&str]) -> Result<(), StoreError> {
         let mut tx = self.begin().await?;
+        if !session_ids.is_empty() {
+            let mut q =
+                Sql::new("DELETE FROM snippets WHERE origin = 'auto' AND episode_id IS NULL AND ");
+            q.push_in("session_id", session_ids.iter().copied());
+            tx.conn().execute(&q.not_persistent()).await?;
+        }
         for id in session_ids {
             let q = Sql::new(
                 "INSERT INTO session_rules (session_id, rules_version) VALUES ($1, $2) \
@@ -163,7 +171,9 @@ impl Store {
                 "DELETE FROM refinements WHERE episode_id IN (SELECT id FROM episodes WHERE ",
                 ")",
             ),
-            ("DELETE FROM snippets WHERE origin = 'auto' AND ", ""),
+            // Automatic snippets stay, detached, until the session is read again: the ones
+            // its source still gives are rewritten in place, keeping their ids
+            // (`store::episodes::reuse_snippet`); the rest go in `set_rules_current`.
             ("UPDATE snippets SET episode_id = NULL WHERE ", ""),
             ("DELETE FROM episodes WHERE ", ""),
             ("DELETE FROM summaries WHERE ", ""),

@@ -124,8 +124,9 @@ impl Store {
     }
 
     /// Every row of one transcript the timeline shows: of `file` and of the other copies of
-    /// its transcript in `files` (other machines', `store::copies`), each at its current
-    /// generation. One copy is in line order; several are merged by time, then line.
+    /// its transcript in `files` (other machines', `store::copies`), of every generation (a
+    /// file cut short and grown back stores each line once). One copy in one generation is in
+    /// line order; several are merged by time, then line.
     pub async fn timeline(
         &self,
         files: &[TimelineFile],
@@ -136,8 +137,9 @@ impl Store {
             .filter(|f| f.id != file.id && f.kind == file.kind && f.agent_id == file.agent_id)
             .chain(std::iter::once(file))
             .collect();
-        let order = if copies.len() > 1 {
-            "CASE WHEN m.ts IS NULL THEN 1 ELSE 0 END, m.ts, m.line_no, m.file_id, m.seq"
+        let order = if copies.len() > 1 || copies.iter().any(|f| f.generation > 1) {
+            "CASE WHEN m.ts IS NULL THEN 1 ELSE 0 END, m.ts, m.line_no, m.file_id, m.generation, \
+             m.seq"
         } else {
             "m.line_no, m.seq"
         };
@@ -149,12 +151,7 @@ impl Store {
             if i > 0 {
                 messages.push(" OR ");
             }
-            messages
-                .push("(m.file_id = ")
-                .push_bind(f.id)
-                .push(" AND m.generation = ")
-                .push_bind(f.generation)
-                .push(")");
+            messages.push("m.file_id = ").push_bind(f.id);
         }
         messages.push(&format!(") ORDER BY {order}"));
         let messages = messages.not_persistent();

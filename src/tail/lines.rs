@@ -66,6 +66,12 @@ pub struct LineSplitter {
     /// The caller takes the lines' bytes with [`LineSplitter::take_consumed`]: consumed bytes
     /// stay where they are until then (see [`LineSplitter::keeping`]).
     keep: bool,
+    /// The line before `offset` was taken without its `\n` (the last line of a finished file,
+    /// [`LineSplitter::finish`]): a `\n` arriving first is that line's end, not a blank line,
+    /// so it joins the next line's bytes and numbers stay physical.
+    open_line: bool,
+    /// [`LineSplitter::skip_line`] was called for the line being read.
+    skip_asked: bool,
 }
 
 impl LineSplitter {
@@ -82,6 +88,7 @@ impl LineSplitter {
         if win.len() > window {
             win.drain(..win.len() - window);
         }
+        let open_line = offset > 0 && win.last().is_some_and(|&b| b != b'\n');
         LineSplitter {
             max_line_bytes,
             buf: Vec::new(),
@@ -95,6 +102,8 @@ impl LineSplitter {
             window,
             tail: None,
             keep: false,
+            open_line,
+            skip_asked: false,
         }
     }
 
@@ -133,9 +142,11 @@ impl LineSplitter {
     /// over-long line) and no complete line is among them.
     pub fn unfinished(&self) -> Option<&[u8]> {
         let rest = &self.buf[self.consumed..];
+        // After a line taken without its `\n`, that `\n` may come first.
+        let lead = usize::from(self.open_line && rest.first() == Some(&b'\n'));
         (!self.skipping && self.buf_start + self.consumed as u64 == self.offset)
             .then_some(rest)
-            .filter(|r| !r.contains(&b'\n'))
+            .filter(|r| !r[lead..].contains(&b'\n'))
     }
 
     /// Every buffered byte has been scanned and holds no complete line.
@@ -192,9 +203,17 @@ impl LineSplitter {
     /// `budget`. An over-long line is reported (with no content) once its `\n` arrives; while it
     /// has not, its bytes are dropped as they come.
     pub fn next(&mut self, budget: u64) -> Next {
+        // The `\n` that ends a line taken without it belongs to the next line's bytes.
+        let lead = usize::from(self.open_line && self.buf.get(self.consumed) == Some(&b'\n'));
+        if self.open_line && self.consumed < self.buf.len() && lead == 0 {
+            self.open_line = false;
+        }
+        self.scanned = self.scanned.max(self.consumed + lead);
         let Some(i) = memchr::memchr(b'\n', &self.buf[self.scanned..]) else {
             self.scanned = self.buf.len();
-            let over = self.skipping || self.buf.len() - self.consumed > self.max_line_bytes;
+            let over = self.skipping
+                || self.skip_asked
+                || self.buf.len() - self.consumed > self.max_line_bytes;
             if over && self.keep && self.consumed > 0 {
                 // Lines are held: end the caller's batch before this line; once their bytes
                 // are taken, the skip starts on a buffer that holds only this line.
@@ -213,14 +232,18 @@ impl LineSplitter {
             self.scanned = nl;
             return Next::OverBudget;
         }
-        let content = self.content_range(nl);
+        let content = self
+            .content_range(nl)
+            .map(|r| (r.start + lead).min(r.end)..r.end);
         let split = Split {
             line_no: self.lines + 1,
             offset: self.offset,
             len,
             content,
         };
+        self.open_line = false;
         self.skipping = false;
+        self.skip_asked = false;
         self.offset = end;
         self.lines += 1;
         self.tail = None;
@@ -237,7 +260,10 @@ impl LineSplitter {
             return None;
         }
         let end = self.buf_start + self.buf.len() as u64;
-        let content = self.content_range(self.buf.len());
+        let lead = usize::from(self.open_line && self.buf.get(self.consumed) == Some(&b'\n'));
+        let content = self
+            .content_range(self.buf.len())
+            .map(|r| (r.start + lead).min(r.end)..r.end);
         let split = Split {
             line_no: self.lines + 1,
             offset: self.offset,
@@ -250,7 +276,25 @@ impl LineSplitter {
         self.tail = None;
         self.consumed = self.buf.len();
         self.scanned = self.buf.len();
+        self.open_line = true;
         Some(split)
+    }
+
+    /// Skip the line being read as over-long, without holding more of it: the caller learnt
+    /// from the file (without buffering it) that it runs past the limit. Its bytes held so far
+    /// are dropped at the next [`LineSplitter::next`] (once held lines are taken).
+    pub fn skip_line(&mut self) {
+        self.skip_asked = true;
+    }
+
+    /// Bytes of the line being read that are held (after the last complete line).
+    pub fn partial_len(&self) -> usize {
+        self.buf.len() - self.consumed
+    }
+
+    /// Inside the skip of an over-long line.
+    pub fn is_skipping(&self) -> bool {
+        self.skipping
     }
 
     /// The (up to) `window` stream bytes just before [`LineSplitter::offset`].

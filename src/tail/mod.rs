@@ -3,8 +3,10 @@
 //! The database stores one [`Checkpoint`] per file and commits it in the same
 //! transaction as the rows made from the lines before it, so everything here is
 //! about exact byte offsets: a checkpoint always points just past a complete
-//! `'\n'`-terminated line, and resuming from it must neither lose nor repeat a
-//! line. The tailer deals only in bytes and lines; JSON is the parser's job.
+//! `'\n'`-terminated line (or, once the caller says the file is finished, past a
+//! last line it accepted without its `'\n'`), and resuming from it must neither
+//! lose nor repeat a line. The tailer deals only in bytes and lines; whether a
+//! last line is whole JSON is the caller's test.
 //!
 //! Design points (the *why*):
 //! - No file handle is held between calls (open, seek, read, close per call), so
@@ -28,6 +30,10 @@ use std::path::{Path, PathBuf};
 use checkpoint::{fingerprint, validate, Validated};
 pub use checkpoint::{identity, Checkpoint, Resume, HEAD_BYTES, TAIL_BYTES, VERIFY_BYTES};
 use lines::{LineSplitter, Next};
+
+/// A line holding this many bytes with no `\n` yet is measured on disk before more is held
+/// ([`Tailer::read_batch`] skips it at once when it runs past the limit).
+const PROBE_BYTES: usize = 4 << 20;
 
 /// Tuning knobs for a [`Tailer`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -217,6 +223,11 @@ pub struct Tailer {
     /// the next overlap check would be redundant I/O.
     just_validated: bool,
     bytes_read: u64,
+    /// When set, the file is finished (its session ended or it went idle): bytes after the last
+    /// `\n` that this test accepts (one whole JSON object) are taken as its last line.
+    last_line: Option<fn(&[u8]) -> bool>,
+    /// The line being read (its offset) was measured on disk: whether it runs past the limit.
+    probed: Option<(u64, bool)>,
 }
 
 impl Tailer {
@@ -246,6 +257,8 @@ impl Tailer {
             pending_resume: None,
             just_validated: false,
             bytes_read: counter,
+            last_line: None,
+            probed: None,
         };
         t.apply(v);
         Ok((t, resume))
@@ -297,7 +310,10 @@ impl Tailer {
         let quiet = identity(&meta) == (self.cp.dev, self.cp.inode)
             && meta.len() == self.split.end()
             && self.split.all_scanned()
-            && self.pending_resume.is_none();
+            && self.pending_resume.is_none()
+            && self
+                .last_line
+                .is_none_or(|accept| !self.unfinished_accepted(accept));
         if quiet {
             return Ok(None);
         }
@@ -348,6 +364,9 @@ impl Tailer {
             if read_pos >= size {
                 break;
             }
+            if self.split.partial_len() >= PROBE_BYTES && !self.split.is_skipping() {
+                self.probe_long_line(&mut file, size).map_err(io)?;
+            }
             let want = chunk.min(size - read_pos) as usize;
             let track_head = read_pos < HEAD_BYTES && u64::from(self.cp.head_len) < HEAD_BYTES;
             let res = file
@@ -373,6 +392,11 @@ impl Tailer {
         }
         drop(file);
         let drained = read_error.is_none() && self.split.end() >= size && self.split.all_scanned();
+        if drained && out.lines.len() < max_lines.max(1) {
+            if let Some(accept) = self.last_line {
+                self.take_last_line(&mut out, accept);
+            }
+        }
         let data = self.split.take_consumed();
         self.refresh_fingerprints();
         // Give memory back between calls: an idle file must not pin a read chunk, and a
@@ -395,6 +419,82 @@ impl Tailer {
             start_offset,
             drained,
         }))
+    }
+
+    /// Treat the file as finished from now on (or not): a last line without its `\n` that
+    /// `accept` takes (the caller's test: one whole JSON object) is read as a line. Why the
+    /// caller decides: only it knows the session ended (the hook, the idle timeout); a line
+    /// without its newline in a live file may still be being written.
+    pub fn finish_last_line(&mut self, accept: Option<fn(&[u8]) -> bool>) {
+        self.last_line = accept;
+    }
+
+    /// The unfinished last line held whole, without the `\n` that may lead it, if `accept`
+    /// takes it.
+    fn unfinished_accepted(&self, accept: fn(&[u8]) -> bool) -> bool {
+        self.split.unfinished().is_some_and(|u| {
+            let u = u.strip_prefix(b"\n").unwrap_or(u);
+            !u.is_empty() && accept(u)
+        })
+    }
+
+    /// The unfinished last line as the batch's last line, when `accept` takes it.
+    fn take_last_line(&mut self, out: &mut Out, accept: fn(&[u8]) -> bool) {
+        if !self.unfinished_accepted(accept) {
+            return;
+        }
+        if let Some(l) = self.split.finish() {
+            if let Some(c) = l.content.as_ref().filter(|c| !c.is_empty()) {
+                out.lines.push(Line {
+                    line_no: l.line_no,
+                    offset: l.offset,
+                    len: l.len,
+                    start: c.start,
+                    end: c.end,
+                });
+            }
+            out.raw += l.len;
+        }
+    }
+
+    /// The line being read holds [`PROBE_BYTES`] already: find its end on disk with a small
+    /// buffer, and if it runs past `max_line_bytes`, skip it now rather than hold up to that
+    /// many bytes first (one 70 MB line took the daemon from 26 to 154 MB).
+    fn probe_long_line(&mut self, file: &mut File, size: u64) -> io::Result<()> {
+        let start = self.split.offset();
+        let over = match self.probed {
+            Some((at, over)) if at == start => over,
+            _ => {
+                let over = self.runs_past_limit(file, size)?;
+                self.probed = Some((start, over));
+                over
+            }
+        };
+        if over {
+            tracing::debug!(path = %self.path.display(), offset = start, "over-long line: skipped as it streams");
+            self.split.skip_line();
+        }
+        Ok(())
+    }
+
+    /// Whether the line being read has no `\n` within `max_line_bytes` of its start, read
+    /// from disk with a small buffer (its bytes are not kept). A line that the file's end cuts
+    /// short of the limit is not (yet) over it.
+    fn runs_past_limit(&mut self, file: &mut File, size: u64) -> io::Result<bool> {
+        let limit = self.split.offset() + self.cfg.max_line_bytes as u64 + 1;
+        let mut pos = self.split.end();
+        let mut buf = vec![0u8; self.cfg.read_chunk.clamp(4096, 1 << 20)];
+        file.seek(SeekFrom::Start(pos))?;
+        while pos < size.min(limit) {
+            let want = buf.len().min((size.min(limit) - pos) as usize);
+            let n = read_full(file, &mut buf[..want])?;
+            self.bytes_read += n as u64;
+            if n == 0 || memchr::memchr(b'\n', &buf[..n]).is_some() {
+                return Ok(false);
+            }
+            pos += n as u64;
+        }
+        Ok(pos >= limit)
     }
 
     /// Re-reads the bytes just before the read position and checks they are unchanged.

@@ -49,6 +49,7 @@ section.episode.pivot { border-color:var(--pivot); } section.episode.design_deci
 aside.snips { grid-column:2; font-size:12.5px; }
 aside.snips .snippet { background:var(--soft); border:1px solid var(--line); border-radius:8px; padding:8px; margin:8px 0; }
 aside.snips .snippet pre { white-space:pre-wrap; margin:6px 0 0; max-height:260px; overflow:auto; }
+.idenote { color:#667; font-size:.85em; margin-bottom:2px; }
 .prompt { background:#eff8ff; border-radius:8px; padding:8px 10px; white-space:pre-wrap; }
 .assistant { padding:6px 10px; white-space:pre-wrap; }
 .tool { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; padding:1px 10px; color:#344054; white-space:nowrap; overflow:hidden; text-overflow:ellipsis; }

@@ -103,16 +103,20 @@ pub async fn home(State(st): State<Arc<AppState>>, Query(q): Params) -> Result<R
         }
         @if let Some(r) = results { (r) }
         div.counts {
-            @if totals.sessions_exact {
-                div { b { (totals.sessions) } "sessions" }
-            } @else {
-                div title="estimated" { b { "≈" (totals.sessions) } "sessions" }
+            @for (name, f) in [
+                ("sessions", totals.sessions),
+                ("messages", totals.messages),
+                ("summaries", totals.summaries),
+                ("feedback", totals.feedback),
+                ("episodes", totals.episodes),
+                ("snippets", totals.snippets),
+            ] {
+                @if f.exact {
+                    div { b { (f.n) } (name) }
+                } @else {
+                    div title="estimated" { b { "≈" (f.n) } (name) }
+                }
             }
-            div title="estimated" { b { "≈" (totals.messages) } "messages" }
-            div title="estimated" { b { "≈" (totals.summaries) } "summaries" }
-            div title="estimated" { b { "≈" (totals.feedback) } "feedback" }
-            div title="estimated" { b { "≈" (totals.episodes) } "episodes" }
-            div title="estimated" { b { "≈" (totals.snippets) } "snippets" }
         }
         h2 { "Recent sessions" }
         (session_table(&recent, None))

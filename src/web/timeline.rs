@@ -10,7 +10,7 @@ use maud::{html, Markup};
 use serde_json::Value;
 
 use super::layout::{clip, duration, enc, label, when};
-use crate::conversation::user_text;
+use crate::conversation::{ide_notes, user_text};
 use crate::query::store::{
     EpisodeListing, SessionListing, SnippetListing, Timeline, TimelineFile, TimelineSummary,
 };
@@ -21,8 +21,8 @@ const COLLAPSE_CHARS: usize = 700;
 /// One thing shown in a turn, in line order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Item {
-    /// What the person typed.
-    Prompt(String),
+    /// What the person typed, and the IDE context beside it (`opened README.md`).
+    Prompt(String, Vec<String>),
     /// What the assistant said.
     Said(String),
     /// A tool call: name, target, failed.
@@ -102,7 +102,11 @@ pub fn build<'a>(t: &Timeline, episodes: &'a [EpisodeListing]) -> Vec<Band<'a>> 
         let first_of_line = line != last_line;
         last_line = line;
         let prompt = (m.kind == "user" && !m.is_meta)
-            .then(|| m.text.as_deref().and_then(user_text))
+            .then(|| {
+                m.text
+                    .as_deref()
+                    .and_then(|t| user_text(t).map(|p| (p, ide_notes(t))))
+            })
             .flatten();
         if let Some(p) = prompt {
             if !current.items.is_empty() {
@@ -121,7 +125,7 @@ pub fn build<'a>(t: &Timeline, episodes: &'a [EpisodeListing]) -> Vec<Band<'a>> 
                 current.start_line = line;
             }
             current.ts = m.ts.clone();
-            current.items.push(Item::Prompt(p.to_string()));
+            current.items.push(Item::Prompt(p.0.into_owned(), p.1));
         }
         current.end_line = line;
         if first_of_line {
@@ -196,25 +200,34 @@ fn group<'a>(turns: Vec<Turn>, episodes: &'a [EpisodeListing]) -> Vec<Band<'a>> 
         }
     }
     // An episode none of whose turns is stored (its messages pruned, `prune --keep-knowledge`)
-    // still shows, with its label and evidence, where its lines are.
+    // still shows, with its label and evidence, where its lines are. The turns keep their
+    // order (by time when copies are merged, whose line numbers interleave): such an episode
+    // goes before the first band that starts after it, nothing is re-sorted.
     for e in episodes {
-        if !bands
+        if bands
             .iter()
             .any(|b| b.episode.is_some_and(|x| x.id == e.id))
         {
-            bands.push(Band {
+            continue;
+        }
+        let at = bands
+            .iter()
+            .position(|b| {
+                b.turns
+                    .first()
+                    .map(|t| t.start_line)
+                    .or(b.episode.map(|x| x.start_line))
+                    .is_some_and(|l| l > e.start_line)
+            })
+            .unwrap_or(bands.len());
+        bands.insert(
+            at,
+            Band {
                 episode: Some(e),
                 turns: Vec::new(),
-            });
-        }
+            },
+        );
     }
-    bands.sort_by_key(|b| {
-        b.turns
-            .first()
-            .map(|t| t.start_line)
-            .or(b.episode.map(|e| e.start_line))
-            .unwrap_or(0)
-    });
     bands
 }
 
@@ -387,7 +400,12 @@ fn render_turn(turn: &Turn, sid: &str, agent_q: &str) -> Markup {
             }
             @for item in &turn.items {
                 @match item {
-                    Item::Prompt(p) => div.prompt { (p) },
+                    Item::Prompt(p, notes) => {
+                        @if !notes.is_empty() {
+                            div.idenote { (notes.join(" · ")) }
+                        }
+                        div.prompt { (p) }
+                    },
                     Item::Said(t) => {
                         @if t.chars().count() > COLLAPSE_CHARS {
                             details.assistant { summary { (clip(t, 240)) } (t) }
@@ -469,7 +487,10 @@ mod tests {
         let turns = &bands[0].turns;
         assert_eq!(turns.len(), 2, "{turns:?}");
         assert_eq!((turns[0].start_line, turns[0].end_line), (2, 4));
-        assert_eq!(turns[0].items[0], Item::Prompt("fix the build".into()));
+        assert_eq!(
+            turns[0].items[0],
+            Item::Prompt("fix the build".into(), Vec::new())
+        );
         assert!(turns[0].items.contains(&Item::Tool {
             name: "Bash".into(),
             target: Some("cargo build".into()),

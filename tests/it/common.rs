@@ -412,6 +412,22 @@ pub fn expected_checkpoint(bytes: &[u8]) -> (u64, u64) {
     }
 }
 
+/// The checkpoint of a finished file (its session ended, or idle past the timeout): past the
+/// last `\n`, or past a last line without one that is whole JSON (then read as a line).
+pub fn finished_checkpoint(bytes: &[u8]) -> (u64, u64) {
+    let (end, lines) = expected_checkpoint(bytes);
+    let rest = &bytes[end as usize..];
+    let whole = !rest.is_empty()
+        && serde_json::Deserializer::from_slice(rest)
+            .into_iter::<serde_json::Value>()
+            .all(|v| v.is_ok_and(|v| v.is_object()));
+    if whole {
+        (bytes.len() as u64, lines + 1)
+    } else {
+        (end, lines)
+    }
+}
+
 /// A realistic user line for session `sid`.
 pub fn user_line(sid: &str, uuid: &str, text: &str) -> String {
     format!(

@@ -302,7 +302,11 @@ async fn diverged_copies_merge(backend: Backend) {
         .as_array()
         .expect("results")
         .iter()
-        .filter(|h| h["kind"] == "message")
+        .filter(|h| {
+            h["kinds"]
+                .as_array()
+                .is_some_and(|k| k.iter().any(|k| k == "message"))
+        })
         .count();
     assert_eq!(hits, 2, "'parser' is in two messages");
     env.cleanup().await;
@@ -457,3 +461,64 @@ async fn hundreds_of_copies_commit(backend: Backend) {
     env.cleanup().await;
 }
 both_backends!(hundreds_of_copies, hundreds_of_copies_commit);
+
+/// A transcript cut short and then grown back (a sync tool, a restored backup: `head -10 f >
+/// f`, then the whole file put back) starts a new generation from byte 0; the lines the first
+/// generation stored are not stored again: the same messages, one search hit per line, the
+/// same episodes and the same conversation as a single reading.
+async fn cut_short_and_grown_back(backend: Backend) {
+    const S: &str = "5fbb940a-c7f3-404d-bf66-a028fcc250ec";
+    let env = TestEnv::new(backend).await;
+    let whole = std::fs::read(corpus_session().join(format!("{S}.jsonl"))).expect("corpus");
+    let dir = env.projects.join("p");
+    std::fs::create_dir_all(&dir).expect("mkdir");
+    let path = dir.join(format!("{S}.jsonl"));
+    let me = env.projects.clone();
+    std::fs::write(&path, &whole).expect("write");
+    run_as(&env, &me, "test", &["ingest"]);
+    let once = json(&env, &me, "test", &["show", S]);
+    let text = run_as(&env, &me, "test", &["text", S]);
+    let episodes = json(&env, &me, "test", &["episodes", S])
+        .as_array()
+        .map(Vec::len);
+    let word = "settings";
+    let hits = |env: &TestEnv| {
+        json(
+            env,
+            &me,
+            "test",
+            &["search", word, "--session", S, "--limit", "200"],
+        )["total_count"]
+            .clone()
+    };
+    let found = hits(&env);
+    assert!(found.as_i64() > Some(2), "{found}");
+    // Cut to its first ten lines (a new generation), then the whole file back.
+    let ten: Vec<u8> = whole
+        .split_inclusive(|&b| b == b'\n')
+        .take(10)
+        .flatten()
+        .copied()
+        .collect();
+    std::fs::write(&path, &ten).expect("cut");
+    run_as(&env, &me, "test", &["ingest"]);
+    std::fs::write(&path, &whole).expect("back");
+    run_as(&env, &me, "test", &["ingest"]);
+    let files = json(&env, &me, "test", &["files"]);
+    assert_eq!(files[0]["generation"], 2, "{files}");
+    let again = json(&env, &me, "test", &["show", S]);
+    assert_eq!(
+        again["session"]["messages"], once["session"]["messages"],
+        "messages stored twice"
+    );
+    assert_eq!(run_as(&env, &me, "test", &["text", S]), text);
+    assert_eq!(
+        json(&env, &me, "test", &["episodes", S])
+            .as_array()
+            .map(Vec::len),
+        episodes
+    );
+    assert_eq!(hits(&env), found, "search hits doubled");
+    env.cleanup().await;
+}
+both_backends!(grown_back, cut_short_and_grown_back);

@@ -6,9 +6,10 @@ use crate::both_backends;
 use crate::common::*;
 use gleaner::tail::discovery;
 
-/// Independent oracle: JSON objects of the message kinds on complete lines.
+/// Independent oracle: JSON objects of the message kinds on complete lines (a finished file's
+/// last line without its newline is one when it is whole JSON).
 fn expected_messages(bytes: &[u8]) -> u64 {
-    let (end, _) = expected_checkpoint(bytes);
+    let (end, _) = finished_checkpoint(bytes);
     let mut n = 0;
     for line in bytes[..end as usize].split(|&b| b == b'\n') {
         let mut line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -31,7 +32,7 @@ fn expected_messages(bytes: &[u8]) -> u64 {
 /// The keys of a transcript's message lines (store::copies): the line uuid, or for a line
 /// without one its kind, subtype, time and line number.
 fn message_keys(bytes: &[u8]) -> Vec<String> {
-    let (end, _) = expected_checkpoint(bytes);
+    let (end, _) = finished_checkpoint(bytes);
     let mut keys = Vec::new();
     for (at, line) in bytes[..end as usize].split(|&b| b == b'\n').enumerate() {
         let mut line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -64,7 +65,7 @@ async fn check_models(store: &gleaner::store::Store, transcripts: &Transcripts) 
     for files in transcripts.values() {
         let mut seen = HashSet::new();
         for bytes in files {
-            let (end, _) = expected_checkpoint(bytes);
+            let (end, _) = finished_checkpoint(bytes);
             for v in bytes[..end as usize]
                 .split(|&b| b == b'\n')
                 .filter_map(|l| serde_json::from_slice::<serde_json::Value>(l).ok())
@@ -132,7 +133,7 @@ async fn whole_corpus(backend: Backend) {
     let mut copies: Transcripts = HashMap::new();
     for p in &on_disk {
         let bytes = std::fs::read(p).expect("read corpus file");
-        let (offset, lines) = expected_checkpoint(&bytes);
+        let (offset, lines) = finished_checkpoint(&bytes);
         let f = &stored[&p.to_string_lossy().to_string()];
         assert_eq!(
             (f.offset as u64, f.lines as u64),

@@ -42,6 +42,8 @@ mod knowledge;
 mod refine;
 mod layout;
 mod mcp;
+mod mcp_paging;
+mod output;
 mod outage;
 mod prune;
 mod redact;

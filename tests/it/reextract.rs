@@ -122,6 +122,12 @@ async fn derive_again(backend: Backend) {
     assert_ok(&out);
     let (kept, derived) = snapshot(&store).await;
     assert!(!derived[0].is_empty(), "the corpus has episodes");
+    // An automatic snippet keeps its id while its source is the same (ids are handed to
+    // agents, links and notes).
+    let ids = "SELECT CAST(id AS TEXT) || ':' || session_id || ':' || source_file || ':' || \
+               CAST(line_start AS TEXT) || ':' || snippet_type FROM snippets WHERE origin = 'auto'";
+    let snippet_ids = rows(&store, ids).await;
+    assert!(!snippet_ids.is_empty(), "the corpus has automatic snippets");
 
     // Same rules, same configuration: the same rows.
     let r = reextract(&env, &["--all"], &[]);
@@ -131,6 +137,7 @@ async fn derive_again(backend: Backend) {
     let (kept2, derived2) = snapshot(&store).await;
     assert_eq!(kept2, kept);
     assert_eq!(derived2, derived);
+    assert_eq!(rows(&store, ids).await, snippet_ids, "snippet ids changed");
 
     // Another configuration (no episodes): the derived rows change, nothing else does.
     reextract(&env, &["--all"], &[("GLEANER_EPISODES__ENABLED", "false")]);

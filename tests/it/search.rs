@@ -204,7 +204,17 @@ async fn summary_boost(backend: Backend) {
         .filter_map(|r| r["kind"].as_str())
         .collect();
     assert_eq!(kinds.first(), Some(&"summary"), "{v}");
-    assert!(kinds.contains(&"message"), "{v}");
+    // The prompt is one hit, of both kinds it is.
+    let prompt = results(&v)
+        .iter()
+        .find(|r| r["kind"] == "feedback")
+        .unwrap_or_else(|| panic!("the prompt: {v}"));
+    assert_eq!(
+        prompt["kinds"],
+        serde_json::json!(["feedback", "message"]),
+        "{v}"
+    );
+    assert_eq!(results(&v).len(), 2, "one hit per line: {v}");
     env.cleanup().await;
 }
 
@@ -327,11 +337,14 @@ async fn common_word(backend: Backend) {
     let path = env.path(&format!("-home-u-p/{SID}.jsonl"));
     let mut text = String::new();
     for i in 0..2_100 {
-        text.push_str(&user_line(
-            SID,
-            &format!("w{i}"),
-            &format!("wombat number {i} went by"),
-        ));
+        // Assistant lines: messages, one search document each, in line order (a prompt is
+        // found as its feedback row, whose order within a batch is its key's).
+        text.push_str(
+            &user_line(SID, &format!("w{i}"), &format!("wombat number {i} went by")).replace(
+                r#""type":"user","message":{"role":"user""#,
+                r#""type":"assistant","message":{"role":"assistant""#,
+            ),
+        );
     }
     append(&path, text.as_bytes());
     env.ingest();

@@ -29,6 +29,29 @@ const PLUMBING: &[&str] = &[
     "[Request interrupted",
 ];
 
+/// The wrappers an IDE or the harness puts beside what the user typed: removed, and the rest
+/// of the prompt kept (a prompt sent from VS Code is what was typed).
+const WRAPPERS: &[&str] = &[
+    "ide_opened_file",
+    "ide_selection",
+    "ide_cursor",
+    "ide_visible_files",
+    "system-reminder",
+];
+
+/// `text` without its wrapper blocks: a wrapper starts a line and its closing tag ends one.
+fn without_wrappers(text: &str) -> String {
+    let mut t = text.to_string();
+    for tag in WRAPPERS {
+        let re = regex::Regex::new(&format!(
+            r"(?ms)^[ \t\r]*<{tag}>.*?</{tag}>[ \t\r]*(?:\n|\z)"
+        ))
+        .expect("wrapper pattern");
+        t = re.replace_all(&t, "").into_owned();
+    }
+    t
+}
+
 /// One turn and where it stands: (role, text), line uuid, timestamp, line number.
 type Turn = (
     (&'static str, String),
@@ -37,12 +60,17 @@ type Turn = (
     usize,
 );
 
-/// The turns of one transcript file, read with `serde_json` only. A last line without its
-/// `\n` may be half written: Gleaner reads it once complete, so it is left out.
-fn turns_of(bytes: &[u8]) -> Vec<Turn> {
+/// The turns of one transcript file, read with `serde_json` only. The corpus's files are
+/// finished (idle for days), so a last line without its `\n` counts when it is whole JSON.
+pub(crate) fn turns_of(bytes: &[u8]) -> Vec<Turn> {
     let mut out = Vec::new();
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
-    lines.pop();
+    if lines
+        .last()
+        .is_some_and(|l| serde_json::from_slice::<Value>(l).is_err())
+    {
+        lines.pop();
+    }
     for (at, line) in lines.into_iter().enumerate() {
         let mut de = serde_json::Deserializer::from_slice(line).into_iter::<Value>();
         while let Some(Ok(v)) = de.next() {
@@ -65,6 +93,11 @@ fn turns_of(bytes: &[u8]) -> Vec<Turn> {
                     .join("\n"),
                 _ => continue,
             };
+            let text = if role == "User" {
+                without_wrappers(&text)
+            } else {
+                text
+            };
             let t = text.trim();
             if t.is_empty() || (role == "User" && PLUMBING.iter().any(|p| t.starts_with(p))) {
                 continue;
@@ -79,6 +112,14 @@ fn turns_of(bytes: &[u8]) -> Vec<Turn> {
         }
     }
     out
+}
+
+/// Text as maud escapes it in a page.
+fn escape(t: &str) -> String {
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn render(turns: &[(&str, String)]) -> String {
@@ -110,7 +151,9 @@ fn text_json(env: &TestEnv, args: &[&str]) -> (Value, String) {
 async fn matches_jsonl(backend: Backend) {
     let env = TestEnv::new(backend).await;
     let corpus = corpus_dir().canonicalize().expect("corpus");
-    env.ingest_dir(&corpus);
+    // The corpus is finished (a last line without its newline counts) however recently it was
+    // copied: sessions idle after a second.
+    env.ingest_dir_env(&corpus, &[("GLEANER_SESSIONS__IDLE_TIMEOUT_SECS", "1")]);
     let out = env
         .cmd_for(&corpus)
         .args(["files", "--json", "--limit", "500"])
@@ -142,6 +185,10 @@ async fn matches_jsonl(backend: Backend) {
             }
         }
     }
+    // The same conversation at the other doors: MCP's get_conversation read forward page by
+    // page, and the web view's session page (every turn's text, escaped, in order).
+    let mut mcp = crate::mcp::Client::ready_cmd(env.cmd_for(&corpus));
+    let web = crate::web::start_web(&env, &corpus, "127.0.0.1:0");
     let (mut compared, mut redacted) = (0, 0);
     let mut longest: Option<(usize, String, String)> = None;
     for (sid, mut paths) in sessions {
@@ -191,6 +238,35 @@ async fn matches_jsonl(backend: Backend) {
         }
         assert_eq!(v["dropped_chars"], 0);
         assert_eq!(v["turns"], turns.len());
+        let mut paged = String::new();
+        let mut offset = Some(0);
+        while let Some(at) = offset {
+            let page = mcp
+                .call(
+                    "get_conversation",
+                    serde_json::json!({"session_id": sid, "offset": at, "max_chars": 6000}),
+                )
+                .unwrap_or_else(|e| panic!("get_conversation {sid} at {at}: {e}"));
+            paged.push_str(page["text"].as_str().unwrap_or_default());
+            offset = page["next_offset"].as_u64().map(|n| n as usize);
+        }
+        assert!(
+            paged == want,
+            "{sid}: get_conversation read forward differs"
+        );
+        let base = web.url.trim_end_matches('/');
+        let (status, page) = crate::web::get(&format!("{base}/sessions/{sid}"));
+        assert_eq!(status, 200, "{sid}: {page}");
+        let mut at = 0;
+        for (role, t) in &turns {
+            // The page shows each text whole; long ones folded, never cut.
+            let first = t.lines().find(|l| !l.trim().is_empty()).unwrap_or(t);
+            let needle = escape(first.trim());
+            match page[at..].find(&needle) {
+                Some(i) => at += i + needle.len(),
+                None => panic!("{sid}: the web page lacks (or misorders) {role} {first:?}"),
+            }
+        }
         compared += 1;
         if longest.as_ref().is_none_or(|(n, _, _)| want.len() > *n) {
             longest = Some((want.len(), sid.clone(), want));

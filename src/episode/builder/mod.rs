@@ -226,6 +226,10 @@ impl Builder {
                 Kind::System if rec.subtype.as_deref() == Some("compact_boundary") => {
                     self.pending_cut = Some("compaction".into());
                 }
+                // Before 2.0.76 a compaction wrote no boundary: its summary line is the mark.
+                Kind::User if rec.is_compact_summary => {
+                    self.pending_cut = Some("compaction".into());
+                }
                 Kind::User => self.user(rules, ctx.redactor, session_id, input, out),
                 Kind::Assistant => self.assistant(ctx, line, rec, input.text),
                 _ => {}

@@ -77,6 +77,16 @@ pub struct PreparedBatch {
 }
 
 impl PreparedBatch {
+    /// Whether a human prompt is among the feedback rows from `from` on (a record that adds
+    /// one is a prompt).
+    pub fn prompt_since(&self, from: usize) -> bool {
+        self.feedback
+            .get(from..)
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f.feedback_type == crate::extract::feedback::FeedbackType::Message)
+    }
+
     /// Give back what the row vectors grew beyond their rows. A batch waits for its commit
     /// with a few hundred others (`run::engine`'s files in flight), and vectors grown by
     /// doubling hold a quarter more than their rows on average (issue 30, peak RSS; measured
@@ -187,6 +197,9 @@ pub struct MessageRow {
     /// Injected by Claude Code (`isMeta`, a compaction summary in a user line): kept, but left
     /// out of search and of the conversation text.
     pub is_meta: bool,
+    /// A human prompt: this line also gave a feedback row of type `message`, which search
+    /// finds it by (not stored).
+    pub is_prompt: bool,
     /// PostgreSQL only: the text's search words as a binary `tsvector`, computed on the
     /// reading threads (see [`crate::extract::lexemes`]); `None` elsewhere.
     pub search_vec: Option<Vec<u8>>,

@@ -49,6 +49,7 @@ impl Engine {
         paths.sort();
         paths.dedup();
         for p in &paths {
+            self.ending.insert(p.clone());
             self.mark(p);
         }
         self.pending_ends.push(PendingEnd {

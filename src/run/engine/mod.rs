@@ -82,6 +82,12 @@ pub struct Engine {
     unregistered: HashSet<PathBuf>,
     retry: Vec<(Instant, Arc<Path>)>,
     pending_ends: Vec<PendingEnd>,
+    /// Files whose session ended (hook, idle sweep): their next pump reads them as finished
+    /// ([`Tracked::ended`]).
+    ending: HashSet<PathBuf>,
+    /// The size at which the idle sweep last had a file pumped as finished (it is not asked
+    /// again at the same size: a tail that is not whole JSON is archived as it is).
+    last_line_tried: HashMap<PathBuf, u64>,
     /// The file whose pump is probing the database during an outage.
     probe: Option<Arc<Path>>,
     /// Follow mode pauses on a database outage; a one-shot ingest gives up instead.
@@ -125,6 +131,8 @@ impl Engine {
             unregistered: HashSet::new(),
             retry: Vec::new(),
             pending_ends: Vec::new(),
+            ending: HashSet::new(),
+            last_line_tried: HashMap::new(),
             probe: None,
             mode: Mode::Once,
         })
@@ -275,9 +283,10 @@ impl Engine {
 
     /// Finish sessions none of whose files grew for `sessions.idle_timeout` (or whose files are
     /// all gone).
-    async fn sweep_idle(&self) {
-        let cfg = &self.pipeline.cfg;
-        if let Err(e) = sweep_idle_sessions(&self.pipeline.store, cfg).await {
+    async fn sweep_idle(&mut self) {
+        let pipeline = self.pipeline.clone();
+        let defer = |p: &Path, size: u64| self.defer_last_line(p, size);
+        if let Err(e) = sweep_idle_sessions(&pipeline.store, &pipeline.cfg, defer).await {
             let health = &self.pipeline.health;
             self.pipeline.stats.errors.fetch_add(1, Ordering::Relaxed);
             if let Some(repeated) = crate::metrics::should_log("store:sweep") {
@@ -285,6 +294,19 @@ impl Engine {
             }
             health.record_error("idle-session sweep", &e.to_string());
         }
+    }
+
+    /// A file of an idle session ends with bytes after its checkpoint: pump it once as
+    /// finished (a whole JSON object there is its last line) before the session is finished.
+    /// False when it was tried at this size already, or is not tracked here.
+    fn defer_last_line(&mut self, p: &Path, size: u64) -> bool {
+        if !self.slots.contains_key(p) || self.last_line_tried.get(p) == Some(&size) {
+            return false;
+        }
+        self.last_line_tried.insert(p.to_path_buf(), size);
+        self.ending.insert(p.to_path_buf());
+        self.mark(p);
+        true
     }
 
     /// Drop the partial-line buffers of files that have been quiet for `idle`.
@@ -323,6 +345,7 @@ impl Engine {
                     continue;
                 }
             };
+            t.ended = self.ending.remove(&*path);
             let pipeline = self.pipeline.clone();
             let cancel = cancel.clone();
             tasks.spawn(async move {
@@ -337,6 +360,7 @@ impl Engine {
     }
 
     fn finish(&mut self, (path, mut t, end): TaskResult) {
+        t.ended = false;
         let dirty_again = matches!(
             self.slots.get(&path),
             Some(Slot::Busy { dirty_again: true })

@@ -223,7 +223,7 @@ impl Pipeline {
         path: PathBuf,
         stored: Option<Checkpoint>,
         (mut ctx, mut episodes): (FileContext, Option<Box<episode::Builder>>),
-        expected: (i64, u64),
+        (expected, ended): ((i64, u64), bool),
     ) -> impl FnOnce() -> Result<ReadStep, TailError> + Send + 'static {
         let cfg = self.tailer_config();
         let (max_bytes, max_lines) = (self.cfg.batch.max_bytes, self.cfg.batch.max_lines);
@@ -247,6 +247,12 @@ impl Pipeline {
                 }
             };
             let before = tailer.checkpoint().clone();
+            // A file whose session ended, or idle past the session timeout, is finished: its
+            // last line is read even without a newline when it is one whole JSON object.
+            let finished = ended
+                || std::fs::metadata(tailer.path())
+                    .is_ok_and(|m| unix_ms_now() - mtime_ms(&m) > idle_ms);
+            tailer.finish_last_line(finished.then_some(whole_json as fn(&[u8]) -> bool));
             let mut at_eof = false;
             let mut waiting = false;
             let read = timed(Stage::Read, || tailer.read_batch(max_bytes, max_lines));
@@ -433,7 +439,7 @@ impl Pipeline {
                     t.read_path().to_path_buf(),
                     t.stored.clone(),
                     (t.ctx.clone(), t.episodes.take()),
-                    expected,
+                    (expected, t.ended),
                 );
                 let Ok(slot) = self.read_slots.clone().acquire_owned().await else {
                     return PumpEnd::Cancelled;
@@ -553,4 +559,11 @@ impl Pipeline {
             }
         }
     }
+}
+
+/// Whether a last line without its newline is a line: one whole JSON object (or several glued),
+/// as the parser reads it. What a writer cut off mid-object is not.
+fn whole_json(bytes: &[u8]) -> bool {
+    let p = crate::parse::parse_line(bytes);
+    p.error.is_none() && !p.records.is_empty()
 }

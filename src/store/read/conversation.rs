@@ -18,22 +18,27 @@ impl Store {
     /// The user and assistant messages of a session that carry text, in conversation order:
     /// the main transcript (without its sidechain lines: a sub-agent's) by line (by time when several machines hold copies of it), with
     /// `subagents` also the sub-agents' messages, all by time (a line without a timestamp
-    /// after the timed ones). Injected
-    /// (meta) lines and earlier generations of rewritten files are left out.
+    /// after the timed ones). A file's generations are its copies (each line stored once).
+    /// Injected (meta) lines are left out.
     pub async fn conversation_rows(
         &self,
         session_id: &str,
         subagents: bool,
     ) -> Result<Vec<ConversationRow>, StoreError> {
-        // The main transcript held by several machines is merged from its copies by time
-        // (`store::copies`); held by one, its line order is the truth.
-        let copies = Sql::new("SELECT COUNT(*) FROM files WHERE session_id = $1 AND kind = 'main'")
-            .arg(session_id);
+        // The main transcript held by several machines, or read in several generations (cut
+        // short and grown back), is merged from its copies by time (`store::copies`); held by
+        // one in one generation, its line order is the truth.
+        let copies = Sql::new(
+            "SELECT COUNT(*) + COALESCE(MAX(generation), 1) - 1 FROM files \
+             WHERE session_id = $1 AND kind = 'main'",
+        )
+        .arg(session_id);
         let by_time = subagents || self.fetch_i64(&copies).await? > 1;
         let order = if by_time {
-            "CASE WHEN m.ts IS NULL THEN 1 ELSE 0 END, m.ts, f.kind DESC, m.line_no, m.file_id, m.seq"
+            "CASE WHEN m.ts IS NULL THEN 1 ELSE 0 END, m.ts, f.kind DESC, m.line_no, m.file_id, \
+             m.generation, m.seq"
         } else {
-            "m.file_id, m.line_no, m.seq"
+            "m.file_id, m.generation, m.line_no, m.seq"
         };
         // Old transcripts (Claude Code 1.0.x) keep a sub-agent's lines in the main file, marked
         // `isSidechain`: they are the sub-agent's, as the newer layout's own files are.
@@ -45,7 +50,7 @@ impl Store {
         let q = Sql::new(format!(
             "SELECT m.kind, m.text, CASE WHEN f.kind = 'agent' THEN f.agent_id \
              WHEN m.is_sidechain THEN COALESCE(m.agent_id, 'sidechain') END AS agent_id \
-             FROM messages m JOIN files f ON f.id = m.file_id AND m.generation = f.generation \
+             FROM messages m JOIN files f ON f.id = m.file_id \
              WHERE f.session_id = $1 AND m.kind IN ('user', 'assistant') AND m.text IS NOT NULL \
              AND NOT m.is_meta{agents} ORDER BY {order}"
         ))
@@ -58,7 +63,6 @@ impl Store {
     pub async fn has_subagent_conversation(&self, session_id: &str) -> Result<bool, StoreError> {
         let q = Sql::new(
             "SELECT CAST(1 AS BIGINT) FROM messages m JOIN files f ON f.id = m.file_id \
-             AND m.generation = f.generation \
              WHERE f.session_id = $1 AND (f.kind = 'agent' OR m.is_sidechain) \
              AND m.kind IN ('user', 'assistant') \
              AND m.text IS NOT NULL AND NOT m.is_meta LIMIT 1",

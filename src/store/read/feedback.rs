@@ -26,6 +26,10 @@ pub struct FeedbackListing {
     pub slug: Option<String>,
     /// Denied tool use.
     pub tool_use_id: Option<String>,
+    /// The denied tool's name (`Bash`, `Edit`...), when its call is stored.
+    pub tool_name: Option<String>,
+    /// What the denied call would have acted on: its command, file, pattern or URL.
+    pub tool_target: Option<String>,
     /// Line uuid.
     pub uuid: Option<String>,
     /// Transcript file.
@@ -63,8 +67,10 @@ impl Store {
     ) -> Result<Paged<FeedbackListing>, StoreError> {
         let mut q = Sql::new(
             "SELECT fb.ts, fb.session_id, fb.feedback_type, fb.content, fb.reason, \
-             fb.agent_id, fb.slug, fb.tool_use_id, fb.uuid, f.path AS source_file, fb.line_no \
-             FROM feedback fb JOIN files f ON f.id = fb.file_id WHERE 1 = 1",
+             fb.agent_id, fb.slug, fb.tool_use_id, tu.name AS tool_name, \
+             tu.target AS tool_target, fb.uuid, f.path AS source_file, fb.line_no \
+             FROM feedback fb JOIN files f ON f.id = fb.file_id \
+             LEFT JOIN tool_uses tu ON tu.tool_use_id = fb.tool_use_id WHERE 1 = 1",
         );
         if let Some(ids) = &f.session_ids {
             q.push(" AND ").push_in("fb.session_id", ids);

@@ -23,29 +23,40 @@ pub struct TableCounts {
     pub feedback: i64,
 }
 
-/// Totals for the home page: `sessions` exact up to [`SESSIONS_COUNTED`], the others estimated
-/// (see `Store::totals`).
+/// How many rows a table holds: exact, or (past [`ROWS_COUNTED`]) estimated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Figure {
+    /// The number.
+    pub n: i64,
+    /// Whether it is exact (else an estimate, which the page says).
+    pub exact: bool,
+}
+
+/// Totals for the home page (see `Store::totals`).
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Totals {
     /// Sessions.
-    pub sessions: i64,
-    /// Whether `sessions` is exact (else estimated, as the others).
-    pub sessions_exact: bool,
+    pub sessions: Figure,
     /// Messages.
-    pub messages: i64,
+    pub messages: Figure,
     /// Summaries of all kinds.
-    pub summaries: i64,
+    pub summaries: Figure,
     /// Feedback items.
-    pub feedback: i64,
+    pub feedback: Figure,
     /// Episodes.
-    pub episodes: i64,
+    pub episodes: Figure,
     /// Snippets.
-    pub snippets: i64,
+    pub snippets: Figure,
 }
 
-/// Sessions the home page counts exactly; beyond, it estimates (a count reads every row, so
-/// its cost would grow with the store).
-pub const SESSIONS_COUNTED: i64 = 10_000;
+/// Rows counted exactly; beyond, a table's rows are estimated (a count reads every row, so its
+/// cost would grow with the store).
+pub const ROWS_COUNTED: i64 = 20_000;
+
+/// SQLite's estimate counts the rows of this many windows of row ids ...
+const SAMPLE_WINDOWS: i64 = 16;
+/// ... of this many ids each (16,384 rows read at most: a few milliseconds).
+const SAMPLE_IDS: i64 = 1_024;
 
 impl Store {
     /// Row counts of the main tables, exact (tests and `ingest` summaries: it counts every
@@ -63,39 +74,80 @@ impl Store {
         Ok(row.unwrap_or_default())
     }
 
-    /// Totals for the home page: sessions counted up to [`SESSIONS_COUNTED`], the large
-    /// tables (and more sessions) estimated, so that the page costs the same on any size of
-    /// store. SQLite: the largest row id (rows are rarely deleted); PostgreSQL: the
-    /// statistics' live-row count (updated as rows are written).
+    /// Totals for the home page: each table's rows counted up to [`ROWS_COUNTED`], estimated
+    /// beyond, so that the page costs the same on any size of store and never shows a number
+    /// rows that are gone (a prune, a re-extraction) still count in. SQLite: the density of
+    /// live rows in evenly spaced windows of row ids, times the span of ids (deleted rows
+    /// leave gaps, which the windows see); PostgreSQL: the statistics' live-row count (updated
+    /// as rows are written and deleted).
     pub async fn totals(&self) -> Result<Totals, StoreError> {
-        let estimate = |t: &str| match self.backend() {
-            Backend::Sqlite => Sql::new(format!("SELECT COALESCE(MAX(rowid), 0) FROM {t}")),
-            Backend::Postgres => Sql::new(
-                "SELECT COALESCE(MAX(n_live_tup), 0) FROM pg_stat_user_tables \
-                 WHERE relname = $1 AND schemaname = current_schema()",
-            )
-            .arg(t.to_string()),
-        };
+        Ok(Totals {
+            sessions: self.table_rows("sessions").await?,
+            messages: self.table_rows("messages").await?,
+            summaries: self.table_rows("summaries").await?,
+            feedback: self.table_rows("feedback").await?,
+            episodes: self.table_rows("episodes").await?,
+            snippets: self.table_rows("snippets").await?,
+        })
+    }
+
+    /// The rows of table `t` (one of the store's own names, never a caller's text).
+    async fn table_rows(&self, t: &str) -> Result<Figure, StoreError> {
         let counted = self
             .fetch_i64(
-                &Sql::new("SELECT COUNT(*) FROM (SELECT 1 FROM sessions LIMIT $1) t")
-                    .arg(SESSIONS_COUNTED + 1),
+                &Sql::new(format!(
+                    "SELECT COUNT(*) FROM (SELECT 1 FROM {t} LIMIT $1) c"
+                ))
+                .arg(ROWS_COUNTED + 1),
             )
             .await?;
-        let sessions_exact = counted <= SESSIONS_COUNTED;
-        let sessions = if sessions_exact {
-            counted
-        } else {
-            self.fetch_i64(&estimate("sessions")).await?.max(counted)
+        if counted <= ROWS_COUNTED {
+            return Ok(Figure {
+                n: counted,
+                exact: true,
+            });
+        }
+        let estimate = match self.backend() {
+            Backend::Sqlite => {
+                let (lo, hi): (Option<i64>, Option<i64>) = self
+                    .fetch_optional(&Sql::new(format!("SELECT MIN(rowid), MAX(rowid) FROM {t}")))
+                    .await?
+                    .unwrap_or((None, None));
+                let (lo, hi) = (lo.unwrap_or(0), hi.unwrap_or(0));
+                let span = (hi - lo + 1).max(1);
+                let step = (span / SAMPLE_WINDOWS).max(SAMPLE_IDS);
+                let (mut seen, mut looked) = (0i64, 0i64);
+                let mut at = lo;
+                while at <= hi {
+                    let w = SAMPLE_IDS.min(hi - at + 1);
+                    seen += self
+                        .fetch_i64(
+                            &Sql::new(format!(
+                                "SELECT COUNT(*) FROM {t} WHERE rowid >= $1 AND rowid < $2"
+                            ))
+                            .arg(at)
+                            .arg(at + w),
+                        )
+                        .await?;
+                    looked += w;
+                    at += step;
+                }
+                (seen as f64 / looked.max(1) as f64 * span as f64).round() as i64
+            }
+            Backend::Postgres => {
+                self.fetch_i64(
+                    &Sql::new(
+                        "SELECT COALESCE(MAX(n_live_tup), 0) FROM pg_stat_user_tables \
+                         WHERE relname = $1 AND schemaname = current_schema()",
+                    )
+                    .arg(t.to_string()),
+                )
+                .await?
+            }
         };
-        Ok(Totals {
-            sessions,
-            sessions_exact,
-            messages: self.fetch_i64(&estimate("messages")).await?,
-            summaries: self.fetch_i64(&estimate("summaries")).await?,
-            feedback: self.fetch_i64(&estimate("feedback")).await?,
-            episodes: self.fetch_i64(&estimate("episodes")).await?,
-            snippets: self.fetch_i64(&estimate("snippets")).await?,
+        Ok(Figure {
+            n: estimate.max(counted),
+            exact: false,
         })
     }
 

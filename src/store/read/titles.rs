@@ -21,7 +21,9 @@ impl Store {
                      ORDER BY f.id, m.generation, m.line_no, m.seq LIMIT 1)"
                 )
             };
-            let plain = "m.text NOT LIKE '<%' AND m.text NOT LIKE '[Request interrupted%'";
+            // The compaction summariser's prompt is Claude Code's instruction, not a task.
+            let plain = "m.text NOT LIKE '<%' AND m.text NOT LIKE '[Request interrupted%' \
+                         AND (f.agent_id IS NULL OR f.agent_id NOT LIKE 'acompact%')";
             let q = Sql::new(format!(
                 "SELECT COALESCE((SELECT text FROM summaries WHERE session_id = $1 \
                  AND kind = 'summary' AND text IS NOT NULL AND text <> '' ORDER BY id LIMIT 1), \
@@ -48,5 +50,5 @@ fn title_from(text: &str) -> Option<String> {
     text.lines()
         .map(str::trim)
         .find(|l| !l.is_empty())
-        .map(|l| l.chars().take(crate::extract::TITLE_CHARS).collect())
+        .map(crate::extract::title_line)
 }

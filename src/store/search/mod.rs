@@ -130,6 +130,8 @@ pub struct SearchFilter {
 pub struct SearchHit {
     /// What it is.
     pub kind: SearchKind,
+    /// Every kind its line is (a human prompt is `feedback` and `message`): a line is one hit.
+    pub kinds: Vec<SearchKind>,
     /// Its session.
     pub session_id: String,
     /// The session's project folder.
@@ -324,13 +326,25 @@ impl Store {
                 .filter_map(|r| r.ref_id),
         );
         let sources = q.not_persistent();
+        let mut q = Sql::new("SELECT id FROM feedback WHERE feedback_type = 'message' AND ");
+        q.push_in(
+            "id",
+            ranked
+                .iter()
+                .filter(|r| r.kind == "feedback")
+                .filter_map(|r| r.ref_id),
+        );
+        let prompts = q.not_persistent();
         // Independent lookups, asked at once (each a round trip of its own).
-        let (excerpts, projects, paths, sources) = tokio::join!(
+        let (excerpts, projects, paths, sources, prompts) = tokio::join!(
             self.excerpts(f, &ranked),
             self.fetch_all::<(String, String)>(&projects),
             self.fetch_all::<(i64, String)>(&paths),
             self.fetch_all::<(i64, String, i64)>(&sources),
+            self.fetch_all::<(i64,)>(&prompts),
         );
+        let prompts: std::collections::HashSet<i64> =
+            prompts?.into_iter().map(|(id,)| id).collect();
         let excerpts = excerpts?;
         let projects: std::collections::HashMap<String, String> = projects?.into_iter().collect();
         let paths: std::collections::HashMap<i64, String> = paths?.into_iter().collect();
@@ -351,8 +365,15 @@ impl Store {
                     },
                     _ => (r.file_id.and_then(|id| paths.get(&id).cloned()), r.line_no),
                 };
+                let kinds = match kind {
+                    SearchKind::Feedback if r.ref_id.is_some_and(|id| prompts.contains(&id)) => {
+                        vec![SearchKind::Feedback, SearchKind::Message]
+                    }
+                    k => vec![k],
+                };
                 Some(SearchHit {
                     kind,
+                    kinds,
                     project: projects.get(&r.session_id).cloned(),
                     session_id: r.session_id,
                     timestamp: r.ts,
@@ -464,6 +485,7 @@ mod tests {
         assert_eq!(s, vec![[8, 13], [19, 23]]);
         let hit = SearchHit {
             kind: SearchKind::Message,
+            kinds: vec![SearchKind::Message],
             session_id: "s".into(),
             project: None,
             timestamp: None,

@@ -21,6 +21,13 @@ fn kinds(f: &SearchFilter) -> Vec<SearchKind> {
     }
 }
 
+/// Whether a search for messages but not feedback also takes the feedback rows that are human
+/// prompts: a prompt is indexed once, as feedback (one hit per line), and is a message too.
+fn prompts_as_messages(f: &SearchFilter) -> bool {
+    let ks = kinds(f);
+    ks.contains(&SearchKind::Message) && !ks.contains(&SearchKind::Feedback)
+}
+
 /// ` AND` clauses for the session, project and time filters.
 fn push_filters<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, session: &str, ts: &str) {
     if let Some(ids) = &f.session_ids {
@@ -145,8 +152,15 @@ fn sqlite_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter) {
     .push_bind(f.query.fts5());
     let ks = kinds(f);
     if ks.len() < SearchKind::ALL.len() {
-        q.push(" AND ")
+        q.push(" AND (")
             .push_in("d.kind", ks.iter().map(|k| k.as_str()));
+        if prompts_as_messages(f) {
+            q.push(
+                " OR (d.kind = 'feedback' AND EXISTS (SELECT 1 FROM feedback pf \
+                 WHERE pf.id = d.ref_id AND pf.feedback_type = 'message'))",
+            );
+        }
+        q.push(")");
     }
     push_filters(q, f, &sqlite_doc_session("d"), &sqlite_doc_ts("d"));
 }
@@ -258,7 +272,12 @@ fn pg_kind(k: SearchKind) -> PgKind {
 /// candidates are taken by the table's key, reading no vector (the inner query passes them on
 /// unread); a message's session is not looked up here (the caller does, for the page).
 fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool) {
-    for (i, k) in kinds(f).into_iter().enumerate() {
+    let mut ks = kinds(f);
+    let prompts_only = prompts_as_messages(f);
+    if prompts_only {
+        ks.push(SearchKind::Feedback);
+    }
+    for (i, k) in ks.into_iter().enumerate() {
         let p = pg_kind(k);
         if i > 0 {
             q.push(" UNION ALL ");
@@ -294,6 +313,9 @@ fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool) {
         q.push(&format!(" FROM {} WHERE t.search_vec @@ ", p.from));
         push_tsquery(q, &f.query);
         push_filters(q, f, p.session, p.ts);
+        if prompts_only && k == SearchKind::Feedback {
+            q.push(" AND t.feedback_type = 'message'");
+        }
         if ranked {
             q.push(&format!(
                 " ORDER BY {} LIMIT {PG_RANKED_CANDIDATES}) c",

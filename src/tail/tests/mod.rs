@@ -7,6 +7,7 @@ use proptest::prelude::*;
 use std::fs::OpenOptions;
 use std::io::Write;
 
+mod finished;
 mod lifecycle;
 mod model;
 

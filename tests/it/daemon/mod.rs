@@ -138,7 +138,9 @@ async fn changes_while_stopped(backend: Backend) {
     // While nothing runs: a grows, b is truncated and rewritten shorter, c appears.
     let la2 = user_line(SID, "a2", "alpha two");
     append(&a, la2.as_bytes());
-    let lb3 = user_line(SID2, "b3", "beta two");
+    // (Written later than the lines it replaces: another conversation, not the same grown back.)
+    let lb3 = user_line(SID2, "b3", "beta two")
+        .replace("2026-01-01T00:00:00.000Z", "2026-01-01T00:05:00.000Z");
     std::fs::write(&b, lb3.as_bytes()).expect("rewrite b");
     let c = env.path(&format!("q/{SID}/subagents/agent-x.jsonl"));
     append(&c, user_line(SID, "c1", "gamma").as_bytes());

@@ -61,7 +61,7 @@ fn oracle(corpus: &std::path::Path) -> Expected {
     let mut e = Expected::default();
     for p in gleaner::tail::discovery::scan(corpus) {
         let bytes = std::fs::read(&p).expect("read");
-        let (end, _) = expected_checkpoint(&bytes);
+        let (end, _) = finished_checkpoint(&bytes);
         for (n, line) in bytes[..end as usize].split(|&b| b == b'\n').enumerate() {
             for v in serde_json::Deserializer::from_slice(line).into_iter::<Value>() {
                 let Ok(v) = v else { break };
@@ -123,6 +123,22 @@ fn oracle(corpus: &std::path::Path) -> Expected {
                         }
                     }
                     Some("assistant") => {
+                        // The compaction summariser's reply is a compaction summary (2.1.39+).
+                        let compactor = p
+                            .file_name()
+                            .and_then(|n| n.to_str())
+                            .is_some_and(|n| n.starts_with("agent-acompact"));
+                        let said = match content {
+                            Some(Value::Array(a)) => a
+                                .iter()
+                                .filter(|b| b["type"] == "text")
+                                .filter_map(|b| b["text"].as_str())
+                                .any(|t| !t.trim().is_empty()),
+                            _ => false,
+                        };
+                        if compactor && said {
+                            e.compact_summaries.insert(uuid.clone());
+                        }
                         if let Some(Value::Array(a)) = content {
                             for b in a {
                                 if b.get("type").and_then(Value::as_str) == Some("tool_use") {
