@@ -26,8 +26,13 @@ pub struct PruneArgs {
     pub json: bool,
 }
 
+/// A size for people: bytes, KB or MB, never "0.0 MB" for a few kilobytes.
 fn mb(bytes: i64) -> String {
-    format!("{:.1} MB", bytes as f64 / 1e6)
+    match bytes {
+        b if b < 1_000 => format!("{b} bytes"),
+        b if b < 1_000_000 => format!("{:.1} KB", b as f64 / 1e3),
+        b => format!("{:.1} MB", b as f64 / 1e6),
+    }
 }
 
 /// Run `gleaner prune`.
@@ -56,8 +61,16 @@ pub async fn run(cfg: &Config, args: PruneArgs) -> Outcome {
             "; their summaries, feedback, episodes and snippets are kept".to_string()
         } else {
             format!(
-                ", and {} summaries, feedback, episodes and snippets",
-                plan.knowledge
+                ", and {} summaries, feedback, episodes and snippets{}",
+                plan.knowledge,
+                match plan.kept_before {
+                    0 => String::new(),
+                    n => format!(
+                        " (of them, the knowledge of {n} session{} an earlier prune kept on \
+                         purpose with --keep-knowledge)",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                }
             )
         }
     );

@@ -36,6 +36,10 @@ pub struct RestoreArgs {
     /// `<name>.restored` (without this it is left alone and reported).
     #[arg(long)]
     pub force_suffix: bool,
+    /// Write nothing: read every selected file back from the archive and report the ones
+    /// that are damaged or incomplete (exit 2 when any is).
+    #[arg(long, conflicts_with_all = ["to", "force_suffix"])]
+    pub check: bool,
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
@@ -64,7 +68,7 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
         machine_id: cfg.machine_id.clone(),
     };
     let json = args.json;
-    let report = restore(&store, &opts, |r: &FileReport| {
+    let say = |r: &FileReport| {
         if json {
             return;
         }
@@ -74,22 +78,55 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
             FileOutcome::WrittenShort => "written short",
             FileOutcome::Differs => "not restored",
             FileOutcome::Incomplete => "incomplete",
+            FileOutcome::Damaged => "damaged",
+            FileOutcome::Pruned => "skipped",
         };
+        let session = r
+            .session_id
+            .as_deref()
+            .map(|s| format!("session {s}, "))
+            .unwrap_or_default();
         eprintln!(
-            "{what}: {}{}",
+            "{what}: {session}{}{}",
             r.path.display(),
             r.detail
                 .as_deref()
                 .map(|d| format!(" ({d})"))
                 .unwrap_or_default()
         );
-    })
-    .await?;
+    };
+    if args.check {
+        let report = crate::run::restore::verify(&store, &opts.filter, say).await?;
+        store.close().await;
+        if json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            println!(
+                "checked {} files: {} whole, {} damaged, {} incomplete{}",
+                report.present + report.damaged + report.incomplete,
+                report.present,
+                report.damaged,
+                report.incomplete,
+                match report.pruned {
+                    0 => String::new(),
+                    n => format!(", {n} pruned meanwhile"),
+                }
+            );
+        }
+        return Ok(if report.damaged + report.incomplete > 0 {
+            EXIT_ERROR
+        } else {
+            EXIT_OK
+        });
+    }
+    let report = restore(&store, &opts, say).await?;
     store.close().await;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        let nothing = report.written + report.present + report.differs + report.incomplete == 0;
+        let nothing =
+            report.written + report.present + report.differs + report.incomplete + report.damaged
+                == 0;
         if nothing {
             println!("nothing archived matches");
         } else {
@@ -107,9 +144,11 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
                     0 => String::new(),
                     n => format!("; {n} left alone (another file in the way: --force-suffix)"),
                 },
-                match report.incomplete {
-                    0 => String::new(),
-                    n => format!("; {n} incomplete in the archive"),
+                match (report.incomplete, report.damaged) {
+                    (0, 0) => String::new(),
+                    (n, 0) => format!("; {n} incomplete in the archive"),
+                    (0, d) => format!("; {d} damaged in the archive"),
+                    (n, d) => format!("; {n} incomplete and {d} damaged in the archive"),
                 },
             );
             if report.short > 0 {
@@ -121,8 +160,8 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
         }
     }
     // Any file not restored shows in the exit code, so a script notices: 2 when the archive
-    // lacks bytes, 1 when another file was in the way and left alone.
-    Ok(if report.incomplete > 0 {
+    // lacks bytes or holds them damaged, 1 when another file was in the way and left alone.
+    Ok(if report.incomplete + report.damaged > 0 {
         EXIT_ERROR
     } else if report.differs > 0 {
         EXIT_NOT_FOUND

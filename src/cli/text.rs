@@ -75,7 +75,8 @@ pub async fn run(cfg: &Config, args: TextArgs) -> Outcome {
                 args.session
             );
         } else {
-            eprintln!("{session_id}: {}", crate::query::NO_CONVERSATION);
+            let why = crate::query::no_conversation(&store, &session_id).await?;
+            eprintln!("{session_id}: {why}");
         }
     }
     Ok(EXIT_OK)

@@ -204,9 +204,13 @@ impl Gleaner {
                     .await
                     .map_err(store_err)?;
             v["note"] = json!(if in_subagents {
-                "the main transcript holds no conversation; its sub-agents do: call again with subagents: true"
+                "the main transcript holds no conversation; its sub-agents do: call again with \
+                 subagents: true"
+                    .to_string()
             } else {
-                crate::query::NO_CONVERSATION
+                crate::query::no_conversation(&self.store, &id)
+                    .await
+                    .map_err(store_err)?
             });
         }
         Ok(v)

@@ -172,9 +172,19 @@ pub fn unreadable_copy(file: &store::TimelineFile, machine: &str) -> String {
 
 /// What every door says of a session with no conversation stored and none in its sub-agents:
 /// `prune --keep-knowledge` keeps a session's summaries, feedback and episodes but not its
-/// messages, and an empty answer alone would look like a fault.
-pub const NO_CONVERSATION: &str =
-    "no conversation is stored for this session: its transcript held none, or its messages were pruned";
+/// messages, and an empty answer alone would look like a fault. The store knows which it is.
+pub async fn no_conversation(
+    store: &crate::store::Store,
+    session_id: &str,
+) -> Result<String, crate::store::StoreError> {
+    Ok(match store.pruned_at(session_id).await? {
+        Some(at) => format!(
+            "no conversation is stored for this session: its messages were pruned on {}              (what was kept about it is still listed)",
+            at.get(..10).unwrap_or(&at)
+        ),
+        None => "no conversation is stored for this session: its transcript held none".into(),
+    })
+}
 
 /// A project filter as the door names it (`("--project", p)`): trimmed, and a blank one is an
 /// error naming it. Why: the filter matches a part of the project folder or working directory,

@@ -53,6 +53,11 @@ pub enum Outcome {
     WrittenShort,
     /// The archive does not hold every byte up to the checkpoint.
     Incomplete,
+    /// The archive holds the bytes, but a chunk (or the database page holding it) is damaged:
+    /// it does not decode, or its checksum fails. Nothing is written.
+    Damaged,
+    /// Its session was pruned (while the restore ran): nothing to restore, and no loss.
+    Pruned,
 }
 
 /// One file's line of the report.
@@ -84,6 +89,10 @@ pub struct RestoreReport {
     pub differs: u64,
     /// Not complete in the archive.
     pub incomplete: u64,
+    /// Damaged in the archive (each named in `problems`, with what is wrong).
+    pub damaged: u64,
+    /// Skipped: their session was pruned meanwhile.
+    pub pruned: u64,
     /// Sidecar files (`.meta.json`) written.
     pub sidecars_written: u64,
     /// Transcript bytes written.
@@ -185,6 +194,8 @@ pub async fn restore(
                 Outcome::Present => report.present += 1,
                 Outcome::Differs => report.differs += 1,
                 Outcome::Incomplete => report.incomplete += 1,
+                Outcome::Damaged => report.damaged += 1,
+                Outcome::Pruned => report.pruned += 1,
             }
             if matches!(
                 r.outcome,
@@ -193,10 +204,101 @@ pub async fn restore(
                     | Outcome::WrittenShort
                     | Outcome::Present
             ) {
-                report.sidecars_written += restore_sidecars(store, opts, f, &r.path).await?;
+                let (n, damaged) = restore_sidecars(store, opts, f, &r.path).await?;
+                report.sidecars_written += n;
+                for d in damaged {
+                    report.damaged += 1;
+                    progress(&d);
+                    report.problems.push(d);
+                }
             }
             progress(&r);
-            if !matches!(r.outcome, Outcome::Written | Outcome::Present) {
+            if !matches!(
+                r.outcome,
+                Outcome::Written | Outcome::Present | Outcome::Pruned
+            ) {
+                report.problems.push(r);
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// Read every archived file `filter` selects back as a restore would, writing nothing
+/// (`gleaner restore --check`): each file is `Present` (whole), `Incomplete`, `Damaged` (named
+/// with what is wrong) or `Pruned`; a damaged sidecar is reported on its own.
+pub async fn verify(
+    store: &Store,
+    filter: &ArchiveFilter,
+    mut progress: impl FnMut(&FileReport),
+) -> Result<RestoreReport, RestoreError> {
+    let mut report = RestoreReport::default();
+    let mut dicts = Dicts::default();
+    let mut after = 0;
+    loop {
+        let files = store.archived_files(filter, after, PAGE).await?;
+        let Some(last) = files.last() else { break };
+        after = last.id;
+        for f in &files {
+            let mut r = FileReport {
+                session_id: f.session_id.clone(),
+                path: PathBuf::from(&f.path),
+                outcome: Outcome::Present,
+                bytes: 0,
+                detail: None,
+            };
+            match write_chunks(store, f, &mut dicts, &mut io::sink()).await {
+                Ok(Ok(n)) => {
+                    r.bytes = n;
+                    report.present += 1;
+                }
+                Ok(Err(p)) => {
+                    r.outcome = if p.damaged {
+                        Outcome::Damaged
+                    } else {
+                        Outcome::Incomplete
+                    };
+                    r.detail = Some(p.why);
+                    if !p.damaged {
+                        if let Some(at) = match &f.session_id {
+                            Some(sid) => store.pruned_at(sid).await?,
+                            None => None,
+                        } {
+                            r.outcome = Outcome::Pruned;
+                            r.detail = Some(format!("its session was pruned at {at}"));
+                        }
+                    }
+                }
+                Err(ChunkError::Store(e)) => return Err(e.into()),
+                Err(ChunkError::Io(e)) => {
+                    return Err(RestoreError::Io {
+                        path: r.path,
+                        source: e,
+                    })
+                }
+            }
+            for (name, _codec, data) in store.archive_sidecars(f.id).await? {
+                if let Err(e) = archive::decode_all(&data) {
+                    let d = FileReport {
+                        session_id: f.session_id.clone(),
+                        path: r.path.with_file_name(&name),
+                        outcome: Outcome::Damaged,
+                        bytes: 0,
+                        detail: Some(format!("its archived copy is damaged: {e}")),
+                    };
+                    report.damaged += 1;
+                    progress(&d);
+                    report.problems.push(d);
+                }
+            }
+            match r.outcome {
+                Outcome::Damaged => report.damaged += 1,
+                Outcome::Incomplete => report.incomplete += 1,
+                Outcome::Pruned => report.pruned += 1,
+                _ => {}
+            }
+            progress(&r);
+            if !matches!(r.outcome, Outcome::Present | Outcome::Pruned) {
                 report.problems.push(r);
             }
         }
@@ -274,7 +376,7 @@ async fn restore_file(
             .and_then(|file| file.sync_all());
         match (r, flushed) {
             (Ok(Ok(n)), Ok(())) => Ok(n),
-            (Ok(Err(gap)), _) => Err(Some(gap)),
+            (Ok(Err(problem)), _) => Err(problem),
             (Err(ChunkError::Store(e)), _) => {
                 let _ = fs::remove_file(&tmp);
                 return Err(e.into());
@@ -290,10 +392,23 @@ async fn restore_file(
     };
     let n = match written {
         Ok(n) => n,
-        Err(gap) => {
+        Err(problem) => {
             let _ = fs::remove_file(&tmp);
-            report.outcome = Outcome::Incomplete;
-            report.detail = gap;
+            report.outcome = if problem.damaged {
+                Outcome::Damaged
+            } else {
+                Outcome::Incomplete
+            };
+            report.detail = Some(problem.why);
+            // A prune that ran meanwhile took the bytes: no loss.
+            if !problem.damaged {
+                if let Some(sid) = &f.session_id {
+                    if let Some(at) = store.pruned_at(sid).await? {
+                        report.outcome = Outcome::Pruned;
+                        report.detail = Some(format!("its session was pruned at {at}"));
+                    }
+                }
+            }
             return Ok(report);
         }
     };
@@ -356,7 +471,7 @@ pub async fn materialize(
     };
     let mut out = io::BufWriter::with_capacity(1 << 20, File::create(path).map_err(io_err)?);
     let r = match write_chunks(store, f, dicts, &mut out).await {
-        Ok(r) => r,
+        Ok(r) => r.map_err(|p| p.why),
         Err(ChunkError::Store(e)) => return Err(e.into()),
         Err(ChunkError::Io(e)) => return Err(io_err(e)),
     };
@@ -441,45 +556,84 @@ enum ChunkError {
     Io(io::Error),
 }
 
-/// Decode `f`'s chunks into `out` in offset order: `Ok(Ok(bytes))`, or `Ok(Err(why))` when they
-/// leave a gap or stop before the checkpoint.
+/// Why a file's archived bytes cannot be written out whole.
+struct Problem {
+    /// The bytes are there but damaged (else: missing).
+    damaged: bool,
+    /// What is wrong, and where.
+    why: String,
+}
+
+impl Problem {
+    fn missing(why: String) -> Problem {
+        Problem {
+            damaged: false,
+            why,
+        }
+    }
+
+    fn damaged(why: String) -> Problem {
+        Problem { damaged: true, why }
+    }
+}
+
+/// Decode `f`'s chunks into `out` in offset order: `Ok(Ok(bytes))`, or `Ok(Err(problem))` when
+/// they leave a gap, stop before the checkpoint, or one is damaged (it does not decode, its
+/// checksum fails, or the database cannot read it). Each chunk is decoded whole before it is
+/// written (a block is at most [`archive::BLOCK_BYTES`]), so damage is told from a failed write.
 async fn write_chunks(
     store: &Store,
     f: &ArchivedFile,
     dicts: &mut Dicts,
     out: &mut impl Write,
-) -> Result<Result<u64, String>, ChunkError> {
+) -> Result<Result<u64, Problem>, ChunkError> {
     let mut pos: i64 = 0;
     loop {
-        let chunks = store
-            .archive_chunks(f.id, f.generation, pos)
-            .await
-            .map_err(ChunkError::Store)?;
+        let chunks = match store.archive_chunks(f.id, f.generation, pos).await {
+            Ok(c) => c,
+            Err(e) if e.is_transient() && !e.is_corrupt() => return Err(ChunkError::Store(e)),
+            Err(e) => {
+                return Ok(Err(Problem::damaged(format!(
+                    "the database cannot read its archive from byte {pos}: {e}"
+                ))))
+            }
+        };
         let Some(last) = chunks.last() else { break };
         let next = last.end_off;
         for c in &chunks {
             if c.start_off != pos {
-                return Ok(Err(format!(
+                return Ok(Err(Problem::missing(format!(
                     "the archive lacks bytes {pos} to {}",
                     c.start_off
-                )));
+                ))));
             }
             if c.codec != archive::CODEC_ZSTD {
-                return Ok(Err(format!(
-                    "chunk at {} has unknown codec {}",
-                    c.start_off, c.codec
-                )));
+                return Ok(Err(Problem::damaged(format!(
+                    "the chunk of bytes {}-{} has unknown codec {}",
+                    c.start_off, c.end_off, c.codec
+                ))));
             }
             let want = (c.end_off - c.start_off) as u64;
             let dict = match c.dict_id {
                 None => None,
                 Some(id) => match dicts.get(store, id).await {
                     Ok(d) => Some(d),
-                    Err(DictError::Store(e)) => return Err(ChunkError::Store(e)),
-                    Err(e) => return Ok(Err(e.to_string())),
+                    Err(DictError::Store(e)) if e.is_transient() && !e.is_corrupt() => {
+                        return Err(ChunkError::Store(e))
+                    }
+                    Err(e) => return Ok(Err(Problem::damaged(e.to_string()))),
                 },
             };
-            archive::decode_into(&c.data, want, dict.as_deref(), out).map_err(ChunkError::Io)?;
+            let bytes = match archive::decode(&c.data, want, dict.as_deref()) {
+                Ok(b) => b,
+                Err(e) => {
+                    return Ok(Err(Problem::damaged(format!(
+                        "the chunk of bytes {}-{} is damaged: {e}",
+                        c.start_off, c.end_off
+                    ))))
+                }
+            };
+            out.write_all(&bytes).map_err(ChunkError::Io)?;
             pos = c.end_off;
         }
         if pos != next {
@@ -487,25 +641,27 @@ async fn write_chunks(
         }
     }
     if pos < f.byte_offset {
-        return Ok(Err(format!(
+        return Ok(Err(Problem::missing(format!(
             "the archive holds {pos} of the {} bytes read",
             f.byte_offset
-        )));
+        ))));
     }
     Ok(Ok(pos as u64))
 }
 
-/// The sidecars of `f` beside its restored transcript at `transcript`; how many were written.
+/// The sidecars of `f` beside its restored transcript at `transcript`: how many were written,
+/// and the damaged ones (not written).
 async fn restore_sidecars(
     store: &Store,
     opts: &RestoreOptions,
     f: &ArchivedFile,
     transcript: &Path,
-) -> Result<u64, RestoreError> {
+) -> Result<(u64, Vec<FileReport>), RestoreError> {
     let Some(dir) = transcript.parent() else {
-        return Ok(0);
+        return Ok((0, Vec::new()));
     };
     let mut n = 0;
+    let mut damaged = Vec::new();
     for (name, codec, data) in store.archive_sidecars(f.id).await? {
         if codec != archive::CODEC_ZSTD || name.contains('/') || name.starts_with('.') {
             continue;
@@ -515,7 +671,19 @@ async fn restore_sidecars(
             path: path.clone(),
             source,
         };
-        let bytes = archive::decode_all(&data).map_err(io_err)?;
+        let bytes = match archive::decode_all(&data) {
+            Ok(b) => b,
+            Err(e) => {
+                damaged.push(FileReport {
+                    session_id: f.session_id.clone(),
+                    path: path.clone(),
+                    outcome: Outcome::Damaged,
+                    bytes: 0,
+                    detail: Some(format!("its archived copy is damaged: {e}")),
+                });
+                continue;
+            }
+        };
         match fs::read(&path) {
             Ok(existing) if existing == bytes => continue,
             Ok(_) if !opts.force_suffix => continue,
@@ -530,5 +698,5 @@ async fn restore_sidecars(
         }
         n += 1;
     }
-    Ok(n)
+    Ok((n, damaged))
 }

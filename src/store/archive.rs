@@ -209,10 +209,12 @@ impl Store {
              f.byte_offset, f.size FROM files f WHERE f.id > ",
         );
         q.push_bind(after);
-        // An empty transcript has no chunk: it is restored empty.
+        // An empty transcript has no chunk: it is restored empty (unless its session was
+        // pruned: then there is nothing to restore).
         q.push(
             " AND (EXISTS (SELECT 1 FROM archive_chunks a WHERE a.file_id = f.id \
-             AND a.generation = f.generation) OR (f.size = 0 AND f.byte_offset = 0))",
+             AND a.generation = f.generation) OR (f.size = 0 AND f.byte_offset = 0 \
+             AND NOT EXISTS (SELECT 1 FROM pruned_sessions p WHERE p.session_id = f.session_id)))",
         );
         if let Some(ids) = &f.session_ids {
             q.push(" AND ").push_in("f.session_id", ids);

@@ -30,6 +30,30 @@ impl StoreError {
     }
 }
 
+impl StoreError {
+    /// Whether the database says its own file or pages are damaged (SQLite's `CORRUPT` or
+    /// `NOTADB`, PostgreSQL's `XX001`/`XX002`): a reader of the archive reports the file it was
+    /// reading as damaged and goes on, where a transient failure stops it.
+    pub fn is_corrupt(&self) -> bool {
+        use rusqlite::ffi::ErrorCode as C;
+        let sqlite = |c: Option<C>| matches!(c, Some(C::DatabaseCorrupt | C::NotADatabase));
+        match self {
+            StoreError::Group(inner) => inner.is_corrupt(),
+            StoreError::Sqlite(e) => sqlite(e.sqlite_error_code()),
+            StoreError::Sqlx(sqlx::Error::Database(db)) => {
+                let code = db.code().unwrap_or_default();
+                if db.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some() {
+                    let primary = code.parse::<i32>().ok().map(|c| c & 0xff);
+                    sqlite(primary.map(|c| rusqlite::ffi::Error::new(c).code))
+                } else {
+                    matches!(&*code, "XX001" | "XX002")
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
 fn sqlx_transient(e: &sqlx::Error) -> bool {
     match e {
         sqlx::Error::Database(db) => {

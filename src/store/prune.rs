@@ -34,6 +34,9 @@ pub struct PruneCounts {
     pub stored_bytes: i64,
     /// Summaries, feedback, episodes and snippets (0 with `keep_knowledge`).
     pub knowledge: i64,
+    /// Of the sessions, those an earlier prune took with `keep_knowledge`: without it now,
+    /// the knowledge kept on purpose goes too.
+    pub kept_before: i64,
 }
 
 /// Sessions per transaction.
@@ -48,6 +51,13 @@ fn selected(before_bind: &str) -> String {
 }
 
 impl Store {
+    /// When `session_id` was pruned (as stored), if it was.
+    pub async fn pruned_at(&self, session_id: &str) -> Result<Option<String>, StoreError> {
+        let q =
+            Sql::new("SELECT pruned_at FROM pruned_sessions WHERE session_id = $1").arg(session_id);
+        Ok(self.fetch_optional::<(String,)>(&q).await?.map(|(t,)| t))
+    }
+
     /// What pruning the sessions finished before `before` (as stored) would remove.
     pub async fn prune_plan(
         &self,
@@ -55,6 +65,12 @@ impl Store {
         keep_knowledge: bool,
     ) -> Result<PruneCounts, StoreError> {
         let sel = selected("$1");
+        // Sessions kept-knowledge before matter only to a prune that now takes knowledge.
+        let kept = match (keep_knowledge, self.backend()) {
+            (true, _) => "NULL",
+            (false, Backend::Sqlite) => "1",
+            (false, Backend::Postgres) => "TRUE",
+        };
         let knowledge = if keep_knowledge {
             "0".to_string()
         } else {
@@ -78,7 +94,9 @@ impl Store {
              CAST(COALESCE((SELECT SUM(LENGTH(a.data)) FROM archive_chunks a \
               JOIN files f ON f.id = a.file_id WHERE f.session_id IN ({sel})), 0) AS BIGINT) \
               AS stored_bytes, \
-             CAST({knowledge} AS BIGINT) AS knowledge"
+             CAST({knowledge} AS BIGINT) AS knowledge, \
+             (SELECT COUNT(*) FROM pruned_sessions p WHERE p.kept_knowledge = {kept} \
+              AND p.session_id IN ({sel})) AS kept_before"
         ))
         .arg(before);
         Ok(self
@@ -174,6 +192,22 @@ async fn prune_sessions(
         "",
     ))
     .await?;
+    // Remembered, and how (a later prune of the same sessions updates it).
+    let now = crate::extract::rows::now_iso();
+    for chunk in ids.chunks(200) {
+        let mut q =
+            Sql::new("INSERT INTO pruned_sessions (session_id, pruned_at, kept_knowledge) ");
+        q.push_rows(backend, chunk, |row, id| {
+            row.bind(id.as_str())
+                .bind(now.as_str())
+                .bind(keep_knowledge);
+        });
+        q.push(
+            " ON CONFLICT (session_id) DO UPDATE SET pruned_at = excluded.pruned_at, \
+             kept_knowledge = excluded.kept_knowledge",
+        );
+        c.execute(&q.not_persistent()).await?;
+    }
     if keep_knowledge {
         c.execute(&in_ids("UPDATE sessions SET message_count = 0 WHERE ", ""))
             .await?;

@@ -313,7 +313,13 @@ pub async fn session(
         .await?
         .snippets;
     let bands = timeline::build(&tl, &episodes);
+    let no_conversation = if bands.iter().all(|b| b.turns.is_empty()) {
+        query::no_conversation(&st.store, &id).await?
+    } else {
+        String::new()
+    };
     let view = SessionView {
+        no_conversation,
         session: &row,
         files: &files,
         file,

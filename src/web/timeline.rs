@@ -284,6 +284,8 @@ pub struct SessionView<'a> {
     pub bands: &'a [Band<'a>],
     /// Its snippets.
     pub snippets: &'a [SnippetListing],
+    /// What to say when no turn is stored (`query::no_conversation`).
+    pub no_conversation: String,
 }
 
 /// The session page's body.
@@ -325,7 +327,7 @@ pub fn render(v: &SessionView<'_>) -> Markup {
                 (v.file.agent_description.as_deref().unwrap_or("")) }
         }
         @if v.bands.iter().all(|b| b.turns.is_empty()) {
-            p.muted { (crate::query::NO_CONVERSATION) }
+            p.muted { (v.no_conversation) }
         }
         div.timeline {
             @for band in v.bands {

@@ -31,6 +31,7 @@ mod control;
 mod copies;
 mod corpus;
 mod crash;
+mod damage;
 mod daemon;
 mod doctor;
 mod doors;

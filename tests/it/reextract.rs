@@ -225,3 +225,35 @@ both_backends!(
     the_daemon_derives_sessions_on_older_rules_again,
     daemon_derives_again
 );
+
+/// `gleaner reextract` while the daemon runs: the daemon does it (one writer per machine) and
+/// the command prints what was done; an unknown prefix is the usual one-line answer.
+async fn beside_the_daemon(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    copy_tree(
+        &corpus_dir().join("4thehalibit__omarchy-backup/.claude/projects"),
+        &env.projects,
+    );
+    env.ingest();
+    let store = env.store().await;
+    let (kept, derived) = snapshot(&store).await;
+    let mut daemon = env.spawn_daemon(&[]);
+    let r = reextract(&env, &["512f6c74"], &[]);
+    assert_eq!(r["sessions"], 1, "{r}");
+    let r = reextract(&env, &["--all"], &[]);
+    assert!(r["sessions"].as_u64() > Some(3), "{r}");
+    let out = env.cmd().args(["reextract", "zzzz"]).output().expect("run");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("No session found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (status, _) = terminate(&mut daemon);
+    assert!(status.success(), "{status:?}");
+    assert_eq!(snapshot(&store).await, (kept, derived));
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(reextract_runs_beside_the_daemon, beside_the_daemon);
