@@ -201,7 +201,11 @@ fn keep_tail(text: &str, skip: usize) -> (String, usize) {
                         let rest = &after[i..];
                         cut + i + (rest.len() - rest.trim_start().len())
                     }
-                    None => cut,
+                    // The cut is inside the text's last word: that word is kept whole (a
+                    // few characters over the limit rather than half a word).
+                    None => before.rfind(char::is_whitespace).map_or(0, |i| {
+                        i + before[i..].chars().next().map_or(1, char::len_utf8)
+                    }),
                 }
             }
             None => cut,

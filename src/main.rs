@@ -27,11 +27,19 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::from(gleaner::cli::EXIT_OK);
             }
-            let msg = err
-                .chain()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(": ");
+            // Each cause once: an error that prints its source (`cannot listen on X: Address
+            // in use`) is followed in the chain by that source, which is not said again.
+            let mut msg = String::new();
+            for e in err.chain() {
+                let part = e.to_string();
+                if msg.contains(&part) {
+                    continue;
+                }
+                if !msg.is_empty() {
+                    msg.push_str(": ");
+                }
+                msg.push_str(&part);
+            }
             eprintln!("gleaner: {}", msg.replace('\n', " "));
             ExitCode::from(gleaner::cli::EXIT_ERROR)
         }

@@ -5,7 +5,7 @@ use std::io::Write;
 
 use super::{Outcome, EXIT_OK};
 use crate::config::Config;
-use crate::query::context::{digest, project_folder, ContextRequest};
+use crate::query::context::{digest, resolve_project, ContextRequest};
 
 /// `gleaner context` arguments.
 #[derive(Debug, clap::Args)]
@@ -48,7 +48,7 @@ pub async fn run(cfg: &Config, args: ContextArgs) -> Outcome {
         },
     };
     let req = ContextRequest {
-        project: project_folder(&project),
+        project: resolve_project(&store, &project).await?,
         exclude,
         max_bytes: args.max_bytes.map_or(cfg.context.max_bytes, |n| n as usize),
     };

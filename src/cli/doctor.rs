@@ -79,6 +79,10 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
         ),
     });
 
+    if dir.is_dir() {
+        checks.push(readable_check(dir));
+    }
+
     let url = crate::query::store::redact_url(&cfg.database.url);
     let mut archive = None;
     let mut rules = None;
@@ -275,6 +279,48 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
 }
 
 /// The archive's size, against the transcript bytes it holds.
+/// Every transcript below the projects folder opened (and every folder listed) as the daemon
+/// will: one it cannot read is never ingested, so it is named here, with the OS's reason.
+fn readable_check(dir: &std::path::Path) -> Check {
+    let (mut seen, mut bad): (u64, Vec<String>) = (0, Vec::new());
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let entries = match std::fs::read_dir(&d) {
+            Ok(e) => e,
+            Err(e) => {
+                bad.push(format!("{} ({e})", d.display()));
+                continue;
+            }
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                seen += 1;
+                if let Err(e) = std::fs::File::open(&p) {
+                    bad.push(format!("{} ({e})", p.display()));
+                }
+            }
+        }
+    }
+    if bad.is_empty() {
+        return check("transcripts", "ok", format!("{seen} readable"), None);
+    }
+    let shown: Vec<&str> = bad.iter().take(3).map(String::as_str).collect();
+    check(
+        "transcripts",
+        "warn",
+        format!(
+            "{} of {seen} cannot be read, so they are never ingested: {}{}",
+            bad.len(),
+            shown.join("; "),
+            if bad.len() > 3 { "; ..." } else { "" }
+        ),
+        Some("give this user read access to them (`ls -l` the files named)"),
+    )
+}
+
 fn archive_check(
     cfg: &Config,
     totals: Result<crate::query::store::ArchiveTotals, StoreError>,

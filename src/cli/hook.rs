@@ -134,15 +134,18 @@ fn session_start(overrides: &Overrides) -> anyhow::Result<()> {
             .enable_all()
             .build()
             .context("cannot start the async runtime")?;
-        let req = crate::query::context::ContextRequest {
-            project: crate::query::context::project_folder(&cwd),
-            exclude: input.session_id.filter(|s| !s.is_empty()),
-            max_bytes: cfg.context.max_bytes,
-        };
+        let exclude = input.session_id.filter(|s| !s.is_empty());
+        let max_bytes = cfg.context.max_bytes;
         let left = HOOK_BUDGET.saturating_sub(started.elapsed());
         let text = runtime.block_on(async {
             let work = async {
                 let store = super::open_store(&cfg).await?;
+                // A session started in a subfolder of a project gets the project's digest.
+                let req = crate::query::context::ContextRequest {
+                    project: crate::query::context::resolve_project(&store, &cwd).await?,
+                    exclude,
+                    max_bytes,
+                };
                 let text = crate::query::context::digest(&store, &req).await;
                 store.close().await;
                 anyhow::Ok(text?)

@@ -145,6 +145,14 @@ pub async fn diagnostics(cfg: &Config, a: DiagnosticsArgs) -> Outcome {
     let file = a.file.map(|f| std::path::absolute(&f).unwrap_or(f));
     let file = file.as_deref().map(|f| f.to_string_lossy().into_owned());
     let store = open_store(cfg).await?;
+    // A file Gleaner does not track has no diagnostics to list: said, not an empty answer.
+    if let Some(f) = file.as_deref() {
+        if !store.is_tracked(&cfg.machine_id, f).await? {
+            store.close().await;
+            eprintln!("gleaner: no tracked file at {f} (`gleaner files` lists them)");
+            return Ok(super::EXIT_NOT_FOUND);
+        }
+    }
     let p = store
         .diagnostics(&cfg.machine_id, file.as_deref(), page)
         .await?;

@@ -374,8 +374,14 @@ impl Cli {
         let (cfg, config_problem) = match config::load(&overrides) {
             Ok(cfg) => (cfg, None),
             // `doctor` reports a broken configuration as one of its checks and goes on with
-            // the defaults and the flags.
-            Err(e) if matches!(self.command, Command::Doctor { .. }) => {
+            // the defaults and the flags; `status` only needs the daemon's socket (the daemon
+            // runs on the configuration it read when it was valid), found the same way.
+            Err(e)
+                if matches!(
+                    self.command,
+                    Command::Doctor { .. } | Command::Status { .. }
+                ) =>
+            {
                 let mut why = e.to_string();
                 if let Some(file) = config::config_file(&overrides) {
                     let shown = file.display().to_string();
@@ -393,6 +399,12 @@ impl Cli {
                         ..Overrides::default()
                     })
                 })?;
+                if matches!(self.command, Command::Status { .. }) {
+                    eprintln!(
+                        "gleaner: warning: {why}; looking for the daemon with the defaults and \
+                         flags"
+                    );
+                }
                 (cfg, Some(why))
             }
             Err(e) => return Err(e.into()),
@@ -452,6 +464,8 @@ impl Command {
                     );
                     return Ok(EXIT_ERROR);
                 }
+                // The lock first: refused for a running daemon, it leaves no new database.
+                let lock = crate::run::lock::acquire_lock(&cfg.lock_path())?;
                 let store = Store::connect(&cfg.database).await?;
                 tracing::debug!("store connected");
                 let bar = (!json && std::io::stderr().is_terminal()).then(progress_bar);
@@ -461,7 +475,7 @@ impl Command {
                         bar.set_position(done);
                     }) as crate::run::once::Progress
                 });
-                let summary = crate::run::once::run_once(cfg, store.clone(), cb).await?;
+                let summary = crate::run::once::run_once(cfg, store.clone(), cb, lock).await?;
                 if let Some(bar) = bar {
                     bar.finish_and_clear();
                 }

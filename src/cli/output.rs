@@ -98,7 +98,7 @@ pub fn print_summaries(rows: &[SummaryListing], json: bool) -> std::io::Result<(
                 r.trigger.as_deref().unwrap_or("?"),
                 r.pre_tokens.map_or("?".to_string(), |t| t.to_string())
             ),
-            _ => first_line(r.text.as_deref().unwrap_or("")).to_string(),
+            _ => crate::snippet::text::summary_preview(r.text.as_deref().unwrap_or("")).to_string(),
         };
         let prefix = format!(
             "{} [{}] {:<16} ",
@@ -453,12 +453,16 @@ pub fn print_ingest(s: &IngestSummary, json: bool) -> std::io::Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{} files, {:.1} MB, {} lines, {} rows, {} diagnostics in {:.2} s ({:.1} MB/s{})",
+        "{} {}, {:.1} MB, {} {}, {} {}, {} {} in {:.2} s ({:.1} MB/s{})",
         s.files,
+        table::noun(s.files as i64, "file"),
         s.bytes as f64 / 1e6,
         s.lines,
+        table::noun(s.lines as i64, "line"),
         s.rows,
+        table::noun(s.rows as i64, "row"),
         s.diagnostics,
+        table::noun(s.diagnostics as i64, "diagnostic"),
         s.seconds,
         s.mb_per_s,
         s.peak_rss_bytes
@@ -466,7 +470,12 @@ pub fn print_ingest(s: &IngestSummary, json: bool) -> std::io::Result<()> {
             .unwrap_or_default()
     )?;
     if s.errors > 0 {
-        writeln!(out, "{} errors (see log)", s.errors)?;
+        writeln!(
+            out,
+            "{} {} (see log)",
+            s.errors,
+            table::noun(s.errors as i64, "error")
+        )?;
     }
     Ok(())
 }

@@ -293,11 +293,14 @@ pub async fn reextract(cfg: std::sync::Arc<Config>, args: ReextractArgs) -> Outc
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         println!(
-            "derived {} sessions again ({} files, {:.1} MB, {} messages) in {:.1} s{}",
+            "derived {} {} again ({} {}, {:.1} MB, {} {}) in {:.1} s{}",
             r.sessions,
+            super::table::noun(r.sessions as i64, "session"),
             r.files,
+            super::table::noun(r.files as i64, "file"),
             r.bytes as f64 / 1e6,
             r.messages,
+            super::table::noun(r.messages as i64, "message"),
             r.seconds,
             match r.skipped.len() {
                 0 => String::new(),

@@ -102,19 +102,25 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
     field(
         "Size",
         format!(
-            "{} messages, {} lines in {} files ({} sub-agents)",
+            "{} {}, {} {} in {} {} ({} {})",
             count(s.messages),
+            table::noun(s.messages, "message"),
             count(s.lines),
+            table::noun(s.lines, "line"),
             s.files,
-            s.subagent_count
+            table::noun(s.files, "file"),
+            s.subagent_count,
+            table::noun(s.subagent_count, "sub-agent")
         ),
     );
     field(
         "Tools",
         format!(
-            "{} calls, {} errors",
+            "{} {}, {} {}",
             count(s.tool_calls),
-            count(s.tool_errors)
+            table::noun(s.tool_calls, "call"),
+            count(s.tool_errors),
+            table::noun(s.tool_errors, "error")
         ),
     );
     let t = &s.tokens;
@@ -132,8 +138,13 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
     field(
         "Feedback",
         format!(
-            "{} prompts, {} tool denials, {} interruptions",
-            f.message, f.tool_denial, f.interruption
+            "{} {}, {} {}, {} {}",
+            f.message,
+            table::noun(f.message, "prompt"),
+            f.tool_denial,
+            table::noun(f.tool_denial, "tool denial"),
+            f.interruption,
+            table::noun(f.interruption, "interruption")
         ),
     );
     let section = |l: &mut Vec<String>, name: &str, n: usize| {
@@ -149,7 +160,8 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
                     x.trigger.as_deref().unwrap_or("?"),
                     x.pre_tokens.map_or("?".into(), count)
                 ),
-                _ => crate::snippet::text::first_line(x.text.as_deref().unwrap_or("")).to_string(),
+                _ => crate::snippet::text::summary_preview(x.text.as_deref().unwrap_or(""))
+                    .to_string(),
             };
             l.push(format!(
                 "  {} L{:<6} {:<16} {what}",
@@ -163,13 +175,14 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
         section(&mut l, "Episodes", o.episodes.len());
         for e in &o.episodes {
             l.push(format!(
-                "  #{:<3} L{}-{} {} ({:.2}, {} turns, {}) {}",
+                "  #{:<3} L{}-{} {} ({:.2}, {} {}, {}) {}",
                 e.ordinal,
                 e.start_line,
                 e.end_line,
                 e.triage,
                 e.confidence,
                 e.turns,
+                table::noun(e.turns, "turn"),
                 e.status,
                 e.title.as_deref().unwrap_or("")
             ));

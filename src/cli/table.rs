@@ -86,6 +86,15 @@ pub fn wrap(text: &str, indent: &str, max: Option<usize>) -> Vec<String> {
     lines.into_iter().map(|l| format!("{indent}{l}")).collect()
 }
 
+/// `one` for one thing, its plural (an `s` added) for any other number: "1 turn", "2 turns".
+pub fn noun(n: i64, one: &str) -> String {
+    if n == 1 {
+        one.to_string()
+    } else {
+        format!("{one}s")
+    }
+}
+
 /// Display width of `s`, ANSI escape sequences left out.
 fn visible_cells(s: &str) -> usize {
     let mut n = 0;

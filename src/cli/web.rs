@@ -50,6 +50,14 @@ pub async fn run(
                      (a cookie keeps it after the first visit).",
                     l.addr
                 );
+                if l.addr.ip().is_unspecified() {
+                    let other = outward_ip()
+                        .map_or_else(|| "this machine's address".to_string(), |ip| ip.to_string());
+                    println!(
+                        "From another machine: the same URL with {other} for the address \
+                         (a name needs --allow-host NAME)."
+                    );
+                }
             }
             if open {
                 open_browser(&l.url);
@@ -77,4 +85,13 @@ fn open_browser(url: &str) {
     {
         eprintln!("gleaner: cannot run {opener} to open the page: {e}");
     }
+}
+
+/// The address this machine reaches others from (the interface of its default route), found
+/// without sending anything: a UDP socket "connected" to a documentation address.
+fn outward_ip() -> Option<std::net::IpAddr> {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    s.connect("192.0.2.1:9").ok()?;
+    let ip = s.local_addr().ok()?.ip();
+    (!ip.is_unspecified()).then_some(ip)
 }

@@ -146,16 +146,16 @@ fn truncation_keeps_the_end_from_a_paragraph_boundary() {
     );
     // A cut already at a word's start keeps it.
     assert_eq!(build(turns.clone(), Some(8)).text, "question");
-    // No white space left after the cut: the cut stays mid-word.
+    // The cut inside the last word: that word is kept whole, never half of it.
     let c = build(turns, Some(5));
-    assert_eq!(c.text, "stion");
+    assert_eq!(c.text, "question");
 }
 
 #[test]
 fn truncation_counts_characters_not_bytes() {
-    let c = build(vec![turn(Role::User, "ééééé")], Some(3));
+    let c = build(vec![turn(Role::User, "ééééé ééé")], Some(3));
     assert_eq!(c.text, "ééé");
-    assert_eq!(c.dropped_chars, "User: éé".chars().count());
+    assert_eq!(c.dropped_chars, "User: ééééé ".chars().count());
 }
 
 #[test]

@@ -274,3 +274,44 @@ fn ties_follow_precedence_and_strongest_wins() {
         .collect();
     assert_eq!(labels, ["user_correction", "error_recovery"]);
 }
+
+/// Mistakes new users saw shown as facts: a word cut in two at the scan's end, a log line
+/// pasted in, a numbered review list.
+#[test]
+fn cut_words_pasted_logs_and_review_lists_are_no_signals() {
+    // "nowhere" cut to "no" by the 600-byte window (119 x 5 bytes, then "no|where") is not
+    // the word "no".
+    let lines = vec![
+        prompt(1, "Set up the RDP client for the office machine"),
+        say(2, "Done: the client connects with the saved profile."),
+        prompt(3, &format!("{}nowhere to be seen", "aaaa ".repeat(119))),
+        say(4, "Let me check."),
+    ];
+    let (b, _) = run(&lines);
+    let ep = b.finish(SID).unwrap();
+    assert_eq!(ep.triage, "routine", "{}", ep.evidence);
+    // A pasted log line whose words open with "No".
+    let lines = vec![
+        prompt(1, "Set up the RDP client for the office machine"),
+        say(2, "Done: the client connects with the saved profile."),
+        prompt(
+            3,
+            "when i sign out it closes the rdp session\n[12:01:02:123] [1234:5678] [WARN][com.freerdp.client.common] - No user name set",
+        ),
+        say(4, "Let me check."),
+    ];
+    let (b, _) = run(&lines);
+    let ep = b.finish(SID).unwrap();
+    assert_eq!(ep.triage, "routine", "{}", ep.evidence);
+    // A review's numbered findings are not options to choose between.
+    let lines = vec![
+        prompt(1, "Review the pull request for the parser"),
+        say(
+            2,
+            "Here is my review of the changes:\n\n1. **Missing null check** - `parse` dereferences `cfg` before checking it.\n2. **Leaky file handle** - `load` never closes the file.\n3. **Naming** - `tmp2` says nothing.\n\nWhich should I fix first?",
+        ),
+    ];
+    let (b, _) = run(&lines);
+    let ep = b.finish(SID).unwrap();
+    assert_eq!(ep.triage, "routine", "{}", ep.evidence);
+}

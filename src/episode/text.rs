@@ -159,11 +159,44 @@ pub(super) fn named_alternatives(text: &str) -> Option<&str> {
             .any(|w| l.contains(w))
         };
         let additive = lead.is_some_and(additive) || after().any(additive);
-        if i - start >= 2 && !additive && (lead.is_some_and(cue) || after().any(cue)) {
+        // "Review of the PR: 1. **Missing null check** - ... 2. ...": findings to fix, all of
+        // them, not alternatives to choose between (a "recommend" in them is advice).
+        let findings = |l: &str| {
+            let l = l.to_lowercase();
+            [
+                "review", "issue", "finding", "problem", "bug", "concern", "feedback", "nit",
+                "found", "fix",
+            ]
+            .iter()
+            .any(|w| l.contains(w))
+        };
+        let findings = lead.is_some_and(findings);
+        if i - start >= 2 && !additive && !findings && (lead.is_some_and(cue) || after().any(cue)) {
             return Some(lines[start]);
         }
     }
     None
+}
+
+/// Whether the line of `text` holding byte `at` reads as pasted machine output, not words typed
+/// to the assistant: a log line (`[12:01:02:123] [WARN][com.freerdp.client] - No user name
+/// set`, `2026-01-31 12:00:01 ERROR ...`, `W/Tag: ...`), whose words ("No user name set") are
+/// the program's, not a judgement of the work.
+pub(super) fn in_pasted_line(text: &str, at: usize) -> bool {
+    let from = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let to = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let line = text[from..to].trim();
+    let brackets = line.matches('[').count().min(line.matches(']').count());
+    let starts_stamp = line
+        .split([' ', 'T'])
+        .next()
+        .is_some_and(|w| w.len() >= 8 && w.bytes().filter(u8::is_ascii_digit).count() >= 6);
+    let level = [
+        " ERROR ", " WARN ", " INFO ", " DEBUG ", "[ERROR]", "[WARN]", "[INFO]", "[DEBUG]",
+    ]
+    .iter()
+    .any(|l| line.contains(l));
+    (line.starts_with('[') && brackets >= 2) || starts_stamp || level
 }
 
 /// The first line of a prompt that reads as pasted error output (`Traceback`, `error: ...`,

@@ -22,6 +22,8 @@ pub const PLUMBING_PREFIXES: &[&str] = &[
     "<ide_selection>",
     "<system-reminder>",
     "Caveat: The messages below were generated",
+    // A hook that blocked the prompt: Claude Code's words, in the user's line.
+    "Operation stopped by hook",
 ];
 
 /// Context Claude Code's IDE integrations and its harness wrap in a tag and put beside what the

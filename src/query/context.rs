@@ -61,6 +61,49 @@ pub fn project_folder(cwd_or_folder: &str) -> String {
         .collect()
 }
 
+/// The project folder a `--project` value or a session's working directory names, as the
+/// store holds it:
+/// - a folder or directory with sessions: that one;
+/// - a directory without (a session started in a subfolder of a project): the nearest
+///   directory above it that has sessions;
+/// - a part of a name (`devenv`, as every other `--project` takes): the one project whose
+///   folder holds it; several are an error naming them.
+///
+/// When nothing matches, the folder the value names (its digest is empty).
+pub async fn resolve_project(store: &Store, given: &str) -> Result<String, Error> {
+    let folder = project_folder(given);
+    if store.has_project(&folder).await? {
+        return Ok(folder);
+    }
+    if given.contains(['/', '\\']) {
+        let mut dir = std::path::Path::new(given.trim_end_matches(['/', '\\']));
+        while let Some(up) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let f = project_folder(&up.to_string_lossy());
+            if f != "-" && store.has_project(&f).await? {
+                return Ok(f);
+            }
+            dir = up;
+        }
+        return Ok(folder);
+    }
+    let part = given.to_lowercase();
+    let found: Vec<String> = store
+        .projects()
+        .await?
+        .into_iter()
+        .filter(|p| p.to_lowercase().contains(&part))
+        .collect();
+    match found.len() {
+        0 => Ok(folder),
+        1 => Ok(found.into_iter().next().unwrap_or(folder)),
+        _ => Err(Error::BadValue {
+            field: "--project".into(),
+            value: given.into(),
+            expected: format!("one project; it is part of {}", found.join(", ")),
+        }),
+    }
+}
+
 /// The digest for `req`, or an empty string when the project holds nothing to say.
 pub async fn digest(store: &Store, req: &ContextRequest) -> Result<String, Error> {
     let sessions = store

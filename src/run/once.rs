@@ -49,13 +49,15 @@ pub struct IngestSummary {
 /// Progress callback: `(bytes done, bytes total)`.
 pub type Progress = Box<dyn Fn(u64, u64) + Send + Sync>;
 
-/// Run one pass. `progress` is called a few times per second.
+/// Run one pass, holding `_lock` (the caller takes it before it opens the store: a refusal
+/// for a running daemon then creates no database). `progress` is called a few times per
+/// second.
 pub async fn run_once(
     cfg: Arc<Config>,
     store: Store,
     progress: Option<Progress>,
+    _lock: super::lock::InstanceLock,
 ) -> Result<IngestSummary, RunError> {
-    let _lock = acquire_lock(&cfg.lock_path())?;
     // As the daemon: refused when another host writes under this machine id; renewed while
     // a long backfill runs.
     let holder = crate::store::lease::Holder::this_process();

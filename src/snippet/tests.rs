@@ -207,3 +207,22 @@ fn truncation_respects_char_boundaries() {
     assert!(t.len() <= 51);
     assert!(t.ends_with('…'));
 }
+
+#[test]
+fn a_compaction_preview_says_what_it_is_about() {
+    use crate::snippet::text::summary_preview;
+    let t = "This session is being continued from a previous conversation that ran out of \
+             context. The conversation is summarized below:\nAnalysis:\nLet me chronologically \
+             analyze the conversation:\n\n1. **Initial Problem**: RangeError: Invalid Date";
+    assert_eq!(
+        summary_preview(t),
+        "1. **Initial Problem**: RangeError: Invalid Date"
+    );
+    let t = "<analysis>...</analysis>\nSummary:\n1. Primary Request and Intent:\n   The user \
+             asked for a dark theme.\n2. Key Technical Concepts:";
+    assert_eq!(summary_preview(t), "The user asked for a dark theme.");
+    assert_eq!(
+        summary_preview("Fixed the login bug"),
+        "Fixed the login bug"
+    );
+}

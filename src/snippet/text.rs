@@ -250,6 +250,32 @@ pub fn first_line(s: &str) -> &str {
         .unwrap_or("")
 }
 
+/// A line that says what a compaction summary is about: the line after its "Primary Request
+/// and Intent" heading when it has one, else its first line that is not Claude Code's
+/// boilerplate ("This session is being continued from a previous conversation...", headings
+/// such as "Analysis:", "Let me analyze the conversation chronologically"). Every compaction
+/// starts with the same sentence, so a listing of them showed the same line over and over.
+pub fn summary_preview(text: &str) -> &str {
+    let lines = || text.lines().map(str::trim).filter(|l| !l.is_empty());
+    if let Some(i) = text.find("Primary Request and Intent") {
+        let after = &text[i..];
+        if let Some(l) = after.lines().skip(1).map(str::trim).find(|l| !l.is_empty()) {
+            return l.trim_start_matches(['-', '*', ' ']);
+        }
+    }
+    let boilerplate = |l: &str| {
+        let bare = l
+            .trim_matches(['*', '#', ' ', ':', '<', '>', '/'])
+            .to_ascii_lowercase();
+        l.starts_with("This session is being continued")
+            || matches!(bare.as_str(), "analysis" | "summary")
+            || (bare.starts_with("let me") && bare.contains("analy"))
+    };
+    lines()
+        .find(|l| !boilerplate(l))
+        .unwrap_or_else(|| first_line(text))
+}
+
 /// The first `max` bytes of `s`, on a character boundary (fewer when `max` falls inside one).
 pub fn head_bytes(s: &str, max: usize) -> &str {
     if s.len() <= max {

@@ -357,9 +357,22 @@ pub async fn serve(
     } else {
         Some(new_token().map_err(ServeError::Serve)?)
     };
+    // Bound to every interface (0.0.0.0, ::): the URL names loopback, which this machine can
+    // open (the caller says where other machines reach it).
+    let shown = if bound.ip().is_unspecified() {
+        SocketAddr::new(
+            match bound.ip() {
+                std::net::IpAddr::V4(_) => std::net::Ipv4Addr::LOCALHOST.into(),
+                std::net::IpAddr::V6(_) => std::net::Ipv6Addr::LOCALHOST.into(),
+            },
+            bound.port(),
+        )
+    } else {
+        bound
+    };
     let url = match &token {
-        Some(t) => format!("http://{bound}/?token={t}"),
-        None => format!("http://{bound}/"),
+        Some(t) => format!("http://{shown}/?token={t}"),
+        None => format!("http://{shown}/"),
     };
     ready(&Listening {
         addr: bound,

@@ -577,8 +577,13 @@ async fn diagnostics_listed(backend: Backend) {
         .args(["diagnostics", "--file", "/no/such/file.jsonl"])
         .output()
         .expect("diagnostics --file");
-    assert_ok(&out);
-    assert_eq!(stderr_of(&out).trim(), "no diagnostics");
+    // A file Gleaner does not track is said, not an empty answer.
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr_of(&out).contains("no tracked file at /no/such/file.jsonl"),
+        "{}",
+        stderr_of(&out)
+    );
 
     // Unreadable: only a user without CAP_DAC_OVERRIDE can be refused (root reads anything).
     let root = std::process::Command::new("id")

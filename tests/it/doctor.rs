@@ -73,3 +73,25 @@ async fn doctor_on_a_healthy_and_a_broken_setup() {
     assert_eq!(verdict(&all, "database"), "fail");
     assert!(!String::from_utf8_lossy(&out.stdout).contains("hunter2"));
 }
+
+/// A transcript the daemon cannot open is named, not hidden behind "all ok" (a dangling link
+/// here: the tests run as root, whom no permission stops).
+#[tokio::test]
+async fn an_unreadable_transcript_is_named() {
+    let env = TestEnv::new(Backend::Sqlite).await;
+    copy_clockhelp(&env);
+    assert_eq!(doctor_check(&env, "transcripts")["verdict"], "ok");
+    let dead = env
+        .projects
+        .join("-x-clock/0b0b0b0b-0000-4000-8000-000000000001.jsonl");
+    std::os::unix::fs::symlink(env.dir.path().join("gone.jsonl"), &dead).expect("link");
+    let c = doctor_check(&env, "transcripts");
+    assert_eq!(c["verdict"], "warn", "{c}");
+    assert!(
+        c["detail"]
+            .as_str()
+            .is_some_and(|d| d.contains("1 of 2") && d.contains("0b0b0b0b")),
+        "{c}"
+    );
+    env.cleanup().await;
+}

@@ -15,7 +15,9 @@ async fn hooks_install_merge_and_uninstall() {
     let env = TestEnv::new(Backend::Sqlite).await;
     let settings = env.dir.path().join("claude/settings.json");
     std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
-    let original = r#"{"model": "opus", "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "echo other"}]}], "Stop": [{"matcher": "", "hooks": [{"type": "command", "command": "notify-send done"}]}]}}"#;
+    // The user's own hook is written with `type` after `command` and `matcher` after `hooks`:
+    // an install keeps that order (it re-sorted every key before).
+    let original = r#"{"model": "opus", "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "echo other"}]}], "Stop": [{"hooks": [{"command": "notify-send done", "type": "command"}], "matcher": ""}]}}"#;
     std::fs::write(&settings, original).unwrap();
     let hooks = |args: &[&str]| {
         env.cmd()
@@ -27,7 +29,14 @@ async fn hooks_install_merge_and_uninstall() {
             .expect("run")
     };
     assert_ok(&hooks(&["install"]));
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let written = std::fs::read_to_string(&settings).unwrap();
+    let compact: String = written.split_whitespace().collect();
+    assert!(
+        compact
+            .contains(r#"{"hooks":[{"command":"notify-senddone","type":"command"}],"matcher":""}"#),
+        "the user's keys re-sorted: {written}"
+    );
+    let v: Value = serde_json::from_str(&written).unwrap();
     assert_eq!(v["model"], "opus", "other keys kept");
     assert_eq!(
         v["hooks"]["Stop"][0]["hooks"][0]["command"],

@@ -213,7 +213,8 @@ async fn web_beyond_loopback_requires_the_printed_token() {
     env.ingest();
     let web = start_web(&env, &env.projects, "0.0.0.0:0");
     let (port, token) = {
-        let rest = web.url.strip_prefix("http://0.0.0.0:").expect("url");
+        // Bound to every interface, the printed URL names loopback: it opens on this machine.
+        let rest = web.url.strip_prefix("http://127.0.0.1:").expect("url");
         let (port, q) = rest.split_once('/').expect("path");
         (
             port.to_string(),

@@ -10,7 +10,7 @@ use super::auto::{keep_score, session_cap, snippet_score};
 use super::feed::{Feed, Last};
 use super::open::{add_vocab, end_turn, push_signal};
 use super::options::OPTIONS;
-use super::text::{first_line, head_bytes, pasted_failure, sentence_around};
+use super::text::{first_line, head_bytes, in_pasted_line, pasted_failure, sentence_around};
 use super::*;
 use crate::extract::feedback::FeedbackType;
 use crate::extract::redact::Redactor;
@@ -435,7 +435,9 @@ impl Builder {
         add_vocab(&mut open.vocab, prompt_terms);
         // A prompt that corrects (never the session's first prompt: nothing to correct yet).
         if !first_of_file {
-            let head = head_bytes(text, PROMPT_SCAN_BYTES);
+            // Cut at the last word boundary before the limit: a word cut in two ("now" cut
+            // to "no") must not read as a word of its own.
+            let head = whole_words(head_bytes(text, PROMPT_SCAN_BYTES), text.len());
             // A correction turns down something the assistant did or set out to do; when it
             // had just asked the user a question, a prompt opening with "no" answers it
             // ("no thanks", "no i dont"): no correction at all.
@@ -446,6 +448,10 @@ impl Builder {
             // "sorry, the receptor's regime too": an apology for a wish left out is a new wish
             // (something to add), not a correction of what was done.
             let addition = hit.as_ref().is_some_and(|h| h.phrase == "sorry") && adds_to(head);
+            // A log line pasted in ("[WARN][com.freerdp.client] - No user name set"): the
+            // program's words, not the user's judgement.
+            let pasted = hit.as_ref().is_some_and(|h| in_pasted_line(head, h.start));
+            let hit = hit.filter(|_| !pasted);
             if let Some(hit) = hit.filter(|_| !answer && !addition) {
                 // At the start of the prompt it is strong.
                 let at_start = head[..hit.start].trim().is_empty();
@@ -484,6 +490,18 @@ impl Builder {
             }
         }
         self.asked = false;
+    }
+}
+
+/// `head`, a prefix of a text `full_len` bytes long, without the part of a word the cut left at
+/// its end (unchanged when nothing was cut, or when it is one word).
+fn whole_words(head: &str, full_len: usize) -> &str {
+    if head.len() >= full_len || head.ends_with(char::is_whitespace) {
+        return head;
+    }
+    match head.rfind(char::is_whitespace) {
+        Some(i) => &head[..i],
+        None => head,
     }
 }
 

@@ -42,6 +42,14 @@ impl Store {
         Ok(page.finish(self.fetch_all(&q).await?, None))
     }
 
+    /// Whether `machine` tracks a file at `path`.
+    pub async fn is_tracked(&self, machine: &str, path: &str) -> Result<bool, StoreError> {
+        let q = Sql::new("SELECT CAST(1 AS BIGINT) FROM files WHERE machine = $1 AND path = $2")
+            .arg(machine)
+            .arg(path);
+        Ok(self.fetch_optional::<(i64,)>(&q).await?.is_some())
+    }
+
     /// Every file of one machine, by path (tests; a page at a time).
     pub async fn list_files(&self, machine: &str) -> Result<Vec<FileListing>, StoreError> {
         super::every_page(|page| self.files(machine, page)).await

@@ -151,6 +151,13 @@ impl Store {
         })
     }
 
+    /// Whether any session belongs to project folder `project`.
+    pub async fn has_project(&self, project: &str) -> Result<bool, StoreError> {
+        let q = Sql::new("SELECT CAST(1 AS BIGINT) FROM sessions WHERE project = $1 LIMIT 1")
+            .arg(project);
+        Ok(self.fetch_optional::<(i64,)>(&q).await?.is_some())
+    }
+
     /// The projects sessions belong to, by name (at most 200: the filters' choices). A loose
     /// index scan (one index probe per project), so its cost follows the number of projects,
     /// not of sessions.
