@@ -267,12 +267,87 @@ thread_local! {
     static VOCABULARY: std::cell::RefCell<Vocabulary> = std::cell::RefCell::default();
 }
 
-/// The words of a text with their 1-based positions (stop words counted, not returned).
+/// Whether `c` is written without spaces between words: Han (Chinese, Japanese kanji),
+/// Hiragana and Katakana. Each such character is a word of its own (a query's run of them is a
+/// phrase), so a word inside a run is found: `修正` in `幫我修正`. Hangul is not: Korean puts
+/// spaces between its words.
+pub fn is_cjk(c: char) -> bool {
+    matches!(u32::from(c),
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x31F0..=0x31FF    // Katakana phonetic extensions
+        | 0x3400..=0x4DBF    // CJK extension A
+        | 0x4E00..=0x9FFF    // CJK unified ideographs
+        | 0xF900..=0xFAFF    // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F    // halfwidth Katakana
+        | 0x20000..=0x2FA1F) // CJK extensions B-F, compatibility supplement
+}
+
+/// The words of a text with their 1-based positions (stop words counted, not returned): runs
+/// of letters and digits, each CJK character on its own ([`is_cjk`]).
 pub fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
+        .flat_map(split_cjk)
         .enumerate()
         .map(|(i, w)| (i + 1, w))
+}
+
+/// A run of letters and digits as words: each CJK character alone, the rest of the run
+/// together (`abc修正` is `abc`, `修`, `正`).
+fn split_cjk(run: &str) -> Vec<&str> {
+    if run.is_ascii() || !run.chars().any(is_cjk) {
+        return vec![run];
+    }
+    let mut out = Vec::new();
+    let mut start = None;
+    for (i, c) in run.char_indices() {
+        if is_cjk(c) {
+            if let Some(s) = start.take() {
+                out.push(&run[s..i]);
+            }
+            out.push(&run[i..i + c.len_utf8()]);
+        } else if start.is_none() {
+            start = Some(i);
+        }
+    }
+    if let Some(s) = start {
+        out.push(&run[s..]);
+    }
+    out
+}
+
+/// Zero-width space: SQLite's `unicode61` tokenizer takes it for a separator, and it shows as
+/// nothing where an excerpt keeps it.
+pub const CJK_SEPARATOR: char = '\u{200B}';
+
+/// The text SQLite's full-text index holds: `text` with [`CJK_SEPARATOR`] between two CJK
+/// characters that touch, so that its tokenizer (which keeps a run of them as one token) sees
+/// each as a word, as PostgreSQL's lexemes do ([`words`]). Borrowed when there is none.
+pub fn fts_text(text: &str) -> std::borrow::Cow<'_, str> {
+    let mut prev_cjk = false;
+    let mut needs = false;
+    for c in text.chars() {
+        let cjk = is_cjk(c);
+        if cjk && prev_cjk {
+            needs = true;
+            break;
+        }
+        prev_cjk = cjk;
+    }
+    if !needs {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + text.len() / 2);
+    let mut prev_cjk = false;
+    for c in text.chars() {
+        let cjk = is_cjk(c);
+        if cjk && prev_cjk {
+            out.push(CJK_SEPARATOR);
+        }
+        out.push(c);
+        prev_cjk = cjk;
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The lexemes of a text, in text order, each with its positions (ascending, distinct, at most
@@ -418,5 +493,25 @@ mod tests {
         );
         assert_eq!(tsvector("the a of"), "");
         assert_eq!(tsvector("foo.bar-baz"), "'bar':2 'baz':3 'foo':1");
+    }
+
+    #[test]
+    fn cjk_characters_are_words_of_their_own() {
+        let w: Vec<&str> = words("幫我修正 device 的權限, abc修正")
+            .map(|(_, w)| w)
+            .collect();
+        assert_eq!(
+            w,
+            ["幫", "我", "修", "正", "device", "的", "權", "限", "abc", "修", "正"]
+        );
+        // Korean keeps its words.
+        let w: Vec<&str> = words("권한 수정").map(|(_, w)| w).collect();
+        assert_eq!(w, ["권한", "수정"]);
+        assert_eq!(fts_text("幫我 a"), "幫\u{200B}我 a");
+        assert!(matches!(
+            fts_text("plain text"),
+            std::borrow::Cow::Borrowed(_)
+        ));
+        assert!(tsvector("幫我修正").contains("'修':3"));
     }
 }

@@ -24,6 +24,37 @@ use super::StoreError;
 /// texts and every table's ladder of multi-row inserts (five sizes each), with room to spare.
 const STATEMENTS: usize = 160;
 
+/// Register Gleaner's SQL functions on a pooled connection (`SqlitePoolOptions::after_connect`):
+/// `gleaner_fts(text)`, the text the full-text index holds (`extract::lexemes::fts_text`;
+/// migration 0026). Every connection needs it: the index's content view and triggers call it.
+pub(super) async fn register_functions(conn: &mut SqliteConnection) -> Result<(), sqlx::Error> {
+    let mut handle = conn.lock_handle().await?;
+    let raw = handle.as_raw_handle();
+    // SAFETY: the handle is valid while `conn` lives, and sqlx's worker is locked out while
+    // `handle` is held (until the end of this function), so nothing else runs on it; a
+    // connection made with `from_handle` does not own the handle and never closes it.
+    let db = unsafe { rusqlite::Connection::from_handle(raw.as_ptr()) }
+        .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+    let added = add_functions(&db).map_err(|e| sqlx::Error::Protocol(e.to_string()));
+    drop(db);
+    drop(handle);
+    added
+}
+
+/// `gleaner_fts(text)` on `db` (see [`register_functions`]).
+fn add_functions(db: &rusqlite::Connection) -> rusqlite::Result<()> {
+    use rusqlite::functions::FunctionFlags;
+    db.create_scalar_function(
+        "gleaner_fts",
+        1,
+        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            let text: Option<String> = ctx.get(0)?;
+            Ok(text.map(|t| crate::extract::lexemes::fts_text(&t).into_owned()))
+        },
+    )
+}
+
 /// The writer's own SQLite connection, kept from one group to the next with the statements
 /// prepared on it.
 ///
@@ -59,6 +90,7 @@ impl Direct {
         // `from_handle` does not own the handle and never closes it (dropping it finalizes the
         // statements it prepared).
         let db = unsafe { rusqlite::Connection::from_handle(raw.as_ptr()) }?;
+        add_functions(&db)?;
         db.set_prepared_statement_cache_capacity(STATEMENTS);
         // The pool's connections keep a small cache; the writer's walks the same index pages
         // group after group.

@@ -249,7 +249,7 @@ fn write_direct(
                     m.line_no as i64,
                     i64::from(m.seq),
                 ])?;
-                fts.execute(rusqlite::params![next_id, text])?;
+                fts.execute(rusqlite::params![next_id, lexemes::fts_text(text).as_ref()])?;
             }
             index += t.elapsed();
         }

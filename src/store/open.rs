@@ -232,6 +232,8 @@ async fn sqlite_pool(cfg: &Options, opts: SqliteConnectOptions) -> Result<Store,
         .max_connections(cfg.max_connections)
         .test_before_acquire(false)
         .acquire_timeout(cfg.connect_timeout)
+        // The full-text index's content view and triggers call Gleaner's functions.
+        .after_connect(|conn, _meta| Box::pin(super::direct::register_functions(conn)))
         .connect_with(opts)
         .await
         .map_err(|e| StoreError::Connect {

@@ -429,3 +429,54 @@ async fn accents(backend: Backend) {
 }
 
 both_backends!(accents_are_ignored, accents);
+
+/// Chinese and Japanese are written without spaces: a word inside a run is found (each
+/// character is a word, a query's run a phrase), ranked like other hits, highlighted whole;
+/// Korean (spaced) and Latin words keep working; on both backends.
+async fn cjk(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let sid = "5b0c4a51-1111-4222-8333-9444555566cf";
+    let dir = env.path("-home-u-cjk");
+    std::fs::create_dir_all(&dir).expect("project dir");
+    let lines = [
+        user_line(sid, "u1", "幫我修正 device 的權限問題"),
+        user_line(sid, "u2", "日本語の文章を分析してください").replace(
+            r#""type":"user","message":{"role":"user""#,
+            r#""type":"assistant","message":{"role":"assistant""#,
+        ),
+        user_line(sid, "u3", "권한 수정 부탁해요"),
+    ];
+    std::fs::write(dir.join(format!("{sid}.jsonl")), lines.concat()).expect("write");
+    env.ingest();
+    for (q, want) in [
+        ("修正", "幫我修正"),
+        ("權限", "權限問題"),
+        ("分析", "分析して"),
+        ("device", "device"),
+        ("권한", "권한"),
+        ("\"的權限\"", "的權限"),
+    ] {
+        let v = json(&env, &[q]);
+        let r = results(&v);
+        assert_eq!(r.len(), 1, "{q}: {v}");
+        let excerpt = r[0]["excerpt"].as_str().expect("excerpt");
+        assert!(excerpt.contains(want), "{q}: {excerpt}");
+        assert!(
+            !excerpt.contains('\u{200B}'),
+            "{q}: separator shown: {excerpt:?}"
+        );
+        let h = &r[0]["highlights"][0];
+        let hit: String = excerpt
+            .chars()
+            .skip(h[0].as_u64().unwrap_or(0) as usize)
+            .take((h[1].as_u64().unwrap_or(0) - h[0].as_u64().unwrap_or(0)) as usize)
+            .collect();
+        assert!(!hit.is_empty(), "{q}: no highlight in {v}");
+    }
+    // A character that is in no text finds nothing; two that are, but apart, no phrase.
+    assert!(results(&json(&env, &["龍"])).is_empty());
+    assert!(results(&json(&env, &["修限"])).is_empty());
+    env.cleanup().await;
+}
+
+both_backends!(chinese_and_japanese_words_inside_runs_are_found, cjk);

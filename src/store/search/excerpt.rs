@@ -19,11 +19,20 @@ pub(super) fn terms(q: &Query) -> Vec<(String, bool)> {
         .collect()
 }
 
-/// The words of `text` with their byte ranges.
+/// The words of `text` with their byte ranges (a CJK character is a word of its own, as the
+/// index has it: `extract::lexemes::words`).
 fn spans(text: &str) -> Vec<(usize, usize)> {
+    use crate::extract::lexemes::is_cjk;
     let mut out = Vec::new();
     let mut start = None;
     for (i, c) in text.char_indices() {
+        if is_cjk(c) {
+            if let Some(s) = start.take() {
+                out.push((s, i));
+            }
+            out.push((i, i + c.len_utf8()));
+            continue;
+        }
         match (c.is_alphanumeric(), start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {

@@ -218,6 +218,8 @@ fn unmark(marked: &str) -> (String, Vec<[usize; 2]>) {
     let mut n = 0;
     for c in marked.chars() {
         match c {
+            // Put between CJK characters for SQLite's tokenizer (`lexemes::fts_text`).
+            crate::extract::lexemes::CJK_SEPARATOR => {}
             START => open = Some(n),
             STOP => {
                 if let Some(s) = open.take() {

@@ -99,9 +99,10 @@ fn is_break(c: char) -> bool {
 /// The words of a phrase or a bare word: runs of letters and digits (what both indexes'
 /// tokenizers keep), so `foo.bar` is the phrase `foo bar`.
 fn words(s: &str) -> Vec<String> {
-    s.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
+    // The index's own word rule: a CJK character is a word of its own, so a run of them
+    // (`修正`) is a phrase of its characters, found inside a longer run (`幫我修正`).
+    crate::extract::lexemes::words(s)
+        .map(|(_, w)| w.to_lowercase())
         .collect()
 }
 
