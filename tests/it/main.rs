@@ -55,4 +55,5 @@ mod snippet_add;
 mod snippet_query;
 mod team;
 mod text;
+mod trial;
 mod web;
