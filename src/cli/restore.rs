@@ -159,9 +159,10 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
             }
         }
     }
-    // Any file not restored shows in the exit code, so a script notices: 2 when the archive
-    // lacks bytes or holds them damaged, 1 when another file was in the way and left alone.
-    Ok(if report.incomplete + report.damaged > 0 {
+    // Any file not restored whole shows in the exit code, so a script notices: 2 when the
+    // archive lacks bytes (a file written short included) or holds them damaged, 1 when
+    // another file was in the way and left alone.
+    Ok(if report.incomplete + report.damaged + report.short > 0 {
         EXIT_ERROR
     } else if report.differs > 0 {
         EXIT_NOT_FOUND

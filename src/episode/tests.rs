@@ -213,6 +213,26 @@ fn idle_gap_and_compaction_cut() {
 }
 
 #[test]
+fn an_old_compaction_without_boundary_cuts_too() {
+    // Before 2.0.76 a compaction wrote only its summary line (`isCompactSummary`).
+    let summary = env(
+        "user",
+        42,
+        "cs1",
+        r#""isCompactSummary":true,"message":{"role":"user","content":"This session is being continued from a previous conversation that ran out of context."}"#,
+    );
+    let lines = vec![
+        prompt(1, "Refactor the tailer partial line buffer handling"),
+        say(2, "Refactoring the tailer partial line buffer."),
+        summary,
+        prompt(43, "Refactor the tailer partial line buffer handling again"),
+    ];
+    let (_, rows) = run(&lines);
+    assert_eq!(rows.last().unwrap().cut_reason, "compaction");
+    assert_eq!(closed(&rows).len(), 1);
+}
+
+#[test]
 fn window_mode_cuts_every_n_turns() {
     let rules = Rules::new(Settings {
         mode: Mode::Window,

@@ -287,33 +287,41 @@ pub fn is_cjk(c: char) -> bool {
 pub fn words(text: &str) -> impl Iterator<Item = (usize, &str)> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
-        .flat_map(split_cjk)
+        .flat_map(|run| CjkSplit { rest: run })
         .enumerate()
         .map(|(i, w)| (i + 1, w))
 }
 
 /// A run of letters and digits as words: each CJK character alone, the rest of the run
-/// together (`abc修正` is `abc`, `修`, `正`).
-fn split_cjk(run: &str) -> Vec<&str> {
-    if run.is_ascii() || !run.chars().any(is_cjk) {
-        return vec![run];
-    }
-    let mut out = Vec::new();
-    let mut start = None;
-    for (i, c) in run.char_indices() {
-        if is_cjk(c) {
-            if let Some(s) = start.take() {
-                out.push(&run[s..i]);
-            }
-            out.push(&run[i..i + c.len_utf8()]);
-        } else if start.is_none() {
-            start = Some(i);
+/// together (`abc修正` is `abc`, `修`, `正`). An iterator, not a list: every word of every text
+/// indexed goes through it, and an ASCII run is one step.
+struct CjkSplit<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Iterator for CjkSplit<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        if self.rest.is_empty() {
+            return None;
         }
+        if self.rest.is_ascii() {
+            return Some(std::mem::take(&mut self.rest));
+        }
+        let mut chars = self.rest.char_indices();
+        let (_, first) = chars.next()?;
+        let end = if is_cjk(first) {
+            first.len_utf8()
+        } else {
+            chars
+                .find(|(_, c)| is_cjk(*c))
+                .map_or(self.rest.len(), |(i, _)| i)
+        };
+        let (word, rest) = self.rest.split_at(end);
+        self.rest = rest;
+        Some(word)
     }
-    if let Some(s) = start {
-        out.push(&run[s..]);
-    }
-    out
 }
 
 /// Zero-width space: SQLite's `unicode61` tokenizer takes it for a separator, and it shows as
@@ -324,6 +332,9 @@ pub const CJK_SEPARATOR: char = '\u{200B}';
 /// characters that touch, so that its tokenizer (which keeps a run of them as one token) sees
 /// each as a word, as PostgreSQL's lexemes do ([`words`]). Borrowed when there is none.
 pub fn fts_text(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.is_ascii() {
+        return std::borrow::Cow::Borrowed(text);
+    }
     let mut prev_cjk = false;
     let mut needs = false;
     for c in text.chars() {

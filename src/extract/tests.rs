@@ -13,6 +13,7 @@ fn run(name: &str, content: &str) -> (FileContext, Vec<PreparedBatch>) {
     let proj = dir.path().join("-home-u-proj");
     std::fs::create_dir_all(&proj).unwrap();
     let path = proj.join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::File::create(&path)
         .unwrap()
         .write_all(content.as_bytes())
@@ -239,4 +240,24 @@ fn kind_tallies_count_each_name_exactly() {
     assert_eq!(count("type", "user"), Some(1));
     assert_eq!(count("unknown_field", "user"), Some(1));
     assert_eq!(kinds.len(), 5);
+}
+
+#[test]
+fn the_compactors_reply_is_a_compaction_summary_and_its_prompt_no_title() {
+    let lines = [
+        r#"{"type":"user","uuid":"c1","isSidechain":true,"agentId":"acompact-9dce12","sessionId":"SID","message":{"role":"user","content":"Your task is to create a detailed summary of the conversation so far"}}"#,
+        r#"{"type":"assistant","uuid":"c2","isSidechain":true,"agentId":"acompact-9dce12","sessionId":"SID","message":{"id":"m1","role":"assistant","content":[{"type":"text","text":"<analysis>working</analysis>\n<summary>1. Primary Request and Intent:\n   Add a dark theme.</summary>"}]}}"#,
+    ]
+    .map(|l| l.replace("SID", SID));
+    let name = format!("{SID}/subagents/agent-acompact-9dce12.jsonl");
+    let (_, batches) = run(&name, &(lines.join("\n") + "\n"));
+    let b = &batches[0];
+    assert_eq!(b.summaries.len(), 1, "{:?}", b.summaries);
+    assert_eq!(b.summaries[0].kind, "compact_summary");
+    assert_eq!(
+        b.summaries[0].text.as_deref(),
+        Some("1. Primary Request and Intent:\n   Add a dark theme.")
+    );
+    // A sub-agent's prompt never titles its session at extraction (only main files do).
+    assert_eq!(b.session.as_ref().and_then(|s| s.title.clone()), None);
 }

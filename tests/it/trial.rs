@@ -41,6 +41,36 @@ async fn doors_that_tripped_new_users() {
     assert_eq!(err.matches("in use").count(), 1, "{err}");
     drop(first);
 
+    // A denial names what was denied: the tool and its command or file.
+    let out = env
+        .cmd()
+        .args([
+            "feedback",
+            "--type",
+            "tool_denial",
+            "--json",
+            "--limit",
+            "500",
+        ])
+        .output()
+        .expect("feedback");
+    assert_ok(&out);
+    let denials: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    let denials = denials.as_array().expect("a list");
+    assert!(!denials.is_empty());
+    assert!(
+        denials.iter().all(|d| d["tool_name"].is_string()),
+        "{denials:?}"
+    );
+    let out = env
+        .cmd()
+        .args(["feedback", "--type", "tool_denial", "--limit", "500"])
+        .output()
+        .expect("feedback");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let named = denials[0]["tool_name"].as_str().expect("name");
+    assert!(text.contains(&format!("denied {named}")), "{text}");
+
     // `context` takes part of a project's name, and a subfolder gets its project's digest.
     let out = env
         .cmd()

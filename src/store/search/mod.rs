@@ -204,6 +204,8 @@ struct Ranked {
     seq: Option<i64>,
     ref_id: Option<i64>,
     score: f64,
+    /// A feedback row that is a human prompt (a message too).
+    prompt: bool,
 }
 
 /// Longest excerpt kept, in characters (the backends' own limits count words or tokens).
@@ -328,25 +330,13 @@ impl Store {
                 .filter_map(|r| r.ref_id),
         );
         let sources = q.not_persistent();
-        let mut q = Sql::new("SELECT id FROM feedback WHERE feedback_type = 'message' AND ");
-        q.push_in(
-            "id",
-            ranked
-                .iter()
-                .filter(|r| r.kind == "feedback")
-                .filter_map(|r| r.ref_id),
-        );
-        let prompts = q.not_persistent();
         // Independent lookups, asked at once (each a round trip of its own).
-        let (excerpts, projects, paths, sources, prompts) = tokio::join!(
+        let (excerpts, projects, paths, sources) = tokio::join!(
             self.excerpts(f, &ranked),
             self.fetch_all::<(String, String)>(&projects),
             self.fetch_all::<(i64, String)>(&paths),
             self.fetch_all::<(i64, String, i64)>(&sources),
-            self.fetch_all::<(i64,)>(&prompts),
         );
-        let prompts: std::collections::HashSet<i64> =
-            prompts?.into_iter().map(|(id,)| id).collect();
         let excerpts = excerpts?;
         let projects: std::collections::HashMap<String, String> = projects?.into_iter().collect();
         let paths: std::collections::HashMap<i64, String> = paths?.into_iter().collect();
@@ -368,7 +358,7 @@ impl Store {
                     _ => (r.file_id.and_then(|id| paths.get(&id).cloned()), r.line_no),
                 };
                 let kinds = match kind {
-                    SearchKind::Feedback if r.ref_id.is_some_and(|id| prompts.contains(&id)) => {
+                    SearchKind::Feedback if r.prompt => {
                         vec![SearchKind::Feedback, SearchKind::Message]
                     }
                     k => vec![k],

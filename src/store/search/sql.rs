@@ -81,9 +81,13 @@ pub(super) fn ranked<'a>(
 ) -> Sql<'a> {
     let mut q = match backend {
         Backend::Sqlite => {
+            // Whether a feedback hit is a human prompt (then a message too), for the page
+            // only: a lookup by the row's key.
             let mut q = Sql::new(format!(
                 "SELECT h.doc_id, h.kind, {} AS session_id, {} AS ts, h.file_id, h.generation, \
-                 h.line_no, h.seq, h.ref_id, h.score FROM (SELECT * FROM (\
+                 h.line_no, h.seq, h.ref_id, h.score, CASE WHEN h.kind = 'feedback' THEN \
+                 EXISTS (SELECT 1 FROM feedback pf WHERE pf.id = h.ref_id \
+                 AND pf.feedback_type = 'message') ELSE 0 END AS prompt FROM (SELECT * FROM (\
                  SELECT d.id AS doc_id, d.kind, d.session_id, d.ts, d.file_id, \
                  d.generation, d.line_no, d.seq, d.ref_id, -bm25(search_fts) * \
                  (CASE d.kind WHEN 'summary' THEN {SUMMARY_BOOST:.2} ELSE 1.0 END) AS score ",
@@ -106,7 +110,7 @@ pub(super) fn ranked<'a>(
                 "SELECT 0::bigint AS doc_id, h.kind, CASE WHEN h.kind = 'message' THEN \
                  (SELECT tf.session_id FROM files tf WHERE tf.id = h.file_id) \
                  ELSE h.session_id END AS session_id, h.ts, h.file_id, h.generation, \
-                 h.line_no, h.seq, h.ref_id, h.score FROM (SELECT * FROM (",
+                 h.line_no, h.seq, h.ref_id, h.score, h.prompt FROM (SELECT * FROM (",
             );
             pg_union(&mut q, f, true);
             q.push(") hits ORDER BY score DESC, ts DESC NULLS LAST, kind, ref_id");
@@ -294,14 +298,19 @@ fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool) {
                 SearchKind::Message => "NULL::text",
                 _ => p.session,
             };
+            // A feedback row that is a human prompt is a message too (one hit per line).
+            let prompt = match k {
+                SearchKind::Feedback => "t.feedback_type = 'message'",
+                _ => "false",
+            };
             q.push(
                 "SELECT c.kind, c.session_id, c.ts, c.file_id, c.generation, c.line_no, c.seq, \
                  c.ref_id, ts_rank_cd(c.search_vec, ",
             );
             push_tsquery(q, &f.query);
             q.push(&format!(
-                ")::float8 * {:.2} AS score FROM (SELECT '{}'::text AS kind, {session} AS \
-                 session_id, {} AS ts, {}, t.search_vec",
+                ")::float8 * {:.2} AS score, c.prompt FROM (SELECT '{}'::text AS kind, \
+                 {session} AS session_id, {} AS ts, {}, {prompt} AS prompt, t.search_vec",
                 p.boost,
                 k.as_str(),
                 p.ts,
