@@ -4,6 +4,7 @@
 //! in [`crate::query`]. Errors surface as `anyhow` chains that `main` prints on one line.
 
 mod context;
+mod control;
 mod doctor;
 mod export;
 mod hook;
@@ -504,58 +505,8 @@ impl Command {
                 println!("database schema at version {v}");
                 Ok(EXIT_OK)
             }
-            Command::Status { json } => {
-                let sock = crate::run::socket::socket_path(&cfg.data_dir);
-                let req = crate::run::socket::Request::Status;
-                match crate::run::socket::request(&sock, &req, std::time::Duration::from_secs(5))
-                    .await
-                {
-                    Ok(crate::run::socket::Response::Status(report)) => {
-                        output::print_status(&report, json)?;
-                        Ok(EXIT_OK)
-                    }
-                    Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
-                    Err(e @ crate::run::socket::ClientError::NotRunning { .. }) => {
-                        if json {
-                            // A script asked for JSON: it gets JSON, and the exit code.
-                            let v = serde_json::json!({"running": false, "detail": e.to_string()});
-                            println!("{}", serde_json::to_string_pretty(&v)?);
-                        } else {
-                            eprintln!("{e}");
-                        }
-                        Ok(EXIT_NOT_FOUND)
-                    }
-                    Err(e) => Err(e.into()),
-                }
-            }
-            Command::Reload => {
-                let sock = crate::run::socket::socket_path(&cfg.data_dir);
-                let req = crate::run::socket::Request::Reload;
-                match crate::run::socket::request(&sock, &req, std::time::Duration::from_secs(35))
-                    .await
-                {
-                    Ok(crate::run::socket::Response::Reloaded { changed })
-                        if changed.is_empty() =>
-                    {
-                        println!("configuration reloaded; nothing changed");
-                        Ok(EXIT_OK)
-                    }
-                    Ok(crate::run::socket::Response::Reloaded { changed }) => {
-                        println!("configuration reloaded; changed: {}", changed.join(", "));
-                        Ok(EXIT_OK)
-                    }
-                    Ok(crate::run::socket::Response::Error { message }) => {
-                        eprintln!("gleaner: {message}");
-                        Ok(EXIT_ERROR)
-                    }
-                    Ok(other) => anyhow::bail!("unexpected answer from the daemon: {other:?}"),
-                    Err(e @ crate::run::socket::ClientError::NotRunning { .. }) => {
-                        eprintln!("{e}");
-                        Ok(EXIT_NOT_FOUND)
-                    }
-                    Err(e) => Err(e.into()),
-                }
-            }
+            Command::Status { json } => control::status(&cfg, json).await,
+            Command::Reload => control::reload(&cfg).await,
             Command::Snippets(args) => snippets::snippets(&cfg, args).await,
             Command::Search(args) => search::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,

@@ -204,6 +204,22 @@ struct Out {
     raw: u64,
 }
 
+impl Out {
+    /// A line with content, kept: its bytes stay in the splitter's buffer, which becomes the
+    /// batch's data (a blank line counts but is not returned).
+    fn keep(&mut self, l: &lines::Split) {
+        if let Some(c) = l.content.as_ref().filter(|c| !c.is_empty()) {
+            self.lines.push(Line {
+                line_no: l.line_no,
+                offset: l.offset,
+                len: l.len,
+                start: c.start,
+                end: c.end,
+            });
+        }
+    }
+}
+
 /// Follows one transcript file; see the module docs.
 #[derive(Debug)]
 pub struct Tailer {
@@ -444,15 +460,7 @@ impl Tailer {
             return;
         }
         if let Some(l) = self.split.finish() {
-            if let Some(c) = l.content.as_ref().filter(|c| !c.is_empty()) {
-                out.lines.push(Line {
-                    line_no: l.line_no,
-                    offset: l.offset,
-                    len: l.len,
-                    start: c.start,
-                    end: c.end,
-                });
-            }
+            out.keep(&l);
             out.raw += l.len;
         }
     }
@@ -530,15 +538,8 @@ impl Tailer {
                     offset: l.offset,
                     len: l.len,
                 });
-            } else if let Some(c) = l.content.as_ref().filter(|c| !c.is_empty()) {
-                // The bytes stay in the splitter's buffer, which becomes the batch's data.
-                out.lines.push(Line {
-                    line_no: l.line_no,
-                    offset: l.offset,
-                    len: l.len,
-                    start: c.start,
-                    end: c.end,
-                });
+            } else {
+                out.keep(&l);
             }
             out.raw += l.len;
         }

@@ -18,8 +18,12 @@ use std::fs::{self, File};
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
+mod chunks;
+
 use crate::archive;
 use crate::store::{ArchiveFilter, ArchivedFile, Store, StoreError};
+pub use chunks::verify;
+use chunks::{write_chunks, ChunkError};
 
 /// What a restore is asked to do.
 #[derive(Debug, Clone)]
@@ -224,88 +228,6 @@ pub async fn restore(
     Ok(report)
 }
 
-/// Read every archived file `filter` selects back as a restore would, writing nothing
-/// (`gleaner restore --check`): each file is `Present` (whole), `Incomplete`, `Damaged` (named
-/// with what is wrong) or `Pruned`; a damaged sidecar is reported on its own.
-pub async fn verify(
-    store: &Store,
-    filter: &ArchiveFilter,
-    mut progress: impl FnMut(&FileReport),
-) -> Result<RestoreReport, RestoreError> {
-    let mut report = RestoreReport::default();
-    let mut dicts = Dicts::default();
-    let mut after = 0;
-    loop {
-        let files = store.archived_files(filter, after, PAGE).await?;
-        let Some(last) = files.last() else { break };
-        after = last.id;
-        for f in &files {
-            let mut r = FileReport {
-                session_id: f.session_id.clone(),
-                path: PathBuf::from(&f.path),
-                outcome: Outcome::Present,
-                bytes: 0,
-                detail: None,
-            };
-            match write_chunks(store, f, &mut dicts, &mut io::sink()).await {
-                Ok(Ok(n)) => {
-                    r.bytes = n;
-                    report.present += 1;
-                }
-                Ok(Err(p)) => {
-                    r.outcome = if p.damaged {
-                        Outcome::Damaged
-                    } else {
-                        Outcome::Incomplete
-                    };
-                    r.detail = Some(p.why);
-                    if !p.damaged {
-                        if let Some(at) = match &f.session_id {
-                            Some(sid) => store.pruned_at(sid).await?,
-                            None => None,
-                        } {
-                            r.outcome = Outcome::Pruned;
-                            r.detail = Some(format!("its session was pruned at {at}"));
-                        }
-                    }
-                }
-                Err(ChunkError::Store(e)) => return Err(e.into()),
-                Err(ChunkError::Io(e)) => {
-                    return Err(RestoreError::Io {
-                        path: r.path,
-                        source: e,
-                    })
-                }
-            }
-            for (name, _codec, data) in store.archive_sidecars(f.id).await? {
-                if let Err(e) = archive::decode_all(&data) {
-                    let d = FileReport {
-                        session_id: f.session_id.clone(),
-                        path: r.path.with_file_name(&name),
-                        outcome: Outcome::Damaged,
-                        bytes: 0,
-                        detail: Some(format!("its archived copy is damaged: {e}")),
-                    };
-                    report.damaged += 1;
-                    progress(&d);
-                    report.problems.push(d);
-                }
-            }
-            match r.outcome {
-                Outcome::Damaged => report.damaged += 1,
-                Outcome::Incomplete => report.incomplete += 1,
-                Outcome::Pruned => report.pruned += 1,
-                _ => {}
-            }
-            progress(&r);
-            if !matches!(r.outcome, Outcome::Present | Outcome::Pruned) {
-                report.problems.push(r);
-            }
-        }
-    }
-    Ok(report)
-}
-
 /// Where `f` goes (see the module docs).
 pub fn target_path(opts: &RestoreOptions, f: &ArchivedFile) -> PathBuf {
     let path = Path::new(&f.path);
@@ -394,21 +316,7 @@ async fn restore_file(
         Ok(n) => n,
         Err(problem) => {
             let _ = fs::remove_file(&tmp);
-            report.outcome = if problem.damaged {
-                Outcome::Damaged
-            } else {
-                Outcome::Incomplete
-            };
-            report.detail = Some(problem.why);
-            // A prune that ran meanwhile took the bytes: no loss.
-            if !problem.damaged {
-                if let Some(sid) = &f.session_id {
-                    if let Some(at) = store.pruned_at(sid).await? {
-                        report.outcome = Outcome::Pruned;
-                        report.detail = Some(format!("its session was pruned at {at}"));
-                    }
-                }
-            }
+            (report.outcome, report.detail) = problem.outcome(store, f).await?;
             return Ok(report);
         }
     };
@@ -549,104 +457,6 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-enum ChunkError {
-    Store(StoreError),
-    Io(io::Error),
-}
-
-/// Why a file's archived bytes cannot be written out whole.
-struct Problem {
-    /// The bytes are there but damaged (else: missing).
-    damaged: bool,
-    /// What is wrong, and where.
-    why: String,
-}
-
-impl Problem {
-    fn missing(why: String) -> Problem {
-        Problem {
-            damaged: false,
-            why,
-        }
-    }
-
-    fn damaged(why: String) -> Problem {
-        Problem { damaged: true, why }
-    }
-}
-
-/// Decode `f`'s chunks into `out` in offset order: `Ok(Ok(bytes))`, or `Ok(Err(problem))` when
-/// they leave a gap, stop before the checkpoint, or one is damaged (it does not decode, its
-/// checksum fails, or the database cannot read it). Each chunk is decoded whole before it is
-/// written (a block is at most [`archive::BLOCK_BYTES`]), so damage is told from a failed write.
-async fn write_chunks(
-    store: &Store,
-    f: &ArchivedFile,
-    dicts: &mut Dicts,
-    out: &mut impl Write,
-) -> Result<Result<u64, Problem>, ChunkError> {
-    let mut pos: i64 = 0;
-    loop {
-        let chunks = match store.archive_chunks(f.id, f.generation, pos).await {
-            Ok(c) => c,
-            Err(e) if e.is_transient() && !e.is_corrupt() => return Err(ChunkError::Store(e)),
-            Err(e) => {
-                return Ok(Err(Problem::damaged(format!(
-                    "the database cannot read its archive from byte {pos}: {e}"
-                ))))
-            }
-        };
-        let Some(last) = chunks.last() else { break };
-        let next = last.end_off;
-        for c in &chunks {
-            if c.start_off != pos {
-                return Ok(Err(Problem::missing(format!(
-                    "the archive lacks bytes {pos} to {}",
-                    c.start_off
-                ))));
-            }
-            if c.codec != archive::CODEC_ZSTD {
-                return Ok(Err(Problem::damaged(format!(
-                    "the chunk of bytes {}-{} has unknown codec {}",
-                    c.start_off, c.end_off, c.codec
-                ))));
-            }
-            let want = (c.end_off - c.start_off) as u64;
-            let dict = match c.dict_id {
-                None => None,
-                Some(id) => match dicts.get(store, id).await {
-                    Ok(d) => Some(d),
-                    Err(DictError::Store(e)) if e.is_transient() && !e.is_corrupt() => {
-                        return Err(ChunkError::Store(e))
-                    }
-                    Err(e) => return Ok(Err(Problem::damaged(e.to_string()))),
-                },
-            };
-            let bytes = match archive::decode(&c.data, want, dict.as_deref()) {
-                Ok(b) => b,
-                Err(e) => {
-                    return Ok(Err(Problem::damaged(format!(
-                        "the chunk of bytes {}-{} is damaged: {e}",
-                        c.start_off, c.end_off
-                    ))))
-                }
-            };
-            out.write_all(&bytes).map_err(ChunkError::Io)?;
-            pos = c.end_off;
-        }
-        if pos != next {
-            break;
-        }
-    }
-    if pos < f.byte_offset {
-        return Ok(Err(Problem::missing(format!(
-            "the archive holds {pos} of the {} bytes read",
-            f.byte_offset
-        ))));
-    }
-    Ok(Ok(pos as u64))
 }
 
 /// The sidecars of `f` beside its restored transcript at `transcript`: how many were written,
