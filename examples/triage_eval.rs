@@ -9,76 +9,21 @@
 //!
 //! `cargo run --release --example triage_eval [-- --labels FILE] [--corpus DIR]`
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use gleaner::episode::{feed, Builder, Feed, Rules};
-use gleaner::extract::redact::Redactor;
-use gleaner::extract::{extract, FileContext};
-use gleaner::tail::{Tailer, TailerConfig};
+use gleaner::episode::Rules;
 
-const LABELS: [&str; 5] = [
-    "routine",
-    "error_recovery",
-    "user_correction",
-    "pivot",
-    "design_decision",
-];
-
-#[derive(serde::Deserialize)]
-struct Hand {
-    file: String,
-    prompt_line: u64,
-    label: String,
-    #[serde(default)]
-    why: String,
-}
+#[path = "triage/stages.rs"]
+#[allow(dead_code)] // each tool uses a part
+mod stages;
+use stages::{predict, LABELS};
 
 fn arg(name: &str) -> Option<String> {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1).cloned())
-}
-
-/// Turn label by prompt line, for one transcript, and the evidence text of each.
-fn predict(
-    path: &std::path::Path,
-    rules: &Rules,
-) -> anyhow::Result<HashMap<u64, (String, String)>> {
-    let root = path.parent().unwrap_or(path);
-    let info = gleaner::tail::discovery::classify(root, path);
-    let mut ctx = FileContext::new(1, ("eval".into(), "eval".into()), info, None);
-    let (mut t, _) = Tailer::open(path, None, TailerConfig::default())?;
-    let redactor = Redactor::builtin();
-    let how = Feed {
-        rules,
-        redactor: &redactor,
-        last: gleaner::episode::Last::Keep,
-    };
-    let mut slot: Option<Box<Builder>> = None;
-    let mut rows = Vec::new();
-    let mut session = None;
-    while let Some(b) = t.read_batch(8 << 20, 2000)? {
-        let mut ex = extract(&mut ctx, &b, &redactor);
-        feed(&mut slot, &mut ex, &how);
-        session = ex.session_id.clone().or(session);
-        rows.extend(ex.rows.episodes.into_iter().filter(|e| e.closed));
-    }
-    if let (Some(b), Some(sid)) = (&slot, &session) {
-        rows.extend(b.finish(sid));
-    }
-    let mut out = HashMap::new();
-    for e in rows {
-        let turns: serde_json::Value = serde_json::from_str(&e.turn_labels)?;
-        for t in turns.as_array().into_iter().flatten() {
-            let line = t["start_line"].as_u64().unwrap_or(0);
-            let label = t["triage"].as_str().unwrap_or("routine").to_string();
-            let ev = t["evidence"][0]["text"].as_str().unwrap_or("").to_string();
-            out.insert(line, (label, ev));
-        }
-    }
-    Ok(out)
 }
 
 fn main() -> anyhow::Result<()> {
@@ -89,15 +34,9 @@ fn main() -> anyhow::Result<()> {
     let corpus = arg("--corpus")
         .map(PathBuf::from)
         .unwrap_or_else(|| manifest.join("../shared/corpus/real"));
-    let text = std::fs::read_to_string(&labels)
-        .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", labels.display()))?;
-    let hand: Vec<Hand> = text
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(serde_json::from_str)
-        .collect::<Result<_, _>>()?;
+    let hand = stages::read_labels(&labels.to_string_lossy(), &corpus)?.hand;
     let rules = Rules::defaults()?;
-    let mut by_file: BTreeMap<&str, Vec<&Hand>> = BTreeMap::new();
+    let mut by_file: BTreeMap<&str, Vec<&stages::Hand>> = BTreeMap::new();
     for h in &hand {
         by_file.entry(h.file.as_str()).or_default().push(h);
     }
@@ -108,7 +47,12 @@ fn main() -> anyhow::Result<()> {
     for (file, hs) in &by_file {
         let predicted = predict(&corpus.join(file), &rules)?;
         for h in hs {
-            let Some((p, ev)) = predicted.get(&h.prompt_line) else {
+            let Some(stages::Predicted {
+                label: p,
+                evidence: ev,
+                ..
+            }) = predicted.get(&h.prompt_line)
+            else {
                 unmatched.push(format!("{file}:{} (no turn starts there)", h.prompt_line));
                 continue;
             };

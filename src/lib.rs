@@ -45,6 +45,7 @@ pub mod parse;
 pub mod extract;
 pub mod archive;
 pub mod snippet;
+pub mod triage_model;
 pub mod episode;
 pub mod conversation;
 pub mod store;

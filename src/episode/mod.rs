@@ -185,6 +185,9 @@ struct Turn {
     /// The prompt's first words (an acknowledged correction quotes them).
     #[serde(default)]
     prompt: String,
+    /// What the learned triage judges it by.
+    #[serde(default)]
+    facts: crate::triage_model::Facts,
 }
 
 /// The episode being built.

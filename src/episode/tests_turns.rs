@@ -99,3 +99,36 @@ fn a_turn_ends_where_the_next_episode_starts() {
     );
     assert_eq!(second.labels, r#"["routine"]"#);
 }
+
+#[test]
+fn a_label_the_model_gave_alone_names_its_line_and_words() {
+    let turn = Turn {
+        ordinal: 2,
+        start_line: 7,
+        signals: Vec::new(),
+        answered: true,
+        prompt: "it still crashes on start".into(),
+        facts: crate::triage_model::Facts {
+            reply_line: 9,
+            error_line: 11,
+            ..Default::default()
+        },
+    };
+    let because = |b: &[&str]| b.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let ev = triage::model_evidence(
+        &turn,
+        Label::UserCorrection,
+        0.71,
+        &because(&["p:still", "p2:still crashes"]),
+    );
+    assert_eq!((ev.line, ev.signal.as_str()), (7, "learned"));
+    assert_eq!(
+        ev.text,
+        "prompt says \"still\"; prompt says \"still crashes\""
+    );
+    // Words of the reply point at the reply; a failure count at the failure.
+    let ev = triage::model_evidence(&turn, Label::UserCorrection, 0.6, &because(&["r2:you re"]));
+    assert_eq!(ev.line, 9);
+    let ev = triage::model_evidence(&turn, Label::ErrorRecovery, 0.6, &because(&["errors:1"]));
+    assert_eq!((ev.line, ev.text.as_str()), (11, "1 failed tool results"));
+}

@@ -11,6 +11,7 @@ use crate::extract::feedback;
 use crate::extract::redact::Redactor;
 use crate::parse::{Block, Record};
 use crate::snippet::clip_chars;
+use crate::triage_model;
 
 impl Builder {
     /// The tool results of a user record: failures to remember, successes that close one.
@@ -38,6 +39,11 @@ impl Builder {
                     .unwrap_or_else(|| tool_use_id.to_string());
                 push_capped(&mut open.agents, agent, MAX_AGENTS);
             }
+            if let Some(turn) = &mut open.turn {
+                if !*is_error && turn.facts.errors > 0 {
+                    turn.facts.ok_after_error += 1;
+                }
+            }
             if *is_error {
                 let text = b.tool_result_text().unwrap_or_default();
                 // Denials and interruptions are the user's doing (feedback), and a call cancelled
@@ -52,6 +58,12 @@ impl Builder {
                 }
                 // Claude Code wraps its own refusals in `<tool_use_error>`: the message is
                 // inside.
+                if let Some(turn) = &mut open.turn {
+                    turn.facts.errors += 1;
+                    if turn.facts.error_line == 0 {
+                        turn.facts.error_line = line;
+                    }
+                }
                 let text = text
                     .replace("<tool_use_error>", "")
                     .replace("</tool_use_error>", "");
@@ -59,6 +71,21 @@ impl Builder {
                 let cut = crate::snippet::truncate_bytes(&cut, 1500);
                 let error = redactor.redact(&cut, &mut BTreeMap::new()).into_owned();
                 let kind = tags::error_kind(&error);
+                if let Some(turn) = open.turn.as_mut().filter(|t| t.facts.errors <= 3) {
+                    turn.facts.add_words(
+                        triage_model::Source::Error,
+                        &error,
+                        triage_model::features::ERROR_BYTES,
+                        &triage_model::keeps,
+                    );
+                    let tool = call.as_ref().map_or("unknown", |c| c.name.as_str());
+                    turn.facts
+                        .add_feature(&format!("et:{tool}"), &triage_model::keeps);
+                    if let Some(k) = &kind {
+                        turn.facts
+                            .add_feature(&format!("ek:{k}"), &triage_model::keeps);
+                    }
+                }
                 // Tool mechanics (an edit whose old text moved, a file not read first, a shell
                 // already gone) are how the tools work, not a failure anyone learns from.
                 if tags::is_mechanics(&kind, call.as_ref().map(|c| c.name.as_str())) {
@@ -183,6 +210,17 @@ impl Builder {
 
             if let Some(open) = &mut self.open {
                 *open.tools.entry(name.to_string()).or_default() += 1;
+                if let Some(turn) = &mut open.turn {
+                    turn.facts.calls += 1;
+                    turn.facts
+                        .add_feature(&format!("t:{name}"), &triage_model::keeps);
+                    if matches!(
+                        name.as_ref(),
+                        "Edit" | "Write" | "MultiEdit" | "NotebookEdit"
+                    ) {
+                        turn.facts.edits += 1;
+                    }
+                }
                 note_action(open, line, name, &key, target.as_deref(), || {
                     edit_diff(edit, ctx.redactor)
                 });

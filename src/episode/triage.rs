@@ -38,7 +38,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Open, Signal, Turn, TurnLabel, TURN_EVIDENCE};
+use super::{Open, Signal, Turn, TurnLabel, EVIDENCE_CHARS, TURN_EVIDENCE};
 
 /// Triage label of an episode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -64,6 +64,19 @@ impl Label {
         Label::Pivot,
         Label::DesignDecision,
     ];
+
+    /// The label stored under this name.
+    pub fn from_name(name: &str) -> Option<Label> {
+        [
+            Label::Routine,
+            Label::ErrorRecovery,
+            Label::UserCorrection,
+            Label::Pivot,
+            Label::DesignDecision,
+        ]
+        .into_iter()
+        .find(|l| l.as_str() == name)
+    }
 
     /// Stored name.
     pub fn as_str(self) -> &'static str {
@@ -152,10 +165,28 @@ fn by_precedence(signals: &[Signal]) -> Option<(Label, f64)> {
     })
 }
 
-/// The label of one turn, from the signals seen while it was read.
+/// The label of one turn: the learned model's, over the turn's facts and the rules' signals
+/// (see [`crate::triage_model`]); the rules' alone when no model is embedded. The evidence is
+/// the rules' signals for that label when there are any, else the features that decided it.
 pub(super) fn turn_label(turn: &Turn, end_line: u64) -> TurnLabel {
-    let (triage, confidence) =
-        by_precedence(&turn.signals).unwrap_or((Label::Routine, routine_confidence(1)));
+    let by_rules = by_precedence(&turn.signals);
+    let rule_label = by_rules.map_or(Label::Routine, |(l, _)| l);
+    // The weight of the rules' strongest signal for their label (not the confidence, which
+    // adds for further signals).
+    let rule_weight = turn
+        .signals
+        .iter()
+        .filter(|s| s.label == rule_label)
+        .map(|s| s.weight)
+        .fold(0.0, f64::max);
+    let learned = learned(turn, rule_label, rule_weight);
+    // Where the model keeps the rules' label, the rules' confidence stands (their scale is the
+    // one episodes are ranked by); a label of the model's own carries its probability.
+    let (triage, confidence) = match (&learned, by_rules) {
+        (Some((label, _, _)), Some((rule, c))) if *label == rule => (rule, c),
+        (Some((label, p, _)), _) => (*label, *p),
+        (None, by_rules) => by_rules.unwrap_or((Label::Routine, routine_confidence(1))),
+    };
     let mut evidence: Vec<Signal> = turn
         .signals
         .iter()
@@ -164,6 +195,11 @@ pub(super) fn turn_label(turn: &Turn, end_line: u64) -> TurnLabel {
         .collect();
     evidence.sort_by(|a, b| b.weight.total_cmp(&a.weight).then(a.line.cmp(&b.line)));
     evidence.truncate(TURN_EVIDENCE);
+    if let (true, Some((_, p, because))) = (evidence.is_empty(), &learned) {
+        if triage != Label::Routine {
+            evidence.push(model_evidence(turn, triage, *p, because));
+        }
+    }
     TurnLabel {
         ordinal: turn.ordinal,
         start_line: turn.start_line,
@@ -171,6 +207,76 @@ pub(super) fn turn_label(turn: &Turn, end_line: u64) -> TurnLabel {
         triage,
         confidence: round2(confidence),
         evidence,
+    }
+}
+
+/// The model's label for a turn, its probability and the features that decided it; `None`
+/// when no model is embedded or it names a label this build does not know.
+fn learned(turn: &Turn, rule_label: Label, rule_weight: f64) -> Option<(Label, f64, Vec<String>)> {
+    let model = &*crate::triage_model::MODEL;
+    if model.is_empty() && !crate::triage_model::is_collecting() {
+        return None;
+    }
+    let signals: Vec<crate::triage_model::RuleSignal<'_>> = turn
+        .signals
+        .iter()
+        .map(|s| crate::triage_model::RuleSignal {
+            kind: &s.signal,
+            label: s.label.as_str(),
+            weight: s.weight,
+        })
+        .collect();
+    let features =
+        crate::triage_model::features(&turn.facts, turn.ordinal, &signals, rule_label.as_str());
+    crate::triage_model::collect(|| crate::triage_model::Collected {
+        start_line: turn.start_line,
+        features: features.clone(),
+        rule_label: rule_label.as_str().to_string(),
+        rule_weight,
+    });
+    let rule_index = model.labels.iter().position(|l| l == rule_label.as_str())?;
+    let d = model.decide(&features, (rule_index, rule_weight))?;
+    let label = Label::from_name(model.labels.get(d.label)?)?;
+    Some((label, d.probability, d.because))
+}
+
+/// Evidence for a label the model gave without a rule signal of it: the line the strongest
+/// feature was seen on and what the features were ("prompt words "still", "again"").
+pub(super) fn model_evidence(turn: &Turn, label: Label, p: f64, because: &[String]) -> Signal {
+    let f = &turn.facts;
+    let line = match because.first().map(String::as_str) {
+        Some(x) if x.starts_with('r') || x.starts_with('a') => f.reply_line,
+        Some(x) if x.starts_with("errors") => f.error_line,
+        _ => 0,
+    };
+    let said: Vec<String> = because.iter().map(|b| describe(b)).collect();
+    Signal {
+        line: if line == 0 { turn.start_line } else { line },
+        label,
+        signal: "learned".into(),
+        text: crate::snippet::clip_chars(&said.join("; "), EVIDENCE_CHARS),
+        weight: p,
+        followup: None,
+    }
+}
+
+/// A feature's name in words.
+fn describe(feature: &str) -> String {
+    let (kind, rest) = feature.split_once(':').unwrap_or((feature, ""));
+    match kind {
+        "p" | "p2" | "p0" => format!("prompt says \"{rest}\""),
+        "r" | "r2" => format!("reply opens with \"{rest}\""),
+        "a" | "a2" => format!("assistant says \"{rest}\""),
+        "s" => format!("rule signal {rest}"),
+        "sl" | "sl_strong" => format!("a rule signal of {rest}"),
+        "rule" => format!("the rules say {rest}"),
+        "errors" => format!("{rest} failed tool results"),
+        "calls" => format!("{rest} tool calls"),
+        "edits" => format!("{rest} file edits"),
+        "after_interruption" => "after an interruption".into(),
+        "after_question" => "answers the assistant's question".into(),
+        "pasted_failure" => "a pasted failure".into(),
+        _ => feature.replace('_', " "),
     }
 }
 

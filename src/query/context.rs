@@ -280,10 +280,35 @@ const TITLES: [&str; 3] = [
     "Recent sessions:",
 ];
 
+/// The words a line says, for telling the same thing said twice: lowercased words of three
+/// letters or more, without the line's kind ("learned:", "Correction:") and session tag.
+fn gist(line: &str) -> HashSet<String> {
+    let body = line.rsplit_once(" [").map_or(line, |(b, _)| b);
+    body.split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .filter(|w| {
+            !matches!(
+                w.as_str(),
+                "learned" | "correction" | "preference" | "fix" | "decision" | "denied"
+            )
+        })
+        .collect()
+}
+
+/// Whether a line says what an earlier one said: most of the shorter one's words (at least
+/// three) are the other's. A correction quoted under "Corrections" and its snippet
+/// ("learned: Correction: ...") are one thing, shown once.
+fn repeats(a: &HashSet<String>, b: &HashSet<String>) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short.len() >= 3 && short.intersection(long).count() * 10 >= short.len() * 7
+}
+
 /// Take lines in turns from each list while the whole fits in `max_bytes`, then show them
 /// grouped under their titles. Empty when no line fits or none is given.
 fn pack(lists: &[Vec<String>; 3], max_bytes: usize) -> String {
     let mut seen: HashSet<&str> = HashSet::new();
+    let mut gists: Vec<HashSet<String>> = Vec::new();
     let mut chosen: [Vec<&str>; 3] = Default::default();
     let mut size = HEADER.len() + 1;
     let mut next = [0usize; 3];
@@ -293,7 +318,8 @@ fn pack(lists: &[Vec<String>; 3], max_bytes: usize) -> String {
         for k in 0..3 {
             while let Some(l) = lists[k].get(next[k]) {
                 next[k] += 1;
-                if !seen.insert(l.as_str()) {
+                let words = gist(l);
+                if !seen.insert(l.as_str()) || gists.iter().any(|g| repeats(&words, g)) {
                     continue;
                 }
                 let title = if chosen[k].is_empty() {
@@ -304,6 +330,7 @@ fn pack(lists: &[Vec<String>; 3], max_bytes: usize) -> String {
                 let grown = size + title + l.len() + 1;
                 if grown <= max_bytes {
                     size = grown;
+                    gists.push(words);
                     chosen[k].push(l);
                     progress = true;
                 }
@@ -406,6 +433,23 @@ mod tests {
             lines[1].contains("didnt see") && lines[2].contains("in the repo"),
             "{lines:?}"
         );
+    }
+
+    #[test]
+    fn the_same_thing_said_twice_is_shown_once() {
+        // A digest of a new user's trial: the quote and its snippet said one thing twice.
+        let lists = [
+            vec!["- \"no when i sign out it closes the rdp session\" [aaaaaaaa]".to_string()],
+            vec![
+                "- learned: Correction: no when i sign out it closes the rdp session maybe [aaaaaaaa]"
+                    .to_string(),
+                "- fix: the sign-out hook ends the session; now it only locks [aaaaaaaa]".to_string(),
+            ],
+            vec!["- 2026-11-20 \"rdp\" [aaaaaaaa]".to_string()],
+        ];
+        let out = pack(&lists, 2048);
+        assert_eq!(out.matches("closes the rdp session").count(), 1, "{out}");
+        assert!(out.contains("now it only locks"), "{out}");
     }
 
     #[test]

@@ -17,6 +17,7 @@ use crate::extract::redact::Redactor;
 use crate::extract::rows::{unix_millis_from_iso, EpisodeRow, FeedbackRow};
 use crate::parse::{Kind, Record};
 use crate::snippet::clip_chars;
+use crate::triage_model::{self, Facts, Source};
 
 /// Format version of the stored builder state. The state is a stored format (it outlives the
 /// build that wrote it, in `files.episode_state`): a change to [`Builder`]'s fields that older
@@ -331,20 +332,26 @@ impl Builder {
         } = *p;
         let s = &rules.settings;
         let prompt_terms = terms::of(text, 64);
-        // An interruption followed by a prompt redirects the work in progress.
-        if let (Some(at), Some(open)) = (self.interrupted_at.take(), &mut self.open) {
-            push_signal(
-                open,
-                Signal {
-                    line: at,
-                    label: Label::UserCorrection,
-                    signal: "interruption_redirect".into(),
-                    text: clip_chars(first_line(text), EVIDENCE_CHARS),
-                    weight: 0.85,
-                    followup: None,
-                },
-            );
-        }
+        // An interruption followed by a prompt redirects the work in progress. The signal
+        // belongs to the redirecting turn (the rubric's rule 2), which this prompt opens.
+        let redirect = match (self.interrupted_at.take(), &self.open) {
+            (Some(at), Some(_)) => Some(Signal {
+                line: at,
+                label: Label::UserCorrection,
+                signal: "interruption_redirect".into(),
+                text: clip_chars(first_line(text), EVIDENCE_CHARS),
+                weight: 0.85,
+                followup: None,
+            }),
+            _ => None,
+        };
+        let after_interruption = redirect.is_some();
+        // What the previous turn did: a prompt after edits judges them.
+        let after_edits = self
+            .open
+            .as_ref()
+            .and_then(|o| o.turn.as_ref())
+            .is_some_and(|t| t.facts.edits > 0);
         if let Some(open) = &mut self.open {
             end_turn(open, line.saturating_sub(1));
             // The prompt after options laid out may pick one.
@@ -425,13 +432,38 @@ impl Builder {
         // Nothing to correct before the assistant has done something in this file.
         let first_of_file = self.turns == 1 && !self.spoke_first;
         let Some(open) = &mut self.open else { return };
+        let mut facts = Facts {
+            prompt_bytes: u32::try_from(text.len()).unwrap_or(u32::MAX),
+            after_question: self.asked,
+            after_interruption,
+            after_edits,
+            first_of_file,
+            pasted_failure: pasted_failure(head_bytes(text, PROMPT_SCAN_BYTES)).is_some(),
+            ..Facts::default()
+        };
+        facts.add_words(
+            Source::Prompt,
+            text,
+            triage_model::features::PROMPT_BYTES,
+            &triage_model::keeps,
+        );
+        if text.trim_end().ends_with('?') {
+            facts.add_feature("p_asks", &triage_model::keeps);
+        }
+        if text.contains("```") || text.lines().count() > 5 {
+            facts.add_feature("p_block", &triage_model::keeps);
+        }
         open.turn = Some(Turn {
             ordinal: self.turns,
             start_line: line,
             signals: Vec::new(),
             answered: first_of_file,
             prompt: clip_chars(text.trim(), 400),
+            facts,
         });
+        if let Some(sig) = redirect {
+            push_signal(open, sig);
+        }
         add_vocab(&mut open.vocab, prompt_terms);
         // A prompt that corrects (never the session's first prompt: nothing to correct yet).
         if !first_of_file {

@@ -12,6 +12,7 @@ use super::super::*;
 use super::Ctx;
 use crate::parse::Record;
 use crate::snippet::clip_chars;
+use crate::triage_model;
 
 impl Builder {
     pub(super) fn assistant(
@@ -33,6 +34,7 @@ impl Builder {
             let first_reply = open.turn.as_ref().is_some_and(|t| !t.answered);
             if let Some(turn) = &mut open.turn {
                 turn.answered = true;
+                turn_words(&mut turn.facts, line, text, first_reply);
             }
             // "You're right, ..." as the first words of the reply: the prompt corrected it.
             let opening = head_bytes(text.trim_start(), 60);
@@ -208,6 +210,54 @@ impl Builder {
             self.last_text = Some((line, piece));
         }
         self.remember_calls(ctx, line, rec);
+    }
+}
+
+/// The learned triage's view of an assistant text: counted, and its words taken (the first
+/// reply's opening on its own, then every text's head until the turn's budget is spent).
+fn turn_words(facts: &mut triage_model::Facts, line: u64, text: &str, first_reply: bool) {
+    use triage_model::features::{REPLY_BYTES, TEXT_BYTES, TURN_TEXT_BYTES};
+    facts.texts += 1;
+    if facts.reply_line == 0 {
+        facts.reply_line = line;
+    }
+    if first_reply {
+        facts.add_words(
+            triage_model::Source::Reply,
+            text.trim_start(),
+            REPLY_BYTES,
+            &triage_model::keeps,
+        );
+    }
+    // How the text is laid out: a table or a list weighs alternatives, a question hands the
+    // choice over, a long text is a plan or a report.
+    let head = head_bytes(text, TEXT_BYTES * 4);
+    let keeps = &triage_model::keeps;
+    if head.contains("\n|") && head.contains("---") {
+        facts.add_feature("a_table", keeps);
+    }
+    let items = head
+        .lines()
+        .map(str::trim_start)
+        .filter(|l| l.starts_with("- ") || l.starts_with("* ") || l.starts_with("1. "))
+        .count();
+    if items >= 3 {
+        facts.add_feature("a_list", keeps);
+    }
+    if head.lines().any(|l| l.starts_with('#')) {
+        facts.add_feature("a_headings", keeps);
+    }
+    if ends_with_question(text) {
+        facts.add_feature("a_asks", keeps);
+    }
+    if text.len() > 3_000 {
+        facts.add_feature("a_long", keeps);
+    }
+    let left = TURN_TEXT_BYTES.saturating_sub(facts.text_bytes as usize);
+    if left > 0 {
+        let take = left.min(TEXT_BYTES).min(text.len());
+        facts.add_words(triage_model::Source::Text, text, take, &triage_model::keeps);
+        facts.text_bytes += take as u32;
     }
 }
 
