@@ -121,7 +121,7 @@ fn interruption_then_prompt_and_correcting_phrases() {
     assert_eq!(ep.triage, "user_correction");
     let ev: serde_json::Value = serde_json::from_str(&ep.evidence).unwrap();
     assert_eq!(ev[0]["signal"], "interruption_redirect");
-    assert_eq!(ev[0]["line"], 3);
+    assert_eq!(ev[0]["line"], 4);
 
     let lines = vec![
         prompt(1, "Rename the config loader module to settings"),

@@ -285,6 +285,7 @@ fn describe(feature: &str) -> String {
 /// episode first, then the others, by line; at most 12.
 pub fn decide(open: &Open, turns: &[TurnLabel]) -> Triage {
     let mut best: Option<(Label, f64)> = None;
+    let mut best_turn: Option<&TurnLabel> = None;
     for t in turns.iter().filter(|t| t.triage != Label::Routine) {
         let better = match best {
             None => true,
@@ -295,6 +296,7 @@ pub fn decide(open: &Open, turns: &[TurnLabel]) -> Triage {
         };
         if better {
             best = Some((t.triage, t.confidence));
+            best_turn = Some(t);
         }
     }
     // Episodes stored before turns had labels: their signals decide as one turn.
@@ -310,6 +312,13 @@ pub fn decide(open: &Open, turns: &[TurnLabel]) -> Triage {
         .cloned()
         .collect();
     evidence.sort_by_key(|s| s.line);
+    // A label the model gave without a rule signal: its turn's evidence (the line and words
+    // that decided it) is the episode's.
+    if evidence.is_empty() {
+        if let Some(t) = best_turn.filter(|t| t.triage == label) {
+            evidence.extend(t.evidence.iter().cloned());
+        }
+    }
     let mut others: Vec<Signal> = open
         .signals
         .iter()

@@ -333,10 +333,11 @@ impl Builder {
         let s = &rules.settings;
         let prompt_terms = terms::of(text, 64);
         // An interruption followed by a prompt redirects the work in progress. The signal
-        // belongs to the redirecting turn (the rubric's rule 2), which this prompt opens.
+        // belongs to the redirecting turn (the rubric's rule 2), which this prompt opens, and
+        // names its line (the interruption lies before the turn, maybe in another episode).
         let redirect = match (self.interrupted_at.take(), &self.open) {
-            (Some(at), Some(_)) => Some(Signal {
-                line: at,
+            (Some(_), Some(_)) => Some(Signal {
+                line,
                 label: Label::UserCorrection,
                 signal: "interruption_redirect".into(),
                 text: clip_chars(first_line(text), EVIDENCE_CHARS),
