@@ -76,14 +76,13 @@ impl Builder {
                         triage_model::Source::Error,
                         &error,
                         triage_model::features::ERROR_BYTES,
-                        &triage_model::keeps,
+                        &triage_model::keeper(),
                     );
                     let tool = call.as_ref().map_or("unknown", |c| c.name.as_str());
                     turn.facts
-                        .add_feature(&format!("et:{tool}"), &triage_model::keeps);
+                        .add_feature(&["et:", tool], &triage_model::keeper());
                     if let Some(k) = &kind {
-                        turn.facts
-                            .add_feature(&format!("ek:{k}"), &triage_model::keeps);
+                        turn.facts.add_feature(&["ek:", k], &triage_model::keeper());
                     }
                 }
                 // Tool mechanics (an edit whose old text moved, a file not read first, a shell
@@ -213,7 +212,7 @@ impl Builder {
                 if let Some(turn) = &mut open.turn {
                     turn.facts.calls += 1;
                     turn.facts
-                        .add_feature(&format!("t:{name}"), &triage_model::keeps);
+                        .add_feature(&["t:", name], &triage_model::keeper());
                     if matches!(
                         name.as_ref(),
                         "Edit" | "Write" | "MultiEdit" | "NotebookEdit"

@@ -113,56 +113,61 @@ impl Source {
     }
 }
 
+/// FNV-1a over the parts of a feature's name, as if they were one string: a word is checked
+/// against the model by this hash before any string is made of it (most words are not weighed).
+pub fn name_hash(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    h
+}
+
 impl Facts {
     /// Take the words of `text` (its first `limit` bytes) as features from `source`, those
-    /// `keep` accepts. One buffer is reused: this runs on every assistant text ingested.
+    /// whose name's [`name_hash`] `keep` accepts. No string is built for a word not kept: this
+    /// runs on every assistant text ingested.
     pub fn add_words(
         &mut self,
         source: Source,
         text: &str,
         limit: usize,
-        keep: &dyn Fn(&str) -> bool,
+        keep: &dyn Fn(u64) -> bool,
     ) {
         let head = crate::snippet::text::head_bytes(text, limit);
         let (one, two) = source.prefixes();
-        let mut name = String::with_capacity(48);
-        let mut prev: Option<String> = None;
+        let (mut cur, mut prev) = (String::with_capacity(32), String::with_capacity(32));
+        let mut has_prev = false;
         for (i, w) in words(head) {
             if self.full() {
                 break;
             }
-            if w.chars().count() > MAX_WORD_CHARS {
-                prev = None;
+            if w.len() > MAX_WORD_CHARS * 4 || w.chars().count() > MAX_WORD_CHARS {
+                has_prev = false;
                 continue;
             }
-            let w = w.to_lowercase();
+            cur.clear();
+            for c in w.chars() {
+                cur.extend(c.to_lowercase());
+            }
             if i == 1 && source == Source::Prompt {
-                name.clear();
-                name.push_str("p0:");
-                name.push_str(&w);
-                self.keep(&name, keep);
+                self.keep(&["p0:", &cur], keep);
             }
-            name.clear();
-            name.push_str(one);
-            name.push_str(&w);
-            self.keep(&name, keep);
-            if let Some(p) = &prev {
-                name.clear();
-                name.push_str(two);
-                name.push_str(p);
-                name.push(' ');
-                name.push_str(&w);
-                self.keep(&name, keep);
+            self.keep(&[one, &cur], keep);
+            if has_prev {
+                self.keep(&[two, &prev, " ", &cur], keep);
             }
-            prev = Some(w);
+            std::mem::swap(&mut cur, &mut prev);
+            has_prev = true;
         }
     }
 
     /// Take one named feature (`t:Bash`, a tool used), if `keep` accepts it.
-    pub fn add_feature(&mut self, name: &str, keep: &dyn Fn(&str) -> bool) {
-        if !self.full() {
-            self.keep(name, keep);
-        }
+    pub fn add_feature(&mut self, parts: &[&str], keep: &dyn Fn(u64) -> bool) {
+        self.keep(parts, keep);
     }
 
     /// Whether the turn holds its bound of words. Not while training collects every word: a
@@ -172,9 +177,13 @@ impl Facts {
         self.words.len() >= MAX_WORDS && !super::is_collecting()
     }
 
-    fn keep(&mut self, name: &str, keep: &dyn Fn(&str) -> bool) {
-        if !self.full() && !self.words.contains(name) && keep(name) {
-            self.words.insert(name.to_string());
+    fn keep(&mut self, parts: &[&str], keep: &dyn Fn(u64) -> bool) {
+        if self.full() || !keep(name_hash(parts)) {
+            return;
+        }
+        let name = parts.concat();
+        if !self.words.contains(&name) {
+            self.words.insert(name);
         }
     }
 }
@@ -284,12 +293,12 @@ mod tests {
     fn words_pairs_and_first_word_are_named_by_source() {
         let mut facts = Facts::default();
         facts.add_words(Source::Prompt, "No, use podman instead", 600, &|_| true);
+        let pair = name_hash(&["a2:", "rather", " ", "than"]);
         for want in ["p0:no", "p:podman", "p2:podman instead", "p2:no use"] {
             assert!(facts.words.contains(want), "{want} in {:?}", facts.words);
         }
-        facts.add_words(Source::Text, "Rather than Docker", 600, &|n| {
-            n.starts_with("a2:")
-        });
+        assert_eq!(pair, name_hash(&["a2:rather than"]));
+        facts.add_words(Source::Text, "Rather than Docker", 600, &|h| h == pair);
         assert!(facts.words.contains("a2:rather than"));
         assert!(!facts.words.contains("a:rather"));
     }

@@ -41,12 +41,15 @@ pub static MODEL: LazyLock<Model> = LazyLock::new(|| match Model::parse(WEIGHTS)
 type Row = Box<[f32]>;
 
 /// A multinomial logistic regression over named binary features.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default)]
 pub struct Model {
     /// Label names, in the order of each feature's weights.
     pub labels: Vec<String>,
     /// Feature name -> weights by label.
     weights: HashMap<Box<str>, Row>,
+    /// The same rows by [`features::name_hash`] of their name: what inference looks up (a
+    /// hash computed once per feature, no string hashed again).
+    by_hash: HashMap64,
     /// Header comments kept when written again (how it was trained, its figures).
     pub notes: Vec<String>,
     /// Labels the model may give (`#! model-labels: ...`); the rules give the others. Empty:
@@ -93,6 +96,17 @@ pub fn combine(
         }
     }
     best.unwrap_or(rule_label)
+}
+
+impl PartialEq for Model {
+    fn eq(&self, other: &Model) -> bool {
+        // `known` follows from `weights`.
+        self.labels == other.labels
+            && self.weights == other.weights
+            && self.notes == other.notes
+            && self.model_labels == other.model_labels
+            && self.stand == other.stand
+    }
 }
 
 /// A weight file that cannot be read.
@@ -160,7 +174,11 @@ impl Model {
                     model.labels.len()
                 )));
             }
-            model.weights.insert(name.into(), row.into_boxed_slice());
+            let row = row.into_boxed_slice();
+            model
+                .by_hash
+                .insert(features::name_hash(&[name]), row.clone());
+            model.weights.insert(name.into(), row);
         }
         Ok(model)
     }
@@ -203,6 +221,10 @@ impl Model {
     /// A model from trained weights.
     pub fn new(labels: Vec<String>, weights: Vec<(String, Vec<f32>)>, notes: Vec<String>) -> Model {
         Model {
+            by_hash: weights
+                .iter()
+                .map(|(n, w)| (features::name_hash(&[n]), w.clone().into_boxed_slice()))
+                .collect(),
             labels,
             weights: weights
                 .into_iter()
@@ -245,7 +267,7 @@ impl Model {
     pub fn probabilities<S: AsRef<str>>(&self, features: &[S]) -> Vec<f64> {
         let mut score = vec![0f64; self.labels.len()];
         for f in features {
-            if let Some(w) = self.weights.get(f.as_ref()) {
+            if let Some(w) = self.by_hash.get(&features::name_hash(&[f.as_ref()])) {
                 for (s, w) in score.iter_mut().zip(w.iter()) {
                     *s += f64::from(*w);
                 }
@@ -346,10 +368,35 @@ pub fn collect(c: impl FnOnce() -> Collected) {
     });
 }
 
-/// Whether a turn keeps this word feature: the shipped model weighs it, or training wants all.
-pub fn keeps(feature: &str) -> bool {
-    MODEL.knows(feature) || is_collecting()
+/// Which word features a turn keeps: those the shipped model weighs, or every one while
+/// training collects (decided once per call, not per word).
+pub fn keeper() -> impl Fn(u64) -> bool {
+    let all = is_collecting();
+    let model = &*MODEL;
+    move |h| all || model.by_hash.contains_key(&h)
 }
+
+/// A hasher for keys that are already hashes ([`features::name_hash`]).
+#[derive(Default)]
+struct Prehashed(u64);
+
+impl std::hash::Hasher for Prehashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type HashMap64 = HashMap<u64, Row, std::hash::BuildHasherDefault<Prehashed>>;
 
 #[cfg(test)]
 mod tests {

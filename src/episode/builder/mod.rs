@@ -446,13 +446,13 @@ impl Builder {
             Source::Prompt,
             text,
             triage_model::features::PROMPT_BYTES,
-            &triage_model::keeps,
+            &triage_model::keeper(),
         );
         if text.trim_end().ends_with('?') {
-            facts.add_feature("p_asks", &triage_model::keeps);
+            facts.add_feature(&["p_asks"], &triage_model::keeper());
         }
         if text.contains("```") || text.lines().count() > 5 {
-            facts.add_feature("p_block", &triage_model::keeps);
+            facts.add_feature(&["p_block"], &triage_model::keeper());
         }
         open.turn = Some(Turn {
             ordinal: self.turns,

@@ -110,6 +110,9 @@ impl Builder {
             // option labels ("A) ...", "Option 2") are then no design-decision signal either.
             let asks_user = ends_with_question(text);
             self.asked = asks_user;
+            if let Some(turn) = open.turn.as_mut().filter(|_| asks_user) {
+                turn.facts.add_feature(&["a_asks"], &triage_model::keeper());
+            }
             let handed_over = asks_user
                 && !rules
                     .decision
@@ -213,10 +216,12 @@ impl Builder {
     }
 }
 
-/// The learned triage's view of an assistant text: counted, and its words taken (the first
-/// reply's opening on its own, then every text's head until the turn's budget is spent).
+/// The learned triage's view of an assistant text: counted, its layout noted, and its words
+/// taken (the first reply's opening on its own, then every text's head until the turn's budget
+/// is spent). Whether it ends by asking is noted by the caller, which works that out anyway.
 fn turn_words(facts: &mut triage_model::Facts, line: u64, text: &str, first_reply: bool) {
     use triage_model::features::{REPLY_BYTES, TEXT_BYTES, TURN_TEXT_BYTES};
+    let keep = triage_model::keeper();
     facts.texts += 1;
     if facts.reply_line == 0 {
         facts.reply_line = line;
@@ -226,37 +231,36 @@ fn turn_words(facts: &mut triage_model::Facts, line: u64, text: &str, first_repl
             triage_model::Source::Reply,
             text.trim_start(),
             REPLY_BYTES,
-            &triage_model::keeps,
+            &keep,
         );
     }
-    // How the text is laid out: a table or a list weighs alternatives, a question hands the
-    // choice over, a long text is a plan or a report.
+    // How the text is laid out: a table or a list weighs alternatives, a long text is a plan
+    // or a report. One pass over the head's lines.
     let head = head_bytes(text, TEXT_BYTES * 4);
-    let keeps = &triage_model::keeps;
     if head.contains("\n|") && head.contains("---") {
-        facts.add_feature("a_table", keeps);
+        facts.add_feature(&["a_table"], &keep);
     }
-    let items = head
-        .lines()
-        .map(str::trim_start)
-        .filter(|l| l.starts_with("- ") || l.starts_with("* ") || l.starts_with("1. "))
-        .count();
+    let (mut items, mut headings) = (0, false);
+    for l in head.lines() {
+        headings |= l.starts_with('#');
+        let l = l.trim_start();
+        if l.starts_with("- ") || l.starts_with("* ") || l.starts_with("1. ") {
+            items += 1;
+        }
+    }
     if items >= 3 {
-        facts.add_feature("a_list", keeps);
+        facts.add_feature(&["a_list"], &keep);
     }
-    if head.lines().any(|l| l.starts_with('#')) {
-        facts.add_feature("a_headings", keeps);
-    }
-    if ends_with_question(text) {
-        facts.add_feature("a_asks", keeps);
+    if headings {
+        facts.add_feature(&["a_headings"], &keep);
     }
     if text.len() > 3_000 {
-        facts.add_feature("a_long", keeps);
+        facts.add_feature(&["a_long"], &keep);
     }
     let left = TURN_TEXT_BYTES.saturating_sub(facts.text_bytes as usize);
     if left > 0 {
         let take = left.min(TEXT_BYTES).min(text.len());
-        facts.add_words(triage_model::Source::Text, text, take, &triage_model::keeps);
+        facts.add_words(triage_model::Source::Text, text, take, &keep);
         facts.text_bytes += take as u32;
     }
 }
