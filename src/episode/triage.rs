@@ -1,4 +1,9 @@
-//! One label per episode, with a confidence and the evidence that decided it.
+//! One label per turn and per episode, with a confidence and the evidence that decided it.
+//!
+//! A turn's label is the learned model's ([`crate::triage_model`]), which weighs the rules'
+//! signals below with the turn's words and events; the weight file says which labels the model
+//! may give and at which weight a rule's signal stands. Without a model the rules decide alone,
+//! as described here.
 //!
 //! Rules (each produces [`Signal`]s while the episode is read; weights in parentheses):
 //! - `user_correction`: a tool denial (0.9, 0.95 with a typed reason); an interruption followed
