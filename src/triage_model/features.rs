@@ -75,6 +75,20 @@ pub struct Facts {
     /// Word features seen (prompt, first reply, later texts), at most [`MAX_WORDS`].
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub words: BTreeSet<String>,
+    /// Hashes of the words already in `words`: a common word met again is known without a
+    /// string built or compared. Not stored (after a restart it fills again).
+    #[serde(skip)]
+    pub seen: Seen,
+}
+
+/// [`Facts::words`]' hashes; a cache, so equal to any other.
+#[derive(Debug, Clone, Default)]
+pub struct Seen(std::collections::HashSet<u64, std::hash::BuildHasherDefault<super::Prehashed>>);
+
+impl PartialEq for Seen {
+    fn eq(&self, _: &Seen) -> bool {
+        true
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -178,9 +192,11 @@ impl Facts {
     }
 
     fn keep(&mut self, parts: &[&str], keep: &dyn Fn(u64) -> bool) {
-        if self.full() || !keep(name_hash(parts)) {
+        let h = name_hash(parts);
+        if self.seen.0.contains(&h) || self.full() || !keep(h) {
             return;
         }
+        self.seen.0.insert(h);
         let name = parts.concat();
         if !self.words.contains(&name) {
             self.words.insert(name);

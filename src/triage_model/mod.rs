@@ -378,7 +378,7 @@ pub fn keeper() -> impl Fn(u64) -> bool {
 
 /// A hasher for keys that are already hashes ([`features::name_hash`]).
 #[derive(Default)]
-struct Prehashed(u64);
+pub(crate) struct Prehashed(u64);
 
 impl std::hash::Hasher for Prehashed {
     fn finish(&self) -> u64 {
