@@ -30,6 +30,10 @@ export GLEANER_CORPUS_DIR
 GLEANER_TEST_PG_URL=${GLEANER_TEST_PG_URL:-$(scripts/ensure-postgres.sh)}
 export GLEANER_TEST_PG_URL
 
+# The usage test compares Gleaner's figures with ccusage's on the corpus (pinned version, npm).
+GLEANER_TEST_CCUSAGE=${GLEANER_TEST_CCUSAGE:-$(scripts/ensure-ccusage.sh)}
+export GLEANER_TEST_CCUSAGE
+
 # The web view's browser test drives a real headless Chromium (Debian package `chromium`).
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   echo "test: installing chromium for the web view's browser test" >&2

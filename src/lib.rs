@@ -38,6 +38,7 @@
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/gleaner.toml");
 
 pub mod metrics;
+pub mod usage;
 pub mod config;
 pub mod telemetry;
 pub mod tail;

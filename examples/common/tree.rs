@@ -14,7 +14,7 @@ use regex::bytes::{Captures, Regex};
 pub const UUID_RE: &str =
     r"(?-u)[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
 
-/// An API id (tool use, message, request): keys of `tool_uses` and `assistant_usage`.
+/// An API id (tool use, message, request): keys of `tool_uses` and `usage_messages`.
 pub const API_ID_RE: &str = r"(?-u)\b(toolu|srvtoolu|msg|req)_[0-9A-Za-z]{16,40}";
 
 /// Deterministic fresh API id standing for `old` (`toolu_...`) in copy `k`: the same prefix and

@@ -23,6 +23,7 @@ mod show;
 mod table;
 mod restore;
 mod text;
+mod usage;
 mod web;
 
 use std::io::IsTerminal;
@@ -117,6 +118,10 @@ enum Command {
     Snippets(snippets::SnippetsArgs),
     /// Full-text search over messages, summaries, feedback and snippets, best first.
     Search(search::SearchArgs),
+    /// Tokens and cost by day, week, month, session, project, model, machine, user or 5-hour
+    /// block, newest first, with totals (counted as ccusage counts them; kept after Claude Code
+    /// deletes transcripts and after prune).
+    Usage(usage::UsageArgs),
     /// Export sessions (summaries, feedback, episodes, snippets) as Markdown, JSON, JSON lines,
     /// or learnings for other memory stores.
     Export(export::ExportArgs),
@@ -509,6 +514,7 @@ impl Command {
             Command::Reload => control::reload(&cfg).await,
             Command::Snippets(args) => snippets::snippets(&cfg, args).await,
             Command::Search(args) => search::run(&cfg, args).await,
+            Command::Usage(args) => usage::run(&cfg, args).await,
             Command::Text(args) => text::run(&cfg, args).await,
             Command::Restore(args) => restore::run(&cfg, args).await,
             Command::Pack { json } => restore::pack(&cfg, json).await,

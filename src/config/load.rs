@@ -223,8 +223,11 @@ fn check_file_keys(path: &Path) -> Result<(), ConfigError> {
             message: collapse_whitespace(&e.to_string()),
         })?;
     for key in key_paths(&user) {
-        // `redact.extra` is a map of user-chosen names.
-        if !known.contains(&key) && !key.starts_with("redact.extra.") {
+        // `redact.extra` and `pricing` are maps of user-chosen names.
+        if !known.contains(&key)
+            && !key.starts_with("redact.extra.")
+            && !key.starts_with("pricing.")
+        {
             return Err(ConfigError::UnknownKey {
                 path: path.to_path_buf(),
                 key,
@@ -485,6 +488,12 @@ impl Config {
                     .min(u32::MAX as u64) as u32,
                 interval: secs_at_least("refine.interval_secs", raw.refine.interval_secs, 1)?,
             },
+            prices: crate::usage::Prices::with_overrides(raw.pricing).map_err(|e| {
+                ConfigError::Invalid {
+                    key: "pricing".into(),
+                    message: e.to_string(),
+                }
+            })?,
             log: LogConfig { level, format },
             file,
         })

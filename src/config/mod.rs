@@ -107,6 +107,8 @@ pub struct Config {
     pub web: WebConfig,
     /// Optional refinement of closed episodes by a command the user chose.
     pub refine: RefineConfig,
+    /// Model prices for `gleaner usage` (the embedded table with `[pricing]` over it).
+    pub prices: crate::usage::Prices,
     /// The config file that was read, if any.
     pub file: Option<PathBuf>,
 }

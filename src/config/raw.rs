@@ -26,6 +26,9 @@ pub struct RawConfig {
     pub(super) context: RawContext,
     pub(super) web: RawWeb,
     pub(super) refine: RawRefine,
+    /// Model name -> prices (`[pricing."<model>"]`); empty in the embedded defaults.
+    #[serde(default)]
+    pub(super) pricing: std::collections::BTreeMap<String, crate::usage::Price>,
     pub(super) log: RawLog,
 }
 

@@ -10,6 +10,7 @@ pub mod lexemes;
 pub mod prompt;
 pub mod redact;
 pub mod rows;
+mod usage;
 
 use crate::metrics::{timed, Stage};
 use std::borrow::Cow;
@@ -447,19 +448,7 @@ fn knowledge(
         }
     }
 
-    if rec.kind == Kind::Assistant {
-        let Some(msg) = &rec.message else { return };
-        let (Some(id), Some(u)) = (msg.id.as_deref(), msg.usage.as_ref()) else {
-            return;
-        };
-        // One reply spans several lines that repeat a growing `usage`: keep the largest.
-        let row = usage.entry(id.to_string()).or_insert_with(|| UsageRow {
-            message_id: id.to_string(),
-            session_id: session_id.to_string(),
-            ..UsageRow::default()
-        });
-        row.keep_max(u);
-    }
+    usage::collect(usage, rec, session_id);
 }
 
 fn tally(kinds: &mut Vec<KindCount>, rec: &Record<'_>) {

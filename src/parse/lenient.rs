@@ -263,6 +263,74 @@ lenient_object!(TypeOnly, Option<Cow<'de, str>>, |map| {
     Ok(Some(t))
 });
 
+// Progress `data`: its `type` and, for an `agent_progress` line, the usage of the sub-agent's
+// message it carries (`data.message.message`), everything else skipped.
+lenient_object!(
+    ProgressData,
+    (Option<Cow<'de, str>>, Option<AgentUsage>),
+    |map| {
+        let mut t = None;
+        let mut usage = None;
+        while let Some(k) = map.next_key::<Key<'de>>()? {
+            match k.0.as_ref() {
+                "type" => t = map.next_value::<LStr<'de>>()?.0,
+                "message" => usage = map.next_value::<AgentLine<'de>>()?.0.flatten(),
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some((t, usage)))
+    }
+);
+
+// The sub-agent line inside a progress line: `{timestamp, requestId, message: {id, model, usage}}`.
+lenient_object!(AgentLine, Option<AgentUsage>, |map| {
+    let (mut ts, mut req, mut msg) = (None, None, None);
+    while let Some(k) = map.next_key::<Key<'de>>()? {
+        match k.0.as_ref() {
+            "timestamp" => ts = map.next_value::<LStr<'de>>()?.0,
+            "requestId" => req = map.next_value::<LStr<'de>>()?.0,
+            "message" => msg = map.next_value::<UsageMessage<'de>>()?.0,
+            _ => {
+                map.next_value::<IgnoredAny>()?;
+            }
+        }
+    }
+    let usage = msg.and_then(
+        |(id, model, usage): (Option<Cow<'de, str>>, _, Option<Usage>)| {
+            Some(AgentUsage {
+                message_id: id?.into_owned(),
+                model: model.map(Cow::into_owned),
+                usage: usage?,
+                request_id: req.map(Cow::into_owned),
+                timestamp: ts.map(Cow::into_owned),
+            })
+        },
+    );
+    Ok(Some(usage))
+});
+
+// `{id, model, usage}` of a message, its content skipped.
+lenient_object!(
+    UsageMessage,
+    (Option<Cow<'de, str>>, Option<Cow<'de, str>>, Option<Usage>),
+    |map| {
+        let (mut id, mut model, mut usage) = (None, None, None);
+        while let Some(k) = map.next_key::<Key<'de>>()? {
+            match k.0.as_ref() {
+                "id" => id = map.next_value::<LStr<'de>>()?.0,
+                "model" => model = map.next_value::<LStr<'de>>()?.0,
+                "usage" => usage = map.next_value::<UsageObj<'de>>()?.0,
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Some((id, model, usage)))
+    }
+);
+
 lenient_object!(CompactMeta, CompactMetadata, |map| {
     let mut m = CompactMetadata::default();
     while let Some(k) = map.next_key::<Key<'de>>()? {
@@ -277,6 +345,19 @@ lenient_object!(CompactMeta, CompactMetadata, |map| {
     Ok(Some(m))
 });
 
+// `usage.cache_creation`: only its one-hour part is kept (the rest is the 5-minute part).
+lenient_object!(CacheCreation, i64, |map| {
+    let mut h = 0;
+    while let Some(k) = map.next_key::<Key<'de>>()? {
+        if k.0 == "ephemeral_1h_input_tokens" {
+            h = map.next_value::<LI64>()?.0.unwrap_or(0);
+        } else {
+            map.next_value::<IgnoredAny>()?;
+        }
+    }
+    Ok(Some(h))
+});
+
 lenient_object!(UsageObj, Usage, |map| {
     let mut u = Usage::default();
     while let Some(k) = map.next_key::<Key<'de>>()? {
@@ -285,6 +366,10 @@ lenient_object!(UsageObj, Usage, |map| {
             "output_tokens" => &mut u.output_tokens,
             "cache_creation_input_tokens" => &mut u.cache_creation_input_tokens,
             "cache_read_input_tokens" => &mut u.cache_read_input_tokens,
+            "cache_creation" => {
+                u.cache_creation_1h_tokens = map.next_value::<CacheCreation>()?.0.unwrap_or(0);
+                continue;
+            }
             _ => {
                 map.next_value::<IgnoredAny>()?;
                 continue;

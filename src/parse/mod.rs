@@ -203,6 +203,9 @@ pub struct Record<'a> {
     pub compact_metadata: Option<CompactMetadata>,
     /// `durationMs` (turn_duration / stop hooks), for timing statistics.
     pub duration_ms: Option<i64>,
+    /// `costUSD`: the cost older Claude Code versions wrote on each assistant line. Where it is
+    /// present it is the cost of the line's message, as ccusage counts it.
+    pub cost_usd: Option<f64>,
     /// `toolUseResult`, kept raw: its shape depends on the tool and it can be huge.
     /// See [`Record::tool_use_result_agent_id`].
     pub tool_use_result: Option<&'a RawValue>,
@@ -210,6 +213,9 @@ pub struct Record<'a> {
     pub attachment_type: Option<Cow<'a, str>>,
     /// `data.type` of progress lines (the payload is skipped).
     pub progress_type: Option<Cow<'a, str>>,
+    /// The sub-agent message an `agent_progress` line carries (older Claude Code versions
+    /// report a sub-agent's replies only there): its usage counts like any reply's.
+    pub agent_usage: Option<AgentUsage>,
     /// `operation` of queue-operation lines.
     pub operation: Option<Cow<'a, str>>,
     /// `permissionMode` (user lines and `permission-mode` lines).
@@ -365,8 +371,23 @@ impl Block<'_> {
     }
 }
 
-/// Token usage of an assistant message. Why only four numbers: they are what cost and context
-/// statistics need; the many newer extras (`service_tier`, `cache_creation`, …) are skipped.
+/// A sub-agent's message seen through its parent's `agent_progress` line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentUsage {
+    /// `message.id`.
+    pub message_id: String,
+    /// `message.model`.
+    pub model: Option<String>,
+    /// `message.usage`.
+    pub usage: Usage,
+    /// `requestId`.
+    pub request_id: Option<String>,
+    /// `timestamp` of the sub-agent's line.
+    pub timestamp: Option<String>,
+}
+
+/// Token usage of an assistant message. Why these numbers only: they are what cost and context
+/// statistics need; the many newer extras (`service_tier`, `server_tool_use`, …) are skipped.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Usage {
     /// `input_tokens` (0 if absent).
@@ -377,6 +398,9 @@ pub struct Usage {
     pub cache_creation_input_tokens: i64,
     /// `cache_read_input_tokens` (0 if absent).
     pub cache_read_input_tokens: i64,
+    /// `cache_creation.ephemeral_1h_input_tokens`: the part of the cache writes kept for an
+    /// hour, priced at twice the input rate instead of the 5-minute write rate (0 if absent).
+    pub cache_creation_1h_tokens: i64,
 }
 
 impl<'a> Record<'a> {

@@ -87,9 +87,11 @@ impl<'de> Visitor<'de> for RecordVisitor {
             level: None,
             compact_metadata: None,
             duration_ms: None,
+            cost_usd: None,
             tool_use_result: None,
             attachment_type: None,
             progress_type: None,
+            agent_usage: None,
             operation: None,
             permission_mode: None,
             last_prompt: None,
@@ -133,6 +135,14 @@ impl<'de> Visitor<'de> for RecordVisitor {
                     r.duration_ms = map.next_value::<LI64>()?.0;
                     continue;
                 }
+                "costUSD" => {
+                    // Any JSON value reads; only a finite number is a cost.
+                    r.cost_usd = map
+                        .next_value::<serde_json::Value>()?
+                        .as_f64()
+                        .filter(|c| c.is_finite());
+                    continue;
+                }
                 "toolUseResult" => {
                     r.tool_use_result = Some(map.next_value::<&'de RawValue>()?);
                     continue;
@@ -142,7 +152,10 @@ impl<'de> Visitor<'de> for RecordVisitor {
                     continue;
                 }
                 "data" => {
-                    r.progress_type = map.next_value::<TypeOnly<'de>>()?.0.flatten();
+                    if let Some((t, usage)) = map.next_value::<ProgressData<'de>>()?.0 {
+                        r.progress_type = t;
+                        r.agent_usage = usage;
+                    }
                     continue;
                 }
                 "subtype" => &mut r.subtype,

@@ -42,7 +42,8 @@ fn assistant_thinking_text_tool_use() {
             input_tokens: 3,
             output_tokens: 7,
             cache_creation_input_tokens: 10,
-            cache_read_input_tokens: 20
+            cache_read_input_tokens: 20,
+            cache_creation_1h_tokens: 0,
         })
     );
     assert_eq!(r.text().as_deref(), Some("Hello"));

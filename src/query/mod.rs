@@ -16,6 +16,7 @@ mod session_ref;
 pub mod snippet_add;
 pub mod transcript;
 mod time;
+pub mod usage;
 pub mod view;
 pub mod vocab;
 

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use super::direct::{run_now, Direct};
 use super::messages::{self, CommitStats};
 use super::sql::{row_chunks, Conn, Pooled, Sql};
-use super::{archive, copies, episodes, knowledge, Store, StoreError};
+use super::{archive, copies, episodes, knowledge, usage, Store, StoreError};
 use crate::extract::rows::{
     now_iso, DiagnosticRow, KindCount, PreparedBatch, SessionUpdate, RULES_VERSION,
 };
@@ -236,6 +236,7 @@ async fn group_body(
     knowledge::write(c, &accepted, leaves).await?;
     episodes::write_batches(c, &accepted, &copies, &now).await?;
     upsert_sessions(c, &accepted, &inserted, &now).await?;
+    usage::write(c, &accepted).await?;
     for (b, r) in batches.iter().zip(results.iter_mut()) {
         if let Ok(st) = r {
             *st = inserted.get(&b.file_id).copied().unwrap_or_default();

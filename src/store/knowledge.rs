@@ -1,5 +1,5 @@
-//! The knowledge rows of a group of batches: summaries and their leaves, feedback, tool uses
-//! and token usage.
+//! The knowledge rows of a group of batches: summaries and their leaves, feedback and tool
+//! uses (token usage: `store::usage`).
 //!
 //! Keys that may repeat within a group (a tool use id or API message id seen in a resumed
 //! session's copy) are merged first: PostgreSQL rejects an upsert that touches one row twice.
@@ -11,7 +11,7 @@ use super::sql::{dedup_sorted_by, row_chunks, Backend, Conn, Sql};
 use super::StoreError;
 use crate::extract::lexemes;
 use crate::extract::rows::{
-    uuid_bytes, uuid_key, FeedbackRow, PreparedBatch, SummaryRow, ToolUseRow, UsageRow,
+    uuid_bytes, uuid_key, FeedbackRow, PreparedBatch, SummaryRow, ToolUseRow,
 };
 
 /// Write the knowledge rows of the accepted batches of a group. `leaves` is the writer's set of
@@ -24,8 +24,7 @@ pub(super) async fn write(
     write_summaries(c, accepted, leaves).await?;
     write_feedback(c, accepted).await?;
     write_tool_uses(c, accepted, false).await?;
-    write_tool_uses(c, accepted, true).await?;
-    write_usage(c, accepted).await
+    write_tool_uses(c, accepted, true).await
 }
 
 async fn write_summaries(
@@ -222,52 +221,6 @@ async fn write_tool_uses(
                  target = COALESCE(tool_uses.target, excluded.target)",
             );
         }
-        c.execute(&q).await?;
-    }
-    Ok(())
-}
-
-/// Token usage, once per API message: the largest figure of each counter wins (streamed
-/// copies of one message repeat and grow them).
-async fn write_usage(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<(), StoreError> {
-    let mut usage: HashMap<&str, UsageRow> = HashMap::new();
-    for u in accepted.iter().flat_map(|b| b.usage.iter()) {
-        usage
-            .entry(u.message_id.as_str())
-            .or_insert_with(|| u.clone())
-            .keep_max(&u.usage());
-    }
-    let mut usage: Vec<UsageRow> = usage.into_values().collect();
-    usage.sort_by(|a, b| a.message_id.cmp(&b.message_id));
-    let backend = c.backend();
-    for chunk in row_chunks(backend, &usage) {
-        let mut q = Sql::new(
-            "INSERT INTO assistant_usage (message_id, session_id, input_tokens, output_tokens, \
-             cache_creation_input_tokens, cache_read_input_tokens) ",
-        );
-        q.push_rows(backend, chunk, |row, u| {
-            row.bind(u.message_id.as_str())
-                .bind(u.session_id.as_str())
-                .bind(u.input_tokens)
-                .bind(u.output_tokens)
-                .bind(u.cache_creation_input_tokens)
-                .bind(u.cache_read_input_tokens);
-        });
-        q.push(
-            " ON CONFLICT (message_id) DO UPDATE SET \
-             input_tokens = CASE WHEN excluded.input_tokens > assistant_usage.input_tokens \
-                THEN excluded.input_tokens ELSE assistant_usage.input_tokens END, \
-             output_tokens = CASE WHEN excluded.output_tokens > assistant_usage.output_tokens \
-                THEN excluded.output_tokens ELSE assistant_usage.output_tokens END, \
-             cache_creation_input_tokens = CASE WHEN excluded.cache_creation_input_tokens > \
-                assistant_usage.cache_creation_input_tokens \
-                THEN excluded.cache_creation_input_tokens \
-                ELSE assistant_usage.cache_creation_input_tokens END, \
-             cache_read_input_tokens = CASE WHEN excluded.cache_read_input_tokens > \
-                assistant_usage.cache_read_input_tokens \
-                THEN excluded.cache_read_input_tokens \
-                ELSE assistant_usage.cache_read_input_tokens END",
-        );
         c.execute(&q).await?;
     }
     Ok(())

@@ -47,6 +47,7 @@ pub mod search;
 mod sessions;
 mod snippet_query;
 mod timeline;
+mod usage;
 mod vocab;
 pub(crate) mod sql;
 pub mod writer;
@@ -79,6 +80,7 @@ pub use read::sessions::{
 };
 pub use read::stats::{Figure, TableCounts, Totals, ROWS_COUNTED};
 pub use read::summaries::{SummaryFilter, SummaryListing};
+pub use read::usage::{UsageCell, UsageFilter, UsageKey};
 pub use read::Origin;
 pub use reextract::RulesCounts;
 pub use sessions::{ClosedEpisode, EpisodeStateRow, IdleSession};
@@ -399,7 +401,7 @@ impl Store {
         if let Store::Postgres(p) = self {
             sqlx::query(
                 "ANALYZE files, sessions, messages, summaries, summary_leaves, feedback, \
-                 tool_uses, assistant_usage, episodes, snippets",
+                 tool_uses, usage_messages, usage_hours, episodes, snippets",
             )
             .execute(p)
             .await?;

@@ -227,7 +227,6 @@ async fn prune_sessions(
         "summary_leaves",
         "feedback",
         "tool_uses",
-        "assistant_usage",
     ] {
         c.execute(&in_ids(&format!("DELETE FROM {table} WHERE "), ""))
             .await?;

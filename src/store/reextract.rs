@@ -180,7 +180,6 @@ impl Store {
             ("DELETE FROM summary_leaves WHERE ", ""),
             ("DELETE FROM feedback WHERE ", ""),
             ("DELETE FROM tool_uses WHERE ", ""),
-            ("DELETE FROM assistant_usage WHERE ", ""),
             ("UPDATE sessions SET message_count = 0 WHERE ", ""),
         ] {
             tx.conn().execute(&by_session(head, tail)).await?;

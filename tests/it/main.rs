@@ -56,4 +56,5 @@ mod snippet_query;
 mod team;
 mod text;
 mod trial;
+mod usage;
 mod web;

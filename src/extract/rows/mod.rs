@@ -284,8 +284,10 @@ pub struct ToolUseRow {
     pub line_no: u64,
 }
 
-/// Token usage of one API message.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// Token usage of one API message: what `gleaner usage` counts. One reply spans several lines
+/// (and resumed copies of a file repeat them), so one row per `message.id`; of its lines the one
+/// ccusage would keep wins ([`UsageRow::offer`]), so the two tools agree.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct UsageRow {
     /// `message.id`.
     pub message_id: String,
@@ -295,22 +297,46 @@ pub struct UsageRow {
     pub input_tokens: i64,
     /// Output tokens.
     pub output_tokens: i64,
-    /// Cache-creation input tokens.
+    /// Cache-creation input tokens (both lifetimes).
     pub cache_creation_input_tokens: i64,
     /// Cache-read input tokens.
     pub cache_read_input_tokens: i64,
+    /// The one-hour part of `cache_creation_input_tokens` (priced higher).
+    pub cache_creation_1h_tokens: i64,
+    /// `message.model` (`None` when the line names none).
+    pub model: Option<String>,
+    /// The line's timestamp, Unix milliseconds.
+    pub ts_ms: Option<i64>,
+    /// `costUSD` written on the line by older Claude Code versions.
+    pub cost_usd: Option<f64>,
+    /// Written by a sub-agent (`isSidechain`).
+    pub sidechain: bool,
 }
 
 impl UsageRow {
-    /// Keep the larger figure of each counter: the lines (and resumed copies) of one reply
-    /// repeat a usage that only grows.
-    pub fn keep_max(&mut self, u: &crate::parse::Usage) {
-        self.input_tokens = self.input_tokens.max(u.input_tokens);
-        self.output_tokens = self.output_tokens.max(u.output_tokens);
-        self.cache_creation_input_tokens = self
-            .cache_creation_input_tokens
-            .max(u.cache_creation_input_tokens);
-        self.cache_read_input_tokens = self.cache_read_input_tokens.max(u.cache_read_input_tokens);
+    /// All four counters.
+    pub fn total(&self) -> i64 {
+        self.input_tokens
+            + self.output_tokens
+            + self.cache_creation_input_tokens
+            + self.cache_read_input_tokens
+    }
+
+    /// Whether `candidate`, another line of the same message, replaces this one: a main-chain
+    /// line wins over a sub-agent's replay, then the larger total (streamed lines of one reply
+    /// repeat a usage that only grows). ccusage keeps the same line.
+    pub fn replaced_by(&self, candidate: &UsageRow) -> bool {
+        if self.sidechain != candidate.sidechain {
+            return self.sidechain;
+        }
+        candidate.total() > self.total()
+    }
+
+    /// Keep `candidate` instead of this row when it wins ([`Self::replaced_by`]).
+    pub fn offer(&mut self, candidate: UsageRow) {
+        if self.replaced_by(&candidate) {
+            *self = candidate;
+        }
     }
 
     /// The counters as a [`crate::parse::Usage`].
@@ -320,6 +346,7 @@ impl UsageRow {
             output_tokens: self.output_tokens,
             cache_creation_input_tokens: self.cache_creation_input_tokens,
             cache_read_input_tokens: self.cache_read_input_tokens,
+            cache_creation_1h_tokens: self.cache_creation_1h_tokens,
         }
     }
 }

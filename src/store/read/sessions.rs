@@ -469,7 +469,7 @@ impl Store {
                 "SELECT session_id, CAST(SUM(input_tokens) AS BIGINT), \
                  CAST(SUM(output_tokens) AS BIGINT), \
                  CAST(SUM(cache_creation_input_tokens) AS BIGINT), \
-                 CAST(SUM(cache_read_input_tokens) AS BIGINT) FROM assistant_usage",
+                 CAST(SUM(cache_read_input_tokens) AS BIGINT) FROM usage_messages",
                 "session_id",
                 " GROUP BY session_id",
             ))

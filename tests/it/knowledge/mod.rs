@@ -25,7 +25,41 @@ struct Expected {
     interruptions: HashSet<(String, usize)>,
     tool_calls: HashSet<String>,
     tool_errors: HashSet<String>,
-    output_tokens: HashMap<String, i64>,
+    /// Per API message id: the line that counts (sidechain, total, output), chosen as
+    /// `gleaner usage` and ccusage choose it.
+    output_tokens: HashMap<String, (bool, i64, i64)>,
+}
+
+/// A line's usage candidate: (message id, sidechain, total tokens, output tokens). An
+/// assistant line's reply (not an API error, not `<synthetic>`), or the sub-agent reply an
+/// `agent_progress` line carries (with the carrying line's sidechain flag).
+fn usage_candidate(v: &Value) -> Option<(String, bool, i64, i64)> {
+    let side = v
+        .get("isSidechain")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    let msg = match v.get("type").and_then(Value::as_str) {
+        Some("assistant") => {
+            let m = v.get("message")?;
+            let model = m.get("model").and_then(Value::as_str);
+            if v.get("isApiErrorMessage").and_then(Value::as_bool) == Some(true)
+                || model == Some("<synthetic>")
+            {
+                return None;
+            }
+            m
+        }
+        Some("progress") => v.get("data")?.get("message")?.get("message")?,
+        _ => return None,
+    };
+    let id = msg.get("id")?.as_str()?;
+    let u = msg.get("usage")?;
+    let n = |k: &str| u.get(k).and_then(Value::as_i64).unwrap_or(0);
+    let total = n("input_tokens")
+        + n("output_tokens")
+        + n("cache_creation_input_tokens")
+        + n("cache_read_input_tokens");
+    Some((id.to_string(), side, total, n("output_tokens")))
 }
 
 fn text_of(v: &Value) -> Option<String> {
@@ -75,6 +109,13 @@ fn oracle(corpus: &std::path::Path) -> Expected {
                 } else {
                     uuid
                 };
+                if let Some((id, side, total, out)) = usage_candidate(&v) {
+                    let cur = e.output_tokens.entry(id).or_insert((side, total, out));
+                    let wins = if cur.0 != side { cur.0 } else { total > cur.1 };
+                    if wins {
+                        *cur = (side, total, out);
+                    }
+                }
                 let flag = |k: &str| v.get(k).and_then(Value::as_bool).unwrap_or(false);
                 let content = v.get("message").and_then(|m| m.get("content"));
                 match v.get("type").and_then(Value::as_str) {
@@ -147,16 +188,6 @@ fn oracle(corpus: &std::path::Path) -> Expected {
                                     }
                                 }
                             }
-                        }
-                        let msg = v.get("message");
-                        let id = msg.and_then(|m| m.get("id")).and_then(Value::as_str);
-                        let out = msg
-                            .and_then(|m| m.get("usage"))
-                            .and_then(|u| u.get("output_tokens"))
-                            .and_then(Value::as_i64);
-                        if let (Some(id), Some(out)) = (id, out) {
-                            let cur = e.output_tokens.entry(id.to_string()).or_default();
-                            *cur = (*cur).max(out);
                         }
                     }
                     _ => {}
@@ -234,8 +265,8 @@ async fn corpus_knowledge(backend: Backend) {
         count("SELECT COUNT(*) FROM tool_uses WHERE is_error").await as usize >= errors_with_calls
     );
     assert_eq!(
-        count("SELECT CAST(SUM(output_tokens) AS BIGINT) FROM assistant_usage").await,
-        e.output_tokens.values().sum::<i64>()
+        count("SELECT CAST(SUM(output_tokens) AS BIGINT) FROM usage_messages").await,
+        e.output_tokens.values().map(|(_, _, out)| out).sum::<i64>()
     );
 
     // Human messages: never trivial, never plumbing, never from a sub-agent.

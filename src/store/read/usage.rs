@@ -1,0 +1,233 @@
+//! Token usage as the reports read it: sums of `usage_hours` (kept by ingest, see
+//! `store::usage`), never a read of messages, grouped by what the report needs. The query layer
+//! (`query::usage`) folds them into rows and prices them.
+
+use serde::Serialize;
+
+use super::super::sql::Sql;
+use super::super::{Page, Store, StoreError};
+use super::{push_project_filter, Origin};
+use crate::usage::Counts;
+
+/// Which usage a report counts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UsageFilter {
+    /// From this UTC hour (`unix_ms / 3_600_000`), inclusive.
+    pub since_hour: Option<i64>,
+    /// Before this UTC hour.
+    pub until_hour: Option<i64>,
+    /// Sessions whose project folder or working directory contains this text.
+    pub project: Option<String>,
+    /// The machine that wrote the session first, and its user.
+    pub origin: Origin,
+}
+
+/// What the cells of a report are keyed by, besides model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum UsageKey {
+    /// The UTC hour (days, weeks, months and blocks are folded from hours).
+    Hour,
+    /// The session.
+    Session,
+    /// The project folder.
+    Project,
+    /// The machine.
+    Machine,
+    /// The user.
+    User,
+    /// Nothing: one cell per model (the totals, and `--by model`).
+    Model,
+}
+
+impl UsageKey {
+    fn column(self) -> &'static str {
+        match self {
+            UsageKey::Hour | UsageKey::Model => "''",
+            UsageKey::Session => "h.session_id",
+            UsageKey::Project => "s.project",
+            UsageKey::Machine => "s.machine",
+            UsageKey::User => "s.user_name",
+        }
+    }
+}
+
+/// The sums of one key, model and cost kind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageCell {
+    /// The key's value (`""` for [`UsageKey::Hour`] and [`UsageKey::Model`]).
+    pub key: String,
+    /// The hour for [`UsageKey::Hour`]; else the key's last hour with usage.
+    pub hour: i64,
+    /// Model (`""` when the transcript named none).
+    pub model: String,
+    /// The messages' own recorded cost applies (`costUSD`).
+    pub recorded: bool,
+    /// The sums.
+    pub counts: Counts,
+}
+
+#[derive(sqlx::FromRow)]
+struct CellRow {
+    key: String,
+    hour: i64,
+    model: String,
+    recorded: bool,
+    messages: i64,
+    input: i64,
+    output: i64,
+    creation: i64,
+    creation_1h: i64,
+    read: i64,
+    over_input: i64,
+    over_output: i64,
+    over_creation: i64,
+    over_creation_1h: i64,
+    over_read: i64,
+    recorded_cost: f64,
+}
+
+impl From<CellRow> for UsageCell {
+    fn from(r: CellRow) -> Self {
+        UsageCell {
+            key: r.key,
+            hour: r.hour,
+            model: r.model,
+            recorded: r.recorded,
+            counts: Counts {
+                messages: r.messages,
+                input: r.input,
+                output: r.output,
+                creation: r.creation,
+                creation_1h: r.creation_1h,
+                read: r.read,
+                over_input: r.over_input,
+                over_output: r.over_output,
+                over_creation: r.over_creation,
+                over_creation_1h: r.over_creation_1h,
+                over_read: r.over_read,
+                recorded_cost: r.recorded_cost,
+            },
+        }
+    }
+}
+
+const SUMS: &str = "h.model AS model, h.recorded AS recorded, \
+     CAST(SUM(h.messages) AS BIGINT) AS messages, \
+     CAST(SUM(h.input_tokens) AS BIGINT) AS input, \
+     CAST(SUM(h.output_tokens) AS BIGINT) AS output, \
+     CAST(SUM(h.cache_creation_tokens) AS BIGINT) AS creation, \
+     CAST(SUM(h.cache_creation_1h_tokens) AS BIGINT) AS creation_1h, \
+     CAST(SUM(h.cache_read_tokens) AS BIGINT) AS read, \
+     CAST(SUM(h.over_input) AS BIGINT) AS over_input, \
+     CAST(SUM(h.over_output) AS BIGINT) AS over_output, \
+     CAST(SUM(h.over_creation) AS BIGINT) AS over_creation, \
+     CAST(SUM(h.over_creation_1h) AS BIGINT) AS over_creation_1h, \
+     CAST(SUM(h.over_read) AS BIGINT) AS over_read, \
+     CAST(SUM(h.recorded_cost) AS DOUBLE PRECISION) AS recorded_cost";
+
+/// ` FROM usage_hours h LEFT JOIN usage_sessions s .. WHERE ..` for `f`.
+fn push_from<'a>(q: &mut Sql<'a>, f: &'a UsageFilter) {
+    q.push(
+        " FROM usage_hours h LEFT JOIN usage_sessions s ON s.session_id = h.session_id WHERE 1 = 1",
+    );
+    if let Some(h) = f.since_hour {
+        q.push(" AND h.hour >= ").push_bind(h);
+    }
+    if let Some(h) = f.until_hour {
+        q.push(" AND h.hour < ").push_bind(h);
+    }
+    if let Some(p) = &f.project {
+        push_project_filter(q, p, "s.project", "s.cwd");
+    }
+    if let Some(m) = &f.origin.machine {
+        q.push(" AND s.machine = ").push_bind(m.as_str());
+    }
+    if let Some(u) = &f.origin.user {
+        q.push(" AND s.user_name = ").push_bind(u.as_str());
+    }
+}
+
+impl Store {
+    /// The sums of every (key, model, cost kind) under `f`. For [`UsageKey::Hour`] one cell per
+    /// hour with usage (a report over days folds them: what it reads grows with the hours
+    /// asked for, not with the messages stored); for the others, see [`Store::usage_page`].
+    pub async fn usage_cells(
+        &self,
+        f: &UsageFilter,
+        key: UsageKey,
+    ) -> Result<Vec<UsageCell>, StoreError> {
+        let (k, hour, group) = match key {
+            UsageKey::Hour => ("''", "h.hour", "h.hour, "),
+            _ => (key.column(), "CAST(MAX(h.hour) AS BIGINT)", ""),
+        };
+        let key_group = match key {
+            UsageKey::Hour | UsageKey::Model => String::new(),
+            _ => format!("{}, ", key.column()),
+        };
+        let mut q = Sql::new(format!(
+            "SELECT COALESCE({k}, '') AS key, {hour} AS hour, {SUMS}"
+        ));
+        push_from(&mut q, f);
+        q.push(&format!(
+            " GROUP BY {group}{key_group}h.model, h.recorded ORDER BY 2 DESC, 1, 3"
+        ));
+        let rows: Vec<CellRow> = self.fetch_all(&q.not_persistent()).await?;
+        Ok(rows.into_iter().map(UsageCell::from).collect())
+    }
+
+    /// One page of the keys of a [`UsageKey::Session`], `Project`, `Machine` or `User` report,
+    /// most recently used first, paged in SQL, with their cells; `has_more` when more follow.
+    pub async fn usage_page(
+        &self,
+        f: &UsageFilter,
+        key: UsageKey,
+        page: Page,
+    ) -> Result<(Vec<UsageCell>, bool), StoreError> {
+        let col = key.column();
+        let mut q = Sql::new(format!(
+            "SELECT COALESCE({col}, '') AS key, CAST(MAX(h.hour) AS BIGINT) AS last"
+        ));
+        push_from(&mut q, f);
+        q.push(&format!(" GROUP BY {col} ORDER BY 2 DESC, 1 LIMIT "))
+            .push_bind(i64::from(page.probe()))
+            .push(" OFFSET ")
+            .push_bind(i64::from(page.offset));
+        let mut keys: Vec<(String, i64)> = self.fetch_all(&q.not_persistent()).await?;
+        let more = keys.len() > page.limit as usize;
+        keys.truncate(page.limit as usize);
+        if keys.is_empty() {
+            return Ok((Vec::new(), more));
+        }
+        let mut q = Sql::new(format!(
+            "SELECT COALESCE({col}, '') AS key, CAST(MAX(h.hour) AS BIGINT) AS hour, {SUMS}"
+        ));
+        push_from(&mut q, f);
+        q.push(" AND ");
+        q.push(&format!("COALESCE({col}, '')"));
+        q.push_in("", keys.iter().map(|(k, _)| k.as_str()));
+        q.push(&format!(" GROUP BY {col}, h.model, h.recorded"));
+        let rows: Vec<CellRow> = self.fetch_all(&q.not_persistent()).await?;
+        let mut cells: Vec<UsageCell> = rows.into_iter().map(UsageCell::from).collect();
+        // The page's order: the keys' (each key's cells carry its own last hour per model).
+        let rank = |k: &str| keys.iter().position(|(x, _)| x == k).unwrap_or(usize::MAX);
+        cells.sort_by(|a, b| rank(&a.key).cmp(&rank(&b.key)).then(a.model.cmp(&b.model)));
+        for c in &mut cells {
+            if let Some((_, last)) = keys.iter().find(|(k, _)| *k == c.key) {
+                c.hour = *last;
+            }
+        }
+        Ok((cells, more))
+    }
+
+    /// Usage rows stored before usage was dated (migration 0027): in no report until their
+    /// files are read again (`gleaner reextract`). One indexed probe.
+    pub async fn undated_usage(&self) -> Result<bool, StoreError> {
+        let n = self
+            .fetch_i64(&Sql::new(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM usage_messages WHERE ts_ms IS NULL LIMIT 1) u",
+            ))
+            .await?;
+        Ok(n > 0)
+    }
+}

@@ -1,0 +1,282 @@
+//! Token usage, written so that `gleaner usage` never reads messages: one row per API message
+//! (`usage_messages`, the natural key that makes a re-read count nothing twice) and, kept in
+//! step in the same transaction, the aggregate the reports read (`usage_hours`: per session,
+//! UTC hour, model and whether the transcript recorded its own cost) with the facts of each
+//! session it needs (`usage_sessions`), which outlive `prune`.
+//!
+//! Why deltas and not a recount: a message's row can be replaced by a later line of the same
+//! message (a larger total, see [`UsageRow::replaced_by`]); the aggregate gains the new row's
+//! figures and loses the old row's, read under lock. A recount of the touched sessions would
+//! cost as much as the session at every batch of a long session.
+//!
+//! Why the insert comes first: `INSERT .. ON CONFLICT DO NOTHING RETURNING` tells which messages
+//! this transaction created. On PostgreSQL a concurrent insert of the same message (a copy of
+//! the session on another machine) makes it wait for that transaction, then see the row as
+//! existing; the rest are then read `FOR UPDATE`. Two writers can never both count a message.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use super::sql::{row_chunks, Backend, Conn, Sql};
+use super::StoreError;
+use crate::extract::rows::{PreparedBatch, UsageRow};
+use crate::usage::Counts;
+
+/// Milliseconds in an hour: the aggregate's time grain (any whole-hour time zone reads it
+/// exactly).
+const HOUR_MS: i64 = 3_600_000;
+
+/// The aggregate key: session, hour, model (`""` for none), cost recorded in the transcript.
+type Key = (String, i64, String, bool);
+
+/// One stored message row, as read back to replace it.
+#[derive(Debug, sqlx::FromRow)]
+struct Stored {
+    message_id: String,
+    session_id: String,
+    input_tokens: i64,
+    output_tokens: i64,
+    cache_creation_input_tokens: i64,
+    cache_read_input_tokens: i64,
+    cache_creation_1h_tokens: i64,
+    model: Option<String>,
+    ts_ms: Option<i64>,
+    cost_usd: Option<f64>,
+    sidechain: bool,
+}
+
+impl super::lite::LiteRow for Stored {
+    fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(Stored {
+            message_id: r.get(0)?,
+            session_id: r.get(1)?,
+            input_tokens: r.get(2)?,
+            output_tokens: r.get(3)?,
+            cache_creation_input_tokens: r.get(4)?,
+            cache_read_input_tokens: r.get(5)?,
+            cache_creation_1h_tokens: r.get(6)?,
+            model: r.get(7)?,
+            ts_ms: r.get(8)?,
+            cost_usd: r.get(9)?,
+            sidechain: r.get(10)?,
+        })
+    }
+}
+
+impl Stored {
+    fn row(self) -> UsageRow {
+        UsageRow {
+            message_id: self.message_id,
+            session_id: self.session_id,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            cache_creation_input_tokens: self.cache_creation_input_tokens,
+            cache_read_input_tokens: self.cache_read_input_tokens,
+            cache_creation_1h_tokens: self.cache_creation_1h_tokens,
+            model: self.model,
+            ts_ms: self.ts_ms,
+            cost_usd: self.cost_usd,
+            sidechain: self.sidechain,
+        }
+    }
+}
+
+const COLUMNS: &str = "message_id, session_id, input_tokens, output_tokens, \
+     cache_creation_input_tokens, cache_read_input_tokens, cache_creation_1h_tokens, model, \
+     ts_ms, cost_usd, sidechain";
+
+/// Write the usage rows of the accepted batches, and the aggregate's changes. Runs after the
+/// sessions upsert: `usage_sessions` copies the sessions' project, machine and user.
+pub(super) async fn write(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<(), StoreError> {
+    // One row per message in the group (PostgreSQL rejects an upsert touching a row twice).
+    let mut merged: HashMap<&str, UsageRow> = HashMap::new();
+    for u in accepted.iter().flat_map(|b| b.usage.iter()) {
+        match merged.get_mut(u.message_id.as_str()) {
+            Some(m) => m.offer(u.clone()),
+            None => {
+                merged.insert(u.message_id.as_str(), u.clone());
+            }
+        }
+    }
+    if merged.is_empty() {
+        return Ok(());
+    }
+    let mut rows: Vec<UsageRow> = merged.into_values().collect();
+    // Key order, as every upsert of a group (`sql::dedup_sorted_by`).
+    rows.sort_by(|a, b| a.message_id.cmp(&b.message_id));
+    let backend = c.backend();
+
+    let mut created: HashSet<String> = HashSet::new();
+    for chunk in row_chunks(backend, &rows) {
+        let mut q = Sql::new(format!("INSERT INTO usage_messages ({COLUMNS}) "));
+        q.push_rows(backend, chunk, |row, u| {
+            row.bind(u.message_id.as_str())
+                .bind(u.session_id.as_str())
+                .bind(u.input_tokens)
+                .bind(u.output_tokens)
+                .bind(u.cache_creation_input_tokens)
+                .bind(u.cache_read_input_tokens)
+                .bind(u.cache_creation_1h_tokens)
+                .bind(u.model.as_deref())
+                .bind(u.ts_ms)
+                .bind(u.cost_usd)
+                .bind(u.sidechain);
+        });
+        q.push(" ON CONFLICT (message_id) DO NOTHING RETURNING message_id");
+        for (id,) in c.fetch_rows::<(String,)>(&q).await? {
+            created.insert(id);
+        }
+    }
+
+    let mut delta: BTreeMap<Key, Counts> = BTreeMap::new();
+    let mut existing: Vec<&UsageRow> = Vec::new();
+    for u in &rows {
+        if created.contains(&u.message_id) {
+            add(&mut delta, u, 1);
+        } else {
+            existing.push(u);
+        }
+    }
+    let mut replace: Vec<&UsageRow> = Vec::new();
+    for chunk in existing.chunks(500) {
+        let mut q = Sql::new(format!("SELECT {COLUMNS} FROM usage_messages WHERE "));
+        q.push_in("message_id", chunk.iter().map(|u| u.message_id.as_str()));
+        if backend == Backend::Postgres {
+            q.push(" FOR UPDATE");
+        }
+        let q = q.not_persistent();
+        let old: HashMap<String, UsageRow> = c
+            .fetch_rows::<Stored>(&q)
+            .await?
+            .into_iter()
+            .map(|s| (s.message_id.clone(), s.row()))
+            .collect();
+        for u in chunk {
+            let Some(o) = old.get(&u.message_id) else {
+                continue;
+            };
+            // A row from before usage was dated (no timestamp) is replaced by its re-read.
+            if o.ts_ms.is_none() || o.replaced_by(u) {
+                add(&mut delta, o, -1);
+                add(&mut delta, u, 1);
+                replace.push(u);
+            }
+        }
+    }
+    for u in replace {
+        let q = Sql::new(
+            "UPDATE usage_messages SET session_id = $1, input_tokens = $2, output_tokens = $3, \
+             cache_creation_input_tokens = $4, cache_read_input_tokens = $5, \
+             cache_creation_1h_tokens = $6, model = $7, ts_ms = $8, cost_usd = $9, \
+             sidechain = $10 WHERE message_id = $11",
+        )
+        .arg(u.session_id.as_str())
+        .arg(u.input_tokens)
+        .arg(u.output_tokens)
+        .arg(u.cache_creation_input_tokens)
+        .arg(u.cache_read_input_tokens)
+        .arg(u.cache_creation_1h_tokens)
+        .arg(u.model.as_deref())
+        .arg(u.ts_ms)
+        .arg(u.cost_usd)
+        .arg(u.sidechain)
+        .arg(u.message_id.as_str());
+        c.execute(&q).await?;
+    }
+    write_hours(c, delta).await?;
+    write_sessions(c, &rows).await
+}
+
+/// Add (`sign` 1) or take away (-1) one message's figures under its aggregate key. A message
+/// without a timestamp is in no hour: ccusage skips such lines too.
+fn add(delta: &mut BTreeMap<Key, Counts>, u: &UsageRow, sign: i64) {
+    let Some(ts) = u.ts_ms else { return };
+    let key = (
+        u.session_id.clone(),
+        ts.div_euclid(HOUR_MS),
+        u.model.clone().unwrap_or_default(),
+        u.cost_usd.is_some(),
+    );
+    let counts = Counts::message(
+        [
+            u.input_tokens,
+            u.output_tokens,
+            u.cache_creation_input_tokens,
+            u.cache_read_input_tokens,
+        ],
+        u.cache_creation_1h_tokens,
+        u.cost_usd,
+    );
+    delta.entry(key).or_default().add(&counts, sign);
+}
+
+async fn write_hours(c: &mut Conn<'_>, delta: BTreeMap<Key, Counts>) -> Result<(), StoreError> {
+    let rows: Vec<(Key, Counts)> = delta.into_iter().filter(|(_, d)| !d.is_zero()).collect();
+    let backend = c.backend();
+    for chunk in row_chunks(backend, &rows) {
+        let mut q = Sql::new(
+            "INSERT INTO usage_hours (session_id, hour, model, recorded, messages, \
+             input_tokens, output_tokens, cache_creation_tokens, cache_creation_1h_tokens, \
+             cache_read_tokens, over_input, over_output, over_creation, over_creation_1h, \
+             over_read, recorded_cost) ",
+        );
+        q.push_rows(backend, chunk, |row, ((s, h, m, r), d)| {
+            row.bind(s.as_str())
+                .bind(*h)
+                .bind(m.as_str())
+                .bind(*r)
+                .bind(d.messages)
+                .bind(d.input)
+                .bind(d.output)
+                .bind(d.creation)
+                .bind(d.creation_1h)
+                .bind(d.read)
+                .bind(d.over_input)
+                .bind(d.over_output)
+                .bind(d.over_creation)
+                .bind(d.over_creation_1h)
+                .bind(d.over_read)
+                .bind(d.recorded_cost);
+        });
+        q.push(
+            " ON CONFLICT (session_id, hour, model, recorded) DO UPDATE SET \
+             messages = usage_hours.messages + excluded.messages, \
+             input_tokens = usage_hours.input_tokens + excluded.input_tokens, \
+             output_tokens = usage_hours.output_tokens + excluded.output_tokens, \
+             cache_creation_tokens = usage_hours.cache_creation_tokens \
+                + excluded.cache_creation_tokens, \
+             cache_creation_1h_tokens = usage_hours.cache_creation_1h_tokens \
+                + excluded.cache_creation_1h_tokens, \
+             cache_read_tokens = usage_hours.cache_read_tokens + excluded.cache_read_tokens, \
+             over_input = usage_hours.over_input + excluded.over_input, \
+             over_output = usage_hours.over_output + excluded.over_output, \
+             over_creation = usage_hours.over_creation + excluded.over_creation, \
+             over_creation_1h = usage_hours.over_creation_1h + excluded.over_creation_1h, \
+             over_read = usage_hours.over_read + excluded.over_read, \
+             recorded_cost = usage_hours.recorded_cost + excluded.recorded_cost",
+        );
+        c.execute(&q).await?;
+    }
+    Ok(())
+}
+
+/// Copy the touched sessions' project, folder, machine and user (as the sessions upsert left them)
+/// beside the aggregate, so `--by project`, `--machine` and `--user` survive `prune`.
+async fn write_sessions(c: &mut Conn<'_>, rows: &[UsageRow]) -> Result<(), StoreError> {
+    let mut ids: Vec<&str> = rows.iter().map(|u| u.session_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for chunk in ids.chunks(500) {
+        let mut q = Sql::new(
+            "INSERT INTO usage_sessions (session_id, project, cwd, machine, user_name) \
+             SELECT session_id, project, cwd, machine, COALESCE(user_name, '') FROM sessions \
+             WHERE ",
+        );
+        q.push_in("session_id", chunk.iter().copied());
+        q.push(
+            " ON CONFLICT (session_id) DO UPDATE SET project = excluded.project, \
+             cwd = excluded.cwd, machine = excluded.machine, user_name = excluded.user_name",
+        );
+        c.execute(&q.not_persistent()).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,522 @@
+//! `gleaner usage`: each API message counted once (streamed lines, sub-agent replays, copies),
+//! error and synthetic lines left out, recorded costs used, unknown prices unknown, and the
+//! figures unchanged by a re-read, `reextract`, deleted transcripts and `prune`. Then the real
+//! corpus against ccusage (pinned, installed by the test script).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::both_backends;
+use crate::common::*;
+
+const S1: &str = "11111111-1111-4111-8111-111111111111";
+const S2: &str = "22222222-2222-4222-8222-222222222222";
+
+fn usage(i: i64, o: i64, cc: i64, cr: i64) -> Value {
+    json!({"input_tokens": i, "output_tokens": o, "cache_creation_input_tokens": cc,
+           "cache_read_input_tokens": cr})
+}
+
+fn assistant(sid: &str, n: u32, id: &str, model: &str, ts: &str, u: Value) -> Value {
+    json!({"type": "assistant", "sessionId": sid, "uuid": format!("a{n}-{sid}"),
+           "requestId": format!("req_{id}"), "timestamp": ts, "cwd": "/home/u/alpha",
+           "version": "2.1.0",
+           "message": {"id": id, "role": "assistant", "model": model,
+                       "content": [{"type": "text", "text": "ok"}], "usage": u}})
+}
+
+fn lines(v: &[Value]) -> String {
+    v.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Two sessions: S1 with a streamed reply (three lines), a long-context reply with one-hour
+/// cache writes, a synthetic and an API-error line, and a sub-agent reply seen both through an
+/// `agent_progress` line and in the sub-agent's own file; S2 the next day with a recorded
+/// `costUSD` and a model without a price. S1 also has a copy in another folder.
+fn write_fixture(projects: &Path) {
+    let user = json!({"type": "user", "sessionId": S1, "uuid": "u1", "timestamp":
+        "2026-03-02T10:00:00.000Z", "cwd": "/home/u/alpha",
+        "message": {"role": "user", "content": "count my tokens"}});
+    let mut long = usage(5, 50, 1000, 300_000);
+    long["cache_creation"] =
+        json!({"ephemeral_5m_input_tokens": 400, "ephemeral_1h_input_tokens": 600});
+    let mut error = assistant(
+        S1,
+        6,
+        "msg_err",
+        "claude-sonnet-4-5",
+        "2026-03-02T10:06:00.000Z",
+        usage(7, 7, 0, 0),
+    );
+    error["isApiErrorMessage"] = json!(true);
+    let agent_usage = usage(3, 30, 300, 3000);
+    let progress = json!({"type": "progress", "sessionId": S1, "uuid": "p1",
+        "timestamp": "2026-03-02T10:10:00.500Z", "cwd": "/home/u/alpha",
+        "data": {"type": "agent_progress", "agentId": "abc", "message": {"type": "assistant",
+            "timestamp": "2026-03-02T10:10:00.000Z", "requestId": "req_msg_c",
+            "message": {"id": "msg_c", "model": "claude-haiku-4-5-20251001", "role": "assistant",
+                        "content": [], "usage": agent_usage}}}});
+    let s1 = lines(&[
+        user,
+        assistant(
+            S1,
+            2,
+            "msg_a",
+            "claude-sonnet-4-5-20250929",
+            "2026-03-02T10:00:01.000Z",
+            usage(10, 1, 100, 1000),
+        ),
+        assistant(
+            S1,
+            3,
+            "msg_a",
+            "claude-sonnet-4-5-20250929",
+            "2026-03-02T10:00:02.000Z",
+            usage(10, 5, 100, 1000),
+        ),
+        assistant(
+            S1,
+            4,
+            "msg_a",
+            "claude-sonnet-4-5-20250929",
+            "2026-03-02T10:00:03.000Z",
+            usage(10, 20, 100, 1000),
+        ),
+        assistant(
+            S1,
+            5,
+            "msg_b",
+            "claude-sonnet-4-5-20250929",
+            "2026-03-02T10:05:00.000Z",
+            long,
+        ),
+        assistant(
+            S1,
+            7,
+            "msg_syn",
+            "<synthetic>",
+            "2026-03-02T10:06:30.000Z",
+            usage(0, 0, 0, 0),
+        ),
+        error,
+        progress,
+    ]);
+    let mut sub = assistant(
+        S1,
+        8,
+        "msg_c",
+        "claude-haiku-4-5-20251001",
+        "2026-03-02T10:10:00.000Z",
+        usage(3, 30, 300, 3000),
+    );
+    sub["isSidechain"] = json!(true);
+    sub["agentId"] = json!("abc");
+    let mut recorded = assistant(
+        S2,
+        9,
+        "msg_d",
+        "claude-opus-4-5-20251101",
+        "2026-03-03T09:00:00.000Z",
+        usage(100, 100, 0, 0),
+    );
+    recorded["costUSD"] = json!(0.5);
+    recorded["cwd"] = json!("/home/u/beta");
+    let mut mystery = assistant(
+        S2,
+        10,
+        "msg_e",
+        "gpt-mystery",
+        "2026-03-03T09:30:00.000Z",
+        usage(1000, 0, 0, 0),
+    );
+    mystery["cwd"] = json!("/home/u/beta");
+    let write = |rel: &str, text: &str| {
+        let p = projects.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write(&format!("-home-u-alpha/{S1}.jsonl"), &s1);
+    write(
+        &format!("-home-u-alpha/{S1}/subagents/agent-abc.jsonl"),
+        &lines(&[sub]),
+    );
+    write(&format!("-home-u-alpha-copy/{S1}.jsonl"), &s1);
+    write(
+        &format!("-home-u-beta/{S2}.jsonl"),
+        &lines(&[recorded, mystery]),
+    );
+}
+
+fn report(env: &TestEnv, args: &[&str]) -> Value {
+    let out = env
+        .cmd()
+        .env("TZ", "UTC")
+        .arg("usage")
+        .args(args)
+        .arg("--json")
+        .output()
+        .expect("run usage");
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).expect("usage JSON")
+}
+
+fn tokens(v: &Value) -> [i64; 4] {
+    [
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_tokens",
+        "cache_read_tokens",
+    ]
+    .map(|k| v[k].as_i64().unwrap_or_else(|| panic!("{k} in {v}")))
+}
+
+fn cost(v: &Value) -> Option<f64> {
+    v["cost_usd"].as_f64()
+}
+
+/// S1's cost, priced by hand from src/usage/prices.toml: msg_a (sonnet 4.5) 10*3 + 20*15 +
+/// 100*3.75 + 1000*0.3; msg_b 5*3 + 50*15 + 400*3.75 + 600*6 (one-hour writes at twice the
+/// input rate) + 200,000*0.3 + 100,000*0.6 (past 200k); msg_c (haiku 4.5) 3*1 + 30*5 + 300*1.25
+/// + 3000*0.1. USD per million tokens.
+const S1_COST: f64 = (1005.0 + 125_865.0 + 828.0) / 1e6;
+
+async fn usage_counts_once_and_outlives_transcripts(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    write_fixture(&env.projects);
+    env.ingest();
+
+    let days = report(&env, &["--by", "day"]);
+    let rows = days["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 2, "{days}");
+    assert_eq!(rows[0]["key"], "2026-03-03", "newest first: {days}");
+    assert_eq!(tokens(&rows[0]), [1100, 100, 0, 0]);
+    assert_eq!(
+        cost(&rows[0]),
+        None,
+        "a model without a price makes the cost unknown"
+    );
+    assert_eq!(rows[1]["key"], "2026-03-02");
+    assert_eq!(tokens(&rows[1]), [18, 100, 1400, 304_000], "{days}");
+    assert!(
+        (cost(&rows[1]).expect("priced") - S1_COST).abs() < 1e-9,
+        "{days}"
+    );
+    assert_eq!(
+        rows[1]["messages"], 3,
+        "streamed lines, replays and copies count once"
+    );
+    assert_eq!(tokens(&days["totals"]), [1118, 200, 1400, 304_000]);
+    assert_eq!(cost(&days["totals"]), None);
+
+    let models = report(&env, &["--by", "model"]);
+    let by_model = |m: &str| {
+        models["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .find(|r| r["key"] == m)
+            .unwrap_or_else(|| panic!("{m} in {models}"))
+            .clone()
+    };
+    assert_eq!(
+        cost(&by_model("claude-opus-4-5-20251101")),
+        Some(0.5),
+        "costUSD is used"
+    );
+    assert_eq!(cost(&by_model("gpt-mystery")), None);
+    assert_eq!(
+        tokens(&by_model("claude-haiku-4-5-20251001")),
+        [3, 30, 300, 3000]
+    );
+    assert!(
+        models["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .all(|r| r["key"] != "<synthetic>"),
+        "synthetic lines are left out: {models}"
+    );
+
+    let sessions = report(&env, &["--by", "session", "--breakdown"]);
+    assert_eq!(sessions["rows"][0]["key"], S2, "{sessions}");
+    assert_eq!(sessions["rows"][1]["key"], S1);
+    assert_eq!(
+        sessions["rows"][1]["breakdown"].as_array().map(Vec::len),
+        Some(2)
+    );
+    let projects = report(&env, &["--by", "project"]);
+    let keys: Vec<&str> = projects["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .filter_map(|r| r["key"].as_str())
+        .collect();
+    assert_eq!(keys.len(), 2, "{projects}");
+    let alpha = report(&env, &["--by", "day", "--project", "alpha"]);
+    assert_eq!(
+        tokens(&alpha["totals"]),
+        [18, 100, 1400, 304_000],
+        "{alpha}"
+    );
+    let since = report(&env, &["--by", "day", "--since", "2026-03-03"]);
+    assert_eq!(since["rows"].as_array().map(Vec::len), Some(1), "{since}");
+
+    // Nothing counts twice: a re-read, a re-extraction, the transcripts gone, a prune.
+    let before = report(&env, &["--by", "session"]);
+    env.ingest();
+    assert_eq!(
+        report(&env, &["--by", "session"]),
+        before,
+        "a re-read adds nothing"
+    );
+    let out = env
+        .cmd()
+        .args(["reextract", "--all", "--json"])
+        .output()
+        .expect("reextract");
+    assert_ok(&out);
+    env.ingest();
+    assert_eq!(
+        report(&env, &["--by", "session"]),
+        before,
+        "reextract adds nothing"
+    );
+    std::fs::remove_dir_all(&env.projects).expect("delete the transcripts");
+    std::fs::create_dir_all(&env.projects).expect("mkdir");
+    env.ingest();
+    assert_eq!(
+        report(&env, &["--by", "session"]),
+        before,
+        "kept when transcripts go"
+    );
+    let out = env
+        .cmd()
+        .args(["prune", "--before", "2030-01-01", "--yes", "--json"])
+        .output()
+        .expect("prune");
+    assert_ok(&out);
+    assert_eq!(
+        report(&env, &["--by", "session"]),
+        before,
+        "kept after prune"
+    );
+    assert_eq!(
+        report(&env, &["--by", "project"]),
+        projects,
+        "projects kept after prune"
+    );
+
+    // A bad flag is one line naming the value, exit 2.
+    let out = env
+        .cmd()
+        .args(["usage", "--by", "fortnight"])
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("fortnight") && err.contains("--by"), "{err}");
+    env.cleanup().await;
+}
+both_backends!(
+    usage_counts_once,
+    usage_counts_once_and_outlives_transcripts
+);
+
+/// The ccusage binary the test script installed (pinned version).
+fn ccusage() -> PathBuf {
+    let p = std::env::var("GLEANER_TEST_CCUSAGE").unwrap_or_else(|_| {
+        panic!("GLEANER_TEST_CCUSAGE is not set: run the tests with scripts/test.sh")
+    });
+    PathBuf::from(p)
+}
+
+/// The corpus laid out as Claude Code lays out `~/.claude/projects`: a folder per project,
+/// `<session>.jsonl` in it, sub-agents under `<session>/subagents/` (ccusage keys a session
+/// by that layout). Files outside such a layout go flat into a folder of their source.
+/// Files not in Claude Code's compact JSON are left out (see below).
+fn claude_tree(corpus: &Path, to: &Path) {
+    let mut stack = vec![corpus.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).expect("read corpus").flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            if p.extension().and_then(|x| x.to_str()) != Some("jsonl") {
+                continue;
+            }
+            // Hand-formatted documentation fixtures (`"usage": {`, not Claude Code's compact
+            // JSON): ccusage's byte scan for `"usage":{` skips their replies, Gleaner counts
+            // them; left out of the comparison.
+            let text = std::fs::read(&p).expect("read");
+            if text.windows(10).any(|w| w == b"\"usage\": {") {
+                continue;
+            }
+            let rel: Vec<String> = p
+                .strip_prefix(corpus)
+                .expect("under corpus")
+                .iter()
+                .map(|c| c.to_string_lossy().into_owned())
+                .collect();
+            let source = rel[0].clone();
+            let dest = match rel.iter().rposition(|c| c == "projects") {
+                Some(i) if rel.len() > i + 2 => {
+                    let mut d = to.join(format!("{source}--{}", rel[i + 1]));
+                    for c in &rel[i + 2..] {
+                        d = d.join(c);
+                    }
+                    d
+                }
+                _ if rel.len() == 1 => to.join("corpus-top").join(&source),
+                _ => to
+                    .join(format!("corpus-{source}"))
+                    .join(rel[1..].join("__")),
+            };
+            if dest.exists() {
+                continue;
+            }
+            std::fs::create_dir_all(dest.parent().expect("parent")).expect("mkdir");
+            std::fs::copy(&p, &dest).expect("copy");
+        }
+    }
+}
+
+/// ccusage's key for a file's rows: its name for `<project>/<name>.jsonl`, the session folder
+/// for a sub-agent, else its folder.
+fn ccusage_key(projects: &Path, path: &str) -> String {
+    let rel: Vec<String> = Path::new(path)
+        .strip_prefix(projects)
+        .map(|r| r.iter().map(|c| c.to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    match rel.len() {
+        2 => rel[1].trim_end_matches(".jsonl").to_string(),
+        n if n >= 4 && rel[n - 2] == "subagents" => rel[n - 3].clone(),
+        n if n >= 2 => rel[n - 2].clone(),
+        _ => String::new(),
+    }
+}
+
+const CC: [&str; 4] = [
+    "inputTokens",
+    "outputTokens",
+    "cacheCreationTokens",
+    "cacheReadTokens",
+];
+
+fn cc_tokens(v: &Value) -> [i64; 4] {
+    CC.map(|k| v[k].as_i64().unwrap_or(0))
+}
+
+fn run_ccusage(home: &Path, what: &str) -> Value {
+    let out = std::process::Command::new(ccusage())
+        .args([what, "--json", "--offline"])
+        .env("CLAUDE_CONFIG_DIR", home)
+        .env("TZ", "UTC")
+        .output()
+        .expect("run ccusage");
+    assert!(
+        out.status.success(),
+        "ccusage {what}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("ccusage JSON")
+}
+
+/// The corpus against ccusage: totals within 0.5 % (tokens; 0.11 % measured) and 1 % (cost),
+/// and at least 90 % of days and 85 % of sessions equal to the token. What still differs is
+/// printed; docs/usage.md says why (a message copied into sessions with other ids, which
+/// ccusage counts once per session and Gleaner once; lines ccusage's schema rejects).
+async fn usage_agrees_with_ccusage(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    claude_tree(&corpus_dir(), &env.projects);
+    env.ingest();
+    let home = env.dir.path().join("claude");
+    std::fs::create_dir_all(&home).expect("mkdir");
+    std::os::unix::fs::symlink(&env.projects, home.join("projects")).expect("link");
+
+    let cc_daily = run_ccusage(&home, "daily");
+    let cc_sessions = run_ccusage(&home, "session");
+    let days = report(&env, &["--by", "day", "--limit", "500"]);
+    let sessions = report(&env, &["--by", "session", "--limit", "500"]);
+
+    let g = tokens(&days["totals"]);
+    let c = cc_tokens(&cc_daily["totals"]);
+    for i in 0..4 {
+        let rel = (g[i] - c[i]).abs() as f64 / c[i].max(1) as f64;
+        assert!(rel < 0.005, "{}: gleaner {} ccusage {}", CC[i], g[i], c[i]);
+    }
+    let gc = cost(&days["totals"]).expect("every corpus model has a price");
+    let ccc = cc_daily["totals"]["totalCost"]
+        .as_f64()
+        .expect("ccusage cost");
+    assert!(
+        (gc - ccc).abs() / ccc < 0.01,
+        "cost: gleaner {gc} ccusage {ccc}"
+    );
+
+    let cc_days: std::collections::HashMap<String, [i64; 4]> = cc_daily["daily"]
+        .as_array()
+        .expect("daily")
+        .iter()
+        .map(|d| (d["period"].as_str().unwrap_or("").to_string(), cc_tokens(d)))
+        .collect();
+    let g_days = days["rows"].as_array().expect("rows");
+    let same_days = g_days
+        .iter()
+        .filter(|r| cc_days.get(r["key"].as_str().unwrap_or("")) == Some(&tokens(r)))
+        .count();
+    for r in g_days {
+        let k = r["key"].as_str().unwrap_or("");
+        if cc_days.get(k) != Some(&tokens(r)) {
+            eprintln!(
+                "day {k}: gleaner {:?} ccusage {:?}",
+                tokens(r),
+                cc_days.get(k)
+            );
+        }
+    }
+    assert!(
+        same_days * 10 >= g_days.len() * 9,
+        "{same_days} of {} days equal",
+        g_days.len()
+    );
+
+    // ccusage's rows summed per Gleaner session (through the files Gleaner read).
+    let store = env.store().await;
+    let mut key_session: std::collections::HashMap<String, String> = Default::default();
+    for f in files(&store).await {
+        if let Some(s) = &f.session_id {
+            key_session.insert(ccusage_key(&env.projects, &f.path), s.clone());
+        }
+    }
+    let mut cc_by_session: std::collections::HashMap<String, [i64; 4]> = Default::default();
+    for r in cc_sessions["session"].as_array().expect("sessions") {
+        let key = r["period"].as_str().unwrap_or("");
+        if let Some(s) = key_session.get(key) {
+            let t = cc_by_session.entry(s.clone()).or_default();
+            for (a, b) in t.iter_mut().zip(cc_tokens(r)) {
+                *a += b;
+            }
+        }
+    }
+    let g_sessions = sessions["rows"].as_array().expect("rows");
+    let same = g_sessions
+        .iter()
+        .filter(|r| cc_by_session.get(r["key"].as_str().unwrap_or("")) == Some(&tokens(r)))
+        .count();
+    assert!(
+        same * 100 >= g_sessions.len() * 85,
+        "{same} of {} sessions equal",
+        g_sessions.len()
+    );
+    eprintln!(
+        "ccusage agreement: {same_days}/{} days, {same}/{} sessions; totals {g:?} vs {c:?}, \
+         cost {gc:.4} vs {ccc:.4}",
+        g_days.len(),
+        g_sessions.len()
+    );
+    env.cleanup().await;
+}
+both_backends!(agrees_with_ccusage, usage_agrees_with_ccusage);
