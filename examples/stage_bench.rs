@@ -161,6 +161,7 @@ fn run(rt: &tokio::runtime::Runtime, opts: &Opts, url: &str) -> Result<()> {
                     } else {
                         gleaner::episode::Last::Keep
                     },
+                    drafter: &gleaner::snippet::draft::Auto,
                 };
                 gleaner::episode::feed(&mut episodes, &mut ex, &how);
             }

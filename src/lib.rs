@@ -5,6 +5,10 @@
 //!
 //! # Layout, in dependency order (each module imports only modules listed before it)
 //! - [`metrics`]: a leaf: stage timings and the log throttle, which stages and shell share.
+//! - [`text`]: a leaf: plain-text helpers (clipping, sentences, noise lines, headlines) that
+//!   the stages and the doors share.
+//! - [`usage`]: a leaf: token counts and what they cost (the price table, `[pricing]`), which
+//!   the store's aggregate and the `usage` report share.
 //! - [`config`]: settings, validated once, and what is built from them (redactor, rules); the
 //!   one exception to the order, as the builder of the stages' settings.
 //! - [`telemetry`]: logging, set up from the configuration (level, format, reload).
@@ -15,8 +19,11 @@
 //!   ([`extract::redact`]).
 //! - [`archive`]: the bytes a batch read as compressed chunks, and back (the transcript kept
 //!   whole in the database, for restore and re-extraction).
-//! - [`snippet`]: what a snippet is (gates, tags, hash) and excerpts cut for `snippet add`.
-//! - [`episode`]: stage 4, turns, episodes, triage and automatic snippets.
+//! - [`triage_model`]: the learned triage of a turn (a logistic regression over its facts).
+//! - [`episode`]: stage 4, turns, episodes and triage; the snippets of an episode that closes
+//!   are drafted by the [`episode::Drafter`] its caller passes in.
+//! - [`snippet`]: what a snippet is (gates, tags, hash), excerpts cut for `snippet add`, and
+//!   the drafting of automatic snippets ([`snippet::draft`], which reads the episode's state).
 //! - [`conversation`]: a session's conversation as plain text (from stored rows or records).
 //! - [`store`]: the database, sink and checkpoint, both backends; its single writer.
 //! - [`run`]: the async shell: engine, pump, daemon, one-shot ingest, status socket.
@@ -28,9 +35,10 @@
 //! - [`web`]: the read-only web view (`gleaner web`).
 //! - [`cli`]: the command line, one function per subcommand.
 //!
-//! The stages `tail`, `parse`, `extract`, `archive`, `snippet`, `episode` and `conversation` are
-//! synchronous and know nothing of the configuration, the store, the shell or the doors (see
-//! ARCHITECTURE.md, "Dependency rules"; `tests/it/layout.rs` checks it on the import graph).
+//! The stages `tail`, `parse`, `extract`, `archive`, `episode`, `snippet` and `conversation`,
+//! and the `text` leaf, are synchronous and know nothing of the configuration, the store, the
+//! shell or the doors (see ARCHITECTURE.md, "Dependency rules"; `tests/it/layout.rs` checks it on
+//! the import graph).
 
 /// The fully commented default configuration: the one source of every key and default value
 /// (`gleaner config --default` prints it; the configuration loader and the episode stage's
@@ -38,6 +46,7 @@
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../config/gleaner.toml");
 
 pub mod metrics;
+pub mod text;
 pub mod usage;
 pub mod config;
 pub mod telemetry;
@@ -45,9 +54,9 @@ pub mod tail;
 pub mod parse;
 pub mod extract;
 pub mod archive;
-pub mod snippet;
 pub mod triage_model;
 pub mod episode;
+pub mod snippet;
 pub mod conversation;
 pub mod store;
 pub mod run;

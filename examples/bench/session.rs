@@ -92,6 +92,7 @@ impl Bench {
                     rules,
                     redactor: &redactor,
                     last: gleaner::episode::Last::Open,
+                    drafter: &gleaner::snippet::draft::Auto,
                 };
                 while let Some(batch) = t.read_batch(8 << 20, 20_000)? {
                     let mut ex = extract(&mut ctx, &batch, &redactor);
@@ -100,7 +101,11 @@ impl Bench {
                     }
                     std::hint::black_box(&ex.rows);
                 }
-                std::hint::black_box(episodes.as_ref().and_then(|b| b.finish(SID)));
+                std::hint::black_box(
+                    episodes
+                        .as_ref()
+                        .and_then(|b| b.finish(SID, &gleaner::snippet::draft::Auto)),
+                );
                 best = best.min(t0.elapsed().as_secs_f64() * 1000.0);
             }
             Ok(best)

@@ -32,7 +32,7 @@ pub(super) fn load_texts(dir: &Path) -> Result<Vec<String>> {
                 };
                 for b in blocks {
                     let Block::Text(t) = b else { continue };
-                    let t = gleaner::snippet::text::head_bytes(t.trim(), 4000);
+                    let t = gleaner::text::head_bytes(t.trim(), 4000);
                     if t.len() >= 100 && seen.insert(t.to_string()) {
                         texts.push(t.to_string());
                     }

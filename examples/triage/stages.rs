@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use gleaner::episode::{feed, Builder, Feed, Rules};
 use gleaner::extract::redact::Redactor;
 use gleaner::extract::{extract, FileContext};
+use gleaner::snippet::draft::Auto;
 use gleaner::tail::{Tailer, TailerConfig};
 use gleaner::triage_model::Collected;
 
@@ -111,6 +112,7 @@ fn episodes(path: &Path, rules: &Rules) -> anyhow::Result<Vec<gleaner::extract::
         rules,
         redactor: &redactor,
         last: gleaner::episode::Last::Keep,
+        drafter: &Auto,
     };
     let mut slot: Option<Box<Builder>> = None;
     let mut rows = Vec::new();
@@ -122,7 +124,7 @@ fn episodes(path: &Path, rules: &Rules) -> anyhow::Result<Vec<gleaner::extract::
         rows.extend(ex.rows.episodes.into_iter().filter(|e| e.closed));
     }
     if let (Some(b), Some(sid)) = (&slot, &session) {
-        rows.extend(b.finish(sid));
+        rows.extend(b.finish(sid, &Auto));
     }
     Ok(rows)
 }

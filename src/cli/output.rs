@@ -13,7 +13,7 @@ use crate::query::store::{
 };
 use crate::run::once::IngestSummary;
 use crate::run::socket::StatusReport;
-use crate::snippet::text::{clip, first_line};
+use crate::text::{clip, first_line};
 
 use super::table;
 
@@ -98,7 +98,7 @@ pub fn print_summaries(rows: &[SummaryListing], json: bool) -> std::io::Result<(
                 r.trigger.as_deref().unwrap_or("?"),
                 r.pre_tokens.map_or("?".to_string(), |t| t.to_string())
             ),
-            _ => crate::snippet::text::summary_preview(r.text.as_deref().unwrap_or("")).to_string(),
+            _ => crate::text::summary_preview(r.text.as_deref().unwrap_or("")).to_string(),
         };
         let prefix = format!(
             "{} [{}] {:<16} ",

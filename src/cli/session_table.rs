@@ -6,7 +6,7 @@ use std::io::Write;
 use super::output::{print_json, short_id};
 use super::table;
 use crate::query::store::SessionListing;
-use crate::snippet::text::first_line;
+use crate::text::first_line;
 
 /// `gleaner sessions`: the table, or the JSON array.
 pub fn print_sessions(sessions: &[SessionListing], json: bool) -> std::io::Result<()> {

@@ -160,8 +160,7 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
                     x.trigger.as_deref().unwrap_or("?"),
                     x.pre_tokens.map_or("?".into(), count)
                 ),
-                _ => crate::snippet::text::summary_preview(x.text.as_deref().unwrap_or(""))
-                    .to_string(),
+                _ => crate::text::summary_preview(x.text.as_deref().unwrap_or("")).to_string(),
             };
             l.push(format!(
                 "  {} L{:<6} {:<16} {what}",

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 
-use super::{Builder, Input, Rules};
+use super::{Builder, Drafter, Input, Rules};
 use crate::extract::redact::Redactor;
 use crate::extract::Extracted;
 
@@ -16,6 +16,9 @@ pub struct Feed<'a> {
     pub redactor: &'a Redactor,
     /// What becomes of the open episode after this batch.
     pub last: Last,
+    /// Drafts the snippets of the episodes that close (`crate::snippet::draft::Auto`; see
+    /// [`Drafter`] for why the stage is handed it).
+    pub drafter: &'a dyn Drafter,
 }
 
 /// The open episode at the end of a batch.

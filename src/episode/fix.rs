@@ -4,7 +4,9 @@
 //!
 //! Why here and not in the snippet code: the builder decides these while the calls stream by
 //! (an edit's text is decoded only when a failure is waiting for its fix), and the snippet only
-//! formats what the builder kept.
+//! formats what the builder kept. The judgements of a sentence or a command that only drafting
+//! asks (`is_reason`, `subject_command`, `command_change`...) stay beside their kin, one
+//! vocabulary for both, and are `pub(crate)` for `crate::snippet::draft`.
 
 use super::text::first_line;
 
@@ -53,7 +55,7 @@ pub(super) fn compact_diff(old: &str, new: &str) -> Option<String> {
             let l = l.get(indent..).unwrap_or(l.trim_start()).trim_end();
             out.push(sign);
             out.push(' ');
-            out.push_str(&crate::snippet::clip_chars(l, DIFF_LINE_CHARS));
+            out.push_str(&crate::text::clip_chars(l, DIFF_LINE_CHARS));
             out.push('\n');
         }
         if side.len() > DIFF_SIDE_LINES {
@@ -113,7 +115,7 @@ pub(super) fn touches_what_failed(failed: &str, passed: &str) -> bool {
 
 /// The program a reader knows a command line by: the first command that is not a `cd`
 /// (`python3 make_doc.py && rm make_doc.py` is about `python3 make_doc.py`).
-pub(super) fn subject_command(cmd: &str) -> String {
+pub(crate) fn subject_command(cmd: &str) -> String {
     let first = first_line(cmd)
         .split("&&")
         .map(|c| {
@@ -134,7 +136,7 @@ pub(super) fn subject_command(cmd: &str) -> String {
 
 /// Whether an error is a merge or rebase conflict: resolving one is bookkeeping of the
 /// branch, rarely a lesson.
-pub(super) fn is_conflict(error: &str) -> bool {
+pub(crate) fn is_conflict(error: &str) -> bool {
     let e = error.to_lowercase();
     e.contains("could not apply")
         || e.contains("merge conflict")
@@ -143,12 +145,12 @@ pub(super) fn is_conflict(error: &str) -> bool {
 
 /// How the passing command differs from the failing one: the words it added and dropped,
 /// e.g. "added `--target x86_64-unknown-linux-gnu`". `None` when they are the same words.
-pub(super) fn command_change(failed: &str, passed: &str) -> Option<String> {
+pub(crate) fn command_change(failed: &str, passed: &str) -> Option<String> {
     let a = command_words(failed);
     let b = command_words(passed);
     let added: Vec<&str> = b.iter().copied().filter(|w| !a.contains(w)).collect();
     let dropped: Vec<&str> = a.iter().copied().filter(|w| !b.contains(w)).collect();
-    let list = |ws: &[&str]| crate::snippet::clip_chars(&ws.join(" "), 160);
+    let list = |ws: &[&str]| crate::text::clip_chars(&ws.join(" "), 160);
     match (added.is_empty(), dropped.is_empty()) {
         (true, true) => None,
         (false, true) => Some(format!("added `{}`", list(&added))),
@@ -188,7 +190,7 @@ const CAUSAL: &[&str] = &[
 ];
 
 /// Whether `sentence` explains something (holds a causal word).
-pub(super) fn is_explanation(sentence: &str) -> bool {
+pub(crate) fn is_explanation(sentence: &str) -> bool {
     let s = sentence.to_lowercase();
     CAUSAL.iter().any(|w| s.contains(w))
 }
@@ -196,7 +198,7 @@ pub(super) fn is_explanation(sentence: &str) -> bool {
 /// Whether a sentence gives a reason: it explains, is not an announcement of the next step
 /// ("Let me try X instead"), does not trail off into what follows ("Need to rename it:"), and
 /// has some substance.
-pub(super) fn is_reason(sentence: &str) -> bool {
+pub(crate) fn is_reason(sentence: &str) -> bool {
     let s = sentence.trim();
     let lower = s.to_lowercase();
     let announces = [
@@ -209,11 +211,11 @@ pub(super) fn is_reason(sentence: &str) -> bool {
     ]
     .iter()
     .any(|o| lower.starts_with(o));
-    is_explanation(s) && !announces && !s.ends_with(':') && crate::snippet::word_count(s) >= 6
+    is_explanation(s) && !announces && !s.ends_with(':') && crate::text::word_count(s) >= 6
 }
 
 /// Narration that only announces the next step ("Let me check the config:"): not a reason.
-pub(super) fn is_announcement(text: &str) -> bool {
+pub(crate) fn is_announcement(text: &str) -> bool {
     let t = text.trim();
     let lower = t.to_lowercase();
     let opens = [
@@ -232,7 +234,7 @@ pub(super) fn is_announcement(text: &str) -> bool {
     t.len() < 160 && opens.iter().any(|o| lower.starts_with(o)) && !is_explanation(t)
 }
 
-pub(super) use crate::snippet::sentence::sentences;
+pub(super) use crate::text::sentence::sentences;
 
 /// Markers of a fix that silences a check instead of satisfying it.
 const SUPPRESSIONS: &[&str] = &[
@@ -252,14 +254,14 @@ const SUPPRESSIONS: &[&str] = &[
 ];
 
 /// Whether a fix (its diffs and passing command) only silences the check.
-pub(super) fn is_suppression(fix: &str) -> bool {
+pub(crate) fn is_suppression(fix: &str) -> bool {
     let f = fix.to_lowercase();
     SUPPRESSIONS.iter().any(|s| f.contains(s))
 }
 
 /// Whether an error says a program or module is missing and the fix installed it: the
 /// everyday churn of a fresh machine, not a lesson.
-pub(super) fn is_missing_install(error: &str, fix: &str) -> bool {
+pub(crate) fn is_missing_install(error: &str, fix: &str) -> bool {
     let e = error.to_lowercase();
     let missing = e.contains("command not found")
         || e.contains("which: no ")

@@ -1,5 +1,7 @@
-//! Cutting a session into turns and episodes, labelling each episode, and drafting its
-//! snippets. Pure and synchronous: records in, rows out.
+//! Cutting a session into turns and episodes and labelling each episode. Pure and synchronous:
+//! records in, rows out. The snippets of an episode that closes are drafted by the [`Drafter`]
+//! the caller passes in (`crate::snippet::draft`): drafting is the snippet module's concept,
+//! and this stage names none of it (see `drafter.rs` for why).
 //!
 //! A **turn** is one human prompt (a feedback `message`, see [`crate::extract::feedback`]) and everything
 //! until the next: assistant text, tool calls and their results, denials, interruptions, and the
@@ -19,31 +21,27 @@
 //! of an active session is emitted as `open` with every batch and emitted `closed`, with its
 //! snippets, when the next episode starts or the session finishes.
 
-mod auto;
 mod builder;
-mod fix;
-mod notes;
+mod drafter;
+pub(crate) mod fix;
 mod open;
-mod options;
-mod recovery;
 mod feed;
 mod rules;
 mod tags;
 mod terms;
-mod text;
+pub(crate) mod text;
 mod tools;
 mod triage;
-mod wording;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
 pub use builder::Input;
+pub use drafter::{Closing, Drafter};
 pub use feed::{feed, Feed, Last};
 pub use rules::{EpisodesTable, Mode, Rules, RulesError, Settings, TriageTable};
-pub use triage::Label;
-pub(crate) use wording::relative;
+pub use triage::{Label, Triage};
 
 // Caps that keep the state (stored with every checkpoint) small whatever the session.
 const MAX_VOCAB: usize = 2000;
@@ -79,6 +77,10 @@ const PROMPT_SCAN_BYTES: usize = 600;
 /// Tools that change files: their calls after a failure are part of its fix.
 const EDIT_TOOLS: &[&str] = &["Edit", "Write", "MultiEdit", "NotebookEdit"];
 
+/// The phrase of a note made from laid-out options (not a phrase of the decision list): the
+/// prompt after it may pick one (see [`Note::choice`]).
+pub(crate) const OPTIONS: &str = "options";
+
 /// One piece of evidence: an event or phrase that points at a label.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Signal {
@@ -100,32 +102,32 @@ pub struct Signal {
 /// A tool call that failed and has not (yet) been followed by a success on the same target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Failure {
-    line: u64,
-    tool: String,
+    pub(crate) line: u64,
+    pub(crate) tool: String,
     key: String,
-    target: Option<String>,
-    error: String,
+    pub(crate) target: Option<String>,
+    pub(crate) error: String,
     kind: Option<String>,
-    tried: Vec<(u64, String)>,
+    pub(crate) tried: Vec<(u64, String)>,
     /// What was changed after it (file edits, other commands): usually the actual fix, since
     /// the success is often a plain re-run.
     #[serde(default)]
-    actions: Vec<(u64, String)>,
+    pub(crate) actions: Vec<(u64, String)>,
 }
 
 /// A failure followed by a success on the same tool or target.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Recovery {
-    failure: Failure,
-    line: u64,
-    call: String,
-    fix_text: Option<(u64, String)>,
+    pub(crate) failure: Failure,
+    pub(crate) line: u64,
+    pub(crate) call: String,
+    pub(crate) fix_text: Option<(u64, String)>,
 }
 
 /// What a note is evidence of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum NoteKind {
+pub(crate) enum NoteKind {
     Pivot,
     Decision,
     Learning,
@@ -134,15 +136,15 @@ enum NoteKind {
 /// A paragraph of assistant text holding a phrase worth a snippet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Note {
-    kind: NoteKind,
-    line: u64,
-    phrase: String,
-    sentence: String,
-    text: String,
-    context: Option<(u64, String)>,
+    pub(crate) kind: NoteKind,
+    pub(crate) line: u64,
+    pub(crate) phrase: String,
+    pub(crate) sentence: String,
+    pub(crate) text: String,
+    pub(crate) context: Option<(u64, String)>,
     /// Options laid out for the user: the next prompt (line, words), which may pick one.
     #[serde(default)]
-    choice: Option<(u64, String)>,
+    pub(crate) choice: Option<(u64, String)>,
 }
 
 /// A tool call waiting for its result.
@@ -196,21 +198,21 @@ pub struct Open {
     ordinal: i64,
     first_turn: i64,
     turns: i64,
-    start_line: u64,
+    pub(crate) start_line: u64,
     started_at: Option<String>,
     ended_at: Option<String>,
     cut_reason: String,
-    title: Option<String>,
+    pub(crate) title: Option<String>,
     #[serde(deserialize_with = "terms::stored_vocab")]
     vocab: BTreeSet<terms::Term>,
-    files: Vec<String>,
-    tools: BTreeMap<String, i64>,
+    pub(crate) files: Vec<String>,
+    pub(crate) tools: BTreeMap<String, i64>,
     agents: Vec<String>,
-    signals: Vec<Signal>,
-    failures: Vec<Failure>,
-    recoveries: Vec<Recovery>,
-    notes: Vec<Note>,
-    error_kinds: BTreeSet<String>,
+    pub(crate) signals: Vec<Signal>,
+    pub(crate) failures: Vec<Failure>,
+    pub(crate) recoveries: Vec<Recovery>,
+    pub(crate) notes: Vec<Note>,
+    pub(crate) error_kinds: BTreeSet<String>,
     /// The labels of its ended turns (states written before turns had labels have none).
     #[serde(default)]
     turn_log: Vec<TurnLabel>,
@@ -255,20 +257,17 @@ pub struct Builder {
     calls: BTreeMap<String, Call>,
     call_seq: u64,
     open: Option<Open>,
-    /// Scores of the best automatic snippets the file has kept (the per-session cap).
+    /// Scores of the best automatic snippets the file has kept (the per-session cap): what the
+    /// drafter asks the builder to remember ([`Drafter::keep`]).
     #[serde(default)]
     kept: Vec<f64>,
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 #[cfg(test)]
 mod tests_labels;
 #[cfg(test)]
-mod tests_learnings;
-#[cfg(test)]
 mod tests_other_way;
-#[cfg(test)]
-mod tests_snippets;
 #[cfg(test)]
 mod tests_turns;

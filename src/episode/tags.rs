@@ -1,38 +1,5 @@
-//! Tags of an episode's snippets, and the coarse kind of an error (a tag, and the test of
-//! whether a failed call is tool mechanics rather than a failure anyone learns from).
-
-use std::collections::BTreeSet;
-
-use super::Open;
-use crate::snippet::path_tags;
-
-/// Tools that organise the work rather than do it: not worth a tag.
-const BOOKKEEPING_TOOLS: &[&str] = &[
-    "TodoWrite",
-    "TodoRead",
-    "ExitPlanMode",
-    "EnterPlanMode",
-    "AskUserQuestion",
-    "Skill",
-];
-
-/// Tools used (most used first, at most 5), file extensions, error kinds, project.
-pub(super) fn tags(open: &Open, project: Option<&str>) -> Vec<String> {
-    let mut tools: Vec<(&String, &i64)> = open.tools.iter().collect();
-    tools.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-    let mut out: BTreeSet<String> = tools
-        .into_iter()
-        .filter(|(t, _)| !BOOKKEEPING_TOOLS.contains(&t.as_str()))
-        .take(5)
-        .map(|(t, _)| format!("tool:{}", t.to_lowercase()))
-        .collect();
-    out.extend(open.files.iter().filter_map(|f| path_tags(f)));
-    out.extend(open.error_kinds.iter().map(|k| format!("error:{k}")));
-    if let Some(p) = project {
-        out.extend(crate::snippet::project_tag(p));
-    }
-    out.into_iter().collect()
-}
+//! The coarse kind of an error: a snippet tag (`error:<kind>`, see `crate::snippet::draft`), and
+//! the test of whether a failed call is tool mechanics rather than a failure anyone learns from.
 
 /// Whether a failed call is tool mechanics rather than a real failure (see the caller).
 pub fn is_mechanics(kind: &Option<String>, tool: Option<&str>) -> bool {

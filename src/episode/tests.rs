@@ -1,24 +1,27 @@
-//! Unit tests of episode cuts, triage and automatic snippets on literal lines.
+//! Unit tests of episode cuts, triage and automatic snippets on literal lines. The helpers are
+//! shared with the drafting tests (`crate::snippet::draft`), and the builder is fed with the
+//! real drafter: what these tests check of snippets is what the daemon stores.
 
 use super::text::sentence_around;
 use super::*;
 use crate::extract::redact::Redactor;
 use crate::extract::rows::EpisodeRow;
+pub(crate) use crate::snippet::draft::Auto;
 
-pub(super) const SID: &str = "11111111-2222-4333-8444-555555555555";
+pub(crate) const SID: &str = "11111111-2222-4333-8444-555555555555";
 
-pub(super) fn ts(min: u32) -> String {
+pub(crate) fn ts(min: u32) -> String {
     format!("2025-03-01T{:02}:{:02}:00.000Z", 10 + min / 60, min % 60)
 }
 
-pub(super) fn env(kind: &str, min: u32, uuid: &str, body: &str) -> String {
+pub(crate) fn env(kind: &str, min: u32, uuid: &str, body: &str) -> String {
     format!(
         r#"{{"type":"{kind}","uuid":"{uuid}","sessionId":"{SID}","timestamp":"{}","cwd":"/home/u/src/gleaner","version":"2.0.5","isSidechain":false,{body}}}"#,
         ts(min)
     )
 }
 
-pub(super) fn prompt(min: u32, text: &str) -> String {
+pub(crate) fn prompt(min: u32, text: &str) -> String {
     let t = serde_json::to_string(text).unwrap();
     env(
         "user",
@@ -28,7 +31,7 @@ pub(super) fn prompt(min: u32, text: &str) -> String {
     )
 }
 
-pub(super) fn say(min: u32, text: &str) -> String {
+pub(crate) fn say(min: u32, text: &str) -> String {
     let t = serde_json::to_string(text).unwrap();
     env(
         "assistant",
@@ -38,7 +41,7 @@ pub(super) fn say(min: u32, text: &str) -> String {
     )
 }
 
-pub(super) fn call(min: u32, id: &str, name: &str, input: &str) -> String {
+pub(crate) fn call(min: u32, id: &str, name: &str, input: &str) -> String {
     env(
         "assistant",
         min,
@@ -49,7 +52,7 @@ pub(super) fn call(min: u32, id: &str, name: &str, input: &str) -> String {
     )
 }
 
-pub(super) fn result(min: u32, id: &str, is_error: bool, text: &str) -> String {
+pub(crate) fn result(min: u32, id: &str, is_error: bool, text: &str) -> String {
     let t = serde_json::to_string(text).unwrap();
     env(
         "user",
@@ -61,7 +64,7 @@ pub(super) fn result(min: u32, id: &str, is_error: bool, text: &str) -> String {
     )
 }
 
-pub(super) fn compact(min: u32) -> String {
+pub(crate) fn compact(min: u32) -> String {
     env(
         "system",
         min,
@@ -73,7 +76,7 @@ pub(super) fn compact(min: u32) -> String {
 /// Feed `lines` (line numbers from 1) through the real extraction path (tailer, parse, rows,
 /// redaction, builder) in batches of `split` lines, round-tripping the builder's state through
 /// JSON between batches as the database does. Returns the builder and every row emitted.
-pub(super) fn run_split(
+pub(crate) fn run_split(
     rules: &Rules,
     lines: &[String],
     split: usize,
@@ -102,6 +105,7 @@ pub(super) fn run_split(
         rules,
         redactor: &redactor,
         last: crate::episode::Last::Open,
+        drafter: &Auto,
     };
     while let Some(b) = t.read_batch(usize::MAX, split.max(1)).unwrap() {
         let mut ex = extract(&mut ctx, &b, &redactor);
@@ -117,11 +121,11 @@ pub(super) fn run_split(
     (state, rows)
 }
 
-pub(super) fn run(lines: &[String]) -> (Builder, Vec<EpisodeRow>) {
+pub(crate) fn run(lines: &[String]) -> (Builder, Vec<EpisodeRow>) {
     run_split(&Rules::defaults().unwrap(), lines, usize::MAX)
 }
 
-pub(super) fn closed(rows: &[EpisodeRow]) -> Vec<&EpisodeRow> {
+pub(crate) fn closed(rows: &[EpisodeRow]) -> Vec<&EpisodeRow> {
     rows.iter().filter(|r| r.closed).collect()
 }
 
@@ -176,7 +180,7 @@ fn a_change_of_subject_cuts_and_ranges_touch() {
         (open.ordinal, open.first_turn, open.cut_reason.as_str()),
         (2, 3, "topic")
     );
-    let fin = b.finish(SID).unwrap();
+    let fin = b.finish(SID, &Auto).unwrap();
     assert!(fin.closed);
     assert_eq!((fin.start_line, fin.end_line), (8, 9));
 }
@@ -257,7 +261,7 @@ fn lessons_qualify_in_routine_episodes() {
         say(2, "Found it. The root cause was that inotify does not report files created inside a directory before the watch on that directory is added, so a freshly created nested folder can hold files the daemon never hears about; a catch-up scan of every new directory closes that gap."),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "routine");
     assert_eq!(ep.snippets.len(), 1);
     assert_eq!(ep.snippets[0].snippet_type, "learning_pattern");
@@ -271,7 +275,7 @@ fn lessons_qualify_in_routine_episodes() {
         ),
     ];
     let (b, _) = run(&lines);
-    assert!(b.finish(SID).unwrap().snippets.is_empty());
+    assert!(b.finish(SID, &Auto).unwrap().snippets.is_empty());
 }
 
 #[test]
@@ -294,7 +298,11 @@ fn batches_and_restarts_give_the_same_rows() {
     for split in 1..lines.len() {
         let (b, r) = run_split(&Rules::defaults().unwrap(), &lines, split);
         assert_eq!(finals(&r), finals(&rows), "split {split}");
-        assert_eq!(b.finish(SID), whole.finish(SID), "split {split}");
+        assert_eq!(
+            b.finish(SID, &Auto),
+            whole.finish(SID, &Auto),
+            "split {split}"
+        );
     }
 }
 
@@ -310,7 +318,7 @@ fn sidechain_lines_and_secrets() {
         side,
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     let title = ep.title.unwrap();
     assert!(!title.contains("ghp_abc"), "{title}");
     assert!(title.contains("[REDACTED:"), "{title}");
@@ -358,7 +366,7 @@ fn tool_mechanics_and_silent_reruns_are_not_lessons() {
     let (b, _) = run(&lines);
     // The rubric counts "String to replace not found" made to work as a recovery (the learned
     // triage says so); tool mechanics are still no lesson to keep.
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "error_recovery");
     assert!(ep.snippets.is_empty(), "{:?}", ep.snippets);
     // A real failure fixed by a silent re-run: labelled, but no snippet to learn from.
@@ -375,7 +383,7 @@ fn tool_mechanics_and_silent_reruns_are_not_lessons() {
         result(5, "t2", false, "ok"),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "error_recovery");
     assert!(ep.snippets.is_empty(), "{:#?}", ep.snippets);
 }

@@ -21,7 +21,7 @@ fn error_then_success_is_error_recovery_with_a_snippet() {
         result(8, "t3", false, "Finished"),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "error_recovery");
     assert_eq!(ep.confidence, 0.85);
     let ev: serde_json::Value = serde_json::from_str(&ep.evidence).unwrap();
@@ -80,7 +80,7 @@ fn a_failure_never_fixed_is_not_recovery() {
         result(5, "t2", false, "files"),
     ];
     let (b, _) = run(&lines);
-    assert_eq!(b.finish(SID).unwrap().triage, "routine");
+    assert_eq!(b.finish(SID, &Auto).unwrap().triage, "routine");
 }
 
 #[test]
@@ -97,7 +97,7 @@ fn denial_with_reason_is_a_user_correction_and_a_lesson() {
         say(4, "Understood, this repository uses pnpm with a lockfile, so I will install the dependencies with pnpm install instead of npm."),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "user_correction");
     assert_eq!(ep.confidence, 0.95);
     assert_eq!(ep.snippets.len(), 1, "{:#?}", ep.snippets);
@@ -117,7 +117,7 @@ fn interruption_then_prompt_and_correcting_phrases() {
         prompt(4, "Keep the config loader name and only rename the struct"),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "user_correction");
     let ev: serde_json::Value = serde_json::from_str(&ep.evidence).unwrap();
     assert_eq!(ev[0]["signal"], "interruption_redirect");
@@ -132,7 +132,7 @@ fn interruption_then_prompt_and_correcting_phrases() {
         ),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(
         (ep.triage.as_str(), ep.confidence),
         ("user_correction", 0.8)
@@ -142,14 +142,14 @@ fn interruption_then_prompt_and_correcting_phrases() {
         1,
         "Actually, let's start with the config loader module",
     )]);
-    assert_eq!(b.finish(SID).unwrap().triage, "routine");
+    assert_eq!(b.finish(SID, &Auto).unwrap().triage, "routine");
     // "piano," is not "no,".
     let lines = vec![
         prompt(1, "Describe the piano tuning module in the config loader"),
         prompt(2, "The piano, the config loader module and tuning code"),
     ];
     let (b, _) = run(&lines);
-    assert_eq!(b.finish(SID).unwrap().triage, "routine");
+    assert_eq!(b.finish(SID, &Auto).unwrap().triage, "routine");
 }
 
 #[test]
@@ -159,7 +159,7 @@ fn pivot_and_decision_phrases() {
         say(2, "Batching the reads did not help at all because the parser dominates the profile, as the flame graph shows clearly.\n\nLet's try a different approach: parse lazily and skip tool outputs without allocating, which removes most of the work."),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!((ep.triage.as_str(), ep.confidence), ("pivot", 0.75));
     assert_eq!(ep.snippets[0].snippet_type, "decision_rationale");
     assert!(ep.snippets[0].content.contains("parser dominates"));
@@ -169,7 +169,7 @@ fn pivot_and_decision_phrases() {
         say(2, "There is a trade-off here: SQLite is embedded and needs no setup, while PostgreSQL can be shared by a team. I'll go with SQLite by default and keep PostgreSQL optional, because most users run one machine."),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "design_decision");
     // Two distinct phrases: 0.7 + 0.05.
     assert_eq!(ep.confidence, 0.75);
@@ -187,7 +187,7 @@ fn pivot_and_decision_phrases() {
         say(2, "There are two ways to store the checkpoints, each with its own costs:\n\n1. **Option 1** is simpler: SQLite, embedded and zero setup for a single machine\n2. **Option 2** is better for teams: PostgreSQL, shared across machines\n\nWhich direction feels right to you?"),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "routine");
     assert!(ep.snippets.is_empty(), "{:?}", ep.snippets);
 
@@ -197,13 +197,13 @@ fn pivot_and_decision_phrases() {
         say(2, "The route matches provider IDs directly, but care teams contain provider names rather than IDs, so nothing matches and every count stays at zero."),
     ];
     let (b, _) = run(&lines);
-    assert_eq!(b.finish(SID).unwrap().triage, "routine");
+    assert_eq!(b.finish(SID, &Auto).unwrap().triage, "routine");
     let lines = vec![
         prompt(1, "How should the summaries be generated for each session"),
         say(2, "I'll shell out to the claude CLI rather than add the Anthropic SDK, because the user already has Claude Code installed and authenticated, so no new dependency or key management is needed."),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "design_decision");
     assert_eq!(ep.snippets.len(), 1, "{:?}", ep.snippets);
 
@@ -213,7 +213,7 @@ fn pivot_and_decision_phrases() {
         say(2, "Here is the config:\n```toml\n# option 1: sqlite, trade-off free\nurl = \"sqlite://x\"\n```"),
     ];
     let (b, _) = run(&lines);
-    assert_eq!(b.finish(SID).unwrap().triage, "routine");
+    assert_eq!(b.finish(SID, &Auto).unwrap().triage, "routine");
 }
 
 #[test]
@@ -224,7 +224,7 @@ fn the_assistant_taking_back_its_own_plan_is_a_pivot() {
         say(2, "Since `user.nix` is gitignored, the installer will not find it, so we need to rethink the gitignore. The hash is safe to commit, it is one-way. The gitignore was overcautious: I'll remove it."),
     ];
     let (b, _) = run(&lines);
-    assert_eq!(b.finish(SID).unwrap().triage, "pivot");
+    assert_eq!(b.finish(SID, &Auto).unwrap().triage, "pivot");
 }
 
 #[test]
@@ -240,7 +240,7 @@ fn a_revert_command_is_a_pivot() {
         result(3, "t1", false, ""),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!((ep.triage.as_str(), ep.confidence), ("pivot", 0.8));
 }
 
@@ -260,7 +260,7 @@ fn ties_follow_precedence_and_strongest_wins() {
     ];
     let (b, _) = run(&lines);
     // error_recovery 0.85 and interruption_redirect 0.85: user_correction wins the tie.
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(
         (ep.triage.as_str(), ep.confidence),
         ("user_correction", 0.85)
@@ -288,7 +288,7 @@ fn cut_words_pasted_logs_and_review_lists_are_no_signals() {
         say(4, "Let me check."),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "routine", "{}", ep.evidence);
     // A pasted log line whose words open with "No".
     let lines = vec![
@@ -301,7 +301,7 @@ fn cut_words_pasted_logs_and_review_lists_are_no_signals() {
         say(4, "Let me check."),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "routine", "{}", ep.evidence);
     // A review's numbered findings are not options to choose between.
     let lines = vec![
@@ -312,6 +312,6 @@ fn cut_words_pasted_logs_and_review_lists_are_no_signals() {
         ),
     ];
     let (b, _) = run(&lines);
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.triage, "routine", "{}", ep.evidence);
 }

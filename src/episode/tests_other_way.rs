@@ -7,7 +7,7 @@ use super::tests::*;
 fn label_at(lines: &[String], line: u64) -> String {
     let (b, rows) = run(lines);
     let mut eps: Vec<_> = rows.into_iter().filter(|e| e.closed).collect();
-    eps.extend(b.finish(SID));
+    eps.extend(b.finish(SID, &Auto));
     for ep in eps {
         let v: serde_json::Value = serde_json::from_str(&ep.turn_labels).unwrap();
         for t in v.as_array().unwrap() {
@@ -232,7 +232,7 @@ fn options_then(choice: &str) -> Vec<String> {
 #[test]
 fn options_and_the_users_pick_make_a_decision_snippet() {
     let (b, _) = run(&options_then("first option sounds easy"));
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     let d = ep
         .snippets
         .iter()
@@ -252,7 +252,7 @@ fn options_and_the_users_pick_make_a_decision_snippet() {
     // Without a pick, the assistant's own recommendation decides ("simplest" stands in the
     // first option's description) ...
     let (b, _) = run(&options_then("how long does the token last?"));
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert!(
         ep.snippets
             .iter()
@@ -268,7 +268,7 @@ fn options_and_the_users_pick_make_a_decision_snippet() {
         let mut lines = options_then(reply);
         lines[1] = lines[1].replace("simplest, ", "");
         let (b, _) = run(&lines);
-        let ep = b.finish(SID).unwrap();
+        let ep = b.finish(SID, &Auto).unwrap();
         assert!(
             !ep.snippets
                 .iter()
@@ -290,7 +290,7 @@ fn an_acknowledged_correction_keeps_what_was_conceded() {
         ]
     };
     let (b, _) = run(&reply("You're right - if we can't open the repository there, something is fundamentally wrong and we shouldn't silently continue with an empty `baseCommit`. Let me fix that."));
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     let s = ep
         .snippets
         .iter()
@@ -308,6 +308,6 @@ fn an_acknowledged_correction_keeps_what_was_conceded() {
     assert!(!g.contains("Let me fix"), "{g}");
     // "You're absolutely right!" and nothing more concedes nothing to learn from.
     let (b, _) = run(&reply("You're absolutely right! Let me fix that."));
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert!(ep.snippets.is_empty(), "{:#?}", ep.snippets);
 }

@@ -46,7 +46,7 @@ fn three_turns() -> Vec<String> {
 #[test]
 fn every_turn_gets_its_own_label() {
     let (b, _) = run(&three_turns());
-    let ep = b.finish(SID).unwrap();
+    let ep = b.finish(SID, &Auto).unwrap();
     assert_eq!(ep.turns, 3);
     assert_eq!(
         turn_labels(&ep),
@@ -76,8 +76,8 @@ fn turn_labels_survive_batches_and_restarts() {
     for split in [1, 2, 5] {
         let (b, _) = run_split(&rules, &lines, split);
         assert_eq!(
-            b.finish(SID).unwrap().turn_labels,
-            whole.finish(SID).unwrap().turn_labels,
+            b.finish(SID, &Auto).unwrap().turn_labels,
+            whole.finish(SID, &Auto).unwrap().turn_labels,
             "split {split}"
         );
     }
@@ -92,7 +92,7 @@ fn a_turn_ends_where_the_next_episode_starts() {
     let first = closed(&rows);
     assert_eq!(first.len(), 1);
     assert_eq!(turn_labels(first[0]).last().unwrap().2, 13);
-    let second = b.finish(SID).unwrap();
+    let second = b.finish(SID, &Auto).unwrap();
     assert_eq!(
         turn_labels(&second),
         vec![(4, 14, 14, "routine".to_string())]

@@ -2,7 +2,7 @@
 //! around a phrase, and whether a phrase sits in prose at all.
 
 use super::PIECE_BYTES;
-pub(super) use crate::snippet::text::{first_line, head_bytes};
+pub(super) use crate::text::{first_line, head_bytes};
 
 /// Whether byte `at` of an assistant text is prose: not inside a code fence, a table row, a
 /// heading or a quoted line (a phrase there is an example or a label, not a statement).
@@ -16,7 +16,7 @@ pub(super) fn in_prose(text: &str, at: usize) -> bool {
     !(line.starts_with('|') || line.starts_with('#') || line.starts_with('>'))
 }
 
-pub(super) use crate::snippet::sentence::sentence_around;
+pub(super) use crate::text::sentence::sentence_around;
 
 /// The blank-line-delimited paragraph holding byte `at`; a short one (a header, a label) takes
 /// the next paragraph too, and with `previous` the paragraph before it (the problem a decision
@@ -32,7 +32,7 @@ pub(super) fn paragraph_around(text: &str, at: usize, previous: bool) -> String 
             .find("\n\n")
             .map_or(text.len(), |i| to + 2 + i);
     }
-    crate::snippet::truncate_bytes(text[from..to].trim(), PIECE_BYTES)
+    crate::text::truncate_bytes(text[from..to].trim(), PIECE_BYTES)
 }
 
 /// The first of two or more labelled alternatives laid out in a text, one per line: "A) ...",
@@ -96,7 +96,7 @@ const CHOICE_CUES: &[&str] = &[
 
 /// The body of a list item line (`- x`, `* x`, `1. x`, `2) x`; `t` without its indentation),
 /// or `None` for any other line.
-pub(super) fn list_item(t: &str) -> Option<&str> {
+pub(crate) fn list_item(t: &str) -> Option<&str> {
     t.strip_prefix("- ")
         .or_else(|| t.strip_prefix("* "))
         .or_else(|| {
@@ -205,7 +205,7 @@ pub(super) fn in_pasted_line(text: &str, at: usize) -> bool {
 pub(super) fn pasted_failure(head: &str) -> Option<&str> {
     head.lines().map(str::trim).find(|l| {
         let lower = l.to_ascii_lowercase();
-        crate::snippet::text::is_error_statement(l)
+        crate::text::is_error_statement(l)
             || qualified_exception(l)
             || tool_complaint(l, &lower)
             || lower.starts_with("traceback")

@@ -10,7 +10,7 @@ use super::*;
 use crate::extract::feedback;
 use crate::extract::redact::Redactor;
 use crate::parse::{Block, Record};
-use crate::snippet::clip_chars;
+use crate::text::clip_chars;
 use crate::triage_model;
 
 impl Builder {
@@ -67,8 +67,8 @@ impl Builder {
                 let text = text
                     .replace("<tool_use_error>", "")
                     .replace("</tool_use_error>", "");
-                let cut = crate::snippet::cut_tool_output(&text, 12);
-                let cut = crate::snippet::truncate_bytes(&cut, 1500);
+                let cut = crate::text::cut_tool_output(&text, 12);
+                let cut = crate::text::truncate_bytes(&cut, 1500);
                 let error = redactor.redact(&cut, &mut BTreeMap::new()).into_owned();
                 let kind = tags::error_kind(&error);
                 if let Some(turn) = open.turn.as_mut().filter(|t| t.facts.errors <= 3) {
@@ -224,7 +224,7 @@ impl Builder {
                     edit_diff(edit, ctx.redactor)
                 });
                 if let Some(t) = &target {
-                    if crate::snippet::FILE_TOOLS.contains(&name.as_ref()) {
+                    if crate::parse::FILE_TOOLS.contains(&name.as_ref()) {
                         // A file's words join the vocabulary the first time it is touched.
                         if !open.files.contains(t) {
                             push_capped(&mut open.files, t.clone(), MAX_FILES);
@@ -314,7 +314,7 @@ fn other_way(open: &mut Open, line: u64, c: &Call, output: impl FnOnce() -> Stri
     let mut install_failed = || {
         *seen.get_or_insert_with(|| {
             let text = output.take().map(|f| f()).unwrap_or_default();
-            let head = crate::snippet::text::head_bytes(&text, 2000).to_lowercase();
+            let head = crate::text::head_bytes(&text, 2000).to_lowercase();
             [
                 "error",
                 "failed",

@@ -259,7 +259,7 @@ pub(super) fn model_evidence(turn: &Turn, label: Label, p: f64, because: &[Strin
         line: if line == 0 { turn.start_line } else { line },
         label,
         signal: "learned".into(),
-        text: crate::snippet::clip_chars(&said.join("; "), EVIDENCE_CHARS),
+        text: crate::text::clip_chars(&said.join("; "), EVIDENCE_CHARS),
         weight: p,
         followup: None,
     }

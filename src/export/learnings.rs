@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use super::SessionExport;
-use crate::snippet::clip_chars;
 use crate::store::{EpisodeListing, SnippetListing};
+use crate::text::clip_chars;
 
 /// One learning: what happened, the lesson, where.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -154,7 +154,7 @@ fn plain(text: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join(" ");
-    crate::episode::relative(&joined, None)
+    crate::snippet::draft::relative(&joined, None)
 }
 
 /// The turn (its number in the file) whose lines hold the snippet's first line.

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use super::SessionExport;
-use crate::snippet::clip_chars;
+use crate::text::clip_chars;
 
 /// Longest feedback item shown, in characters.
 const FEEDBACK_CHARS: usize = 500;

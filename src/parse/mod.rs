@@ -24,6 +24,18 @@ use serde_json::value::RawValue;
 /// key / display hint (a path, a command line); a multi-KB heredoc command would bloat every row.
 pub const MAX_TARGET_LEN: usize = 1024;
 
+/// Tools whose target (see [`Block::ToolUse`]) is a file path rather than a command, URL or
+/// pattern: their targets give `ext:` tags and episode vocabulary. Why in `parse`: the parser
+/// decides what a call's target is; the episode stage and snippet excerpts both read targets.
+pub const FILE_TOOLS: &[&str] = &[
+    "Read",
+    "Edit",
+    "Write",
+    "MultiEdit",
+    "NotebookEdit",
+    "NotebookRead",
+];
+
 /// Result of parsing one physical line. Why not `Result`: a line can yield good records *and*
 /// an error (glued objects where a later one is broken), and the caller wants both.
 #[derive(Debug, Default)]

@@ -26,7 +26,7 @@ pub async fn close_episodes(
             );
             continue;
         };
-        if let Some(row) = builder.finish(&s.session_id) {
+        if let Some(row) = builder.finish(&s.session_id, &crate::snippet::draft::Auto) {
             closed.push(ClosedEpisode {
                 file_id: s.file_id,
                 path: s.path,

@@ -175,7 +175,7 @@ async fn input_json(
             "start_line": ep.start_line,
             "end_line": ep.end_line,
         },
-        "text": snip::truncate_bytes(&text, MAX_INPUT_TEXT),
+        "text": crate::text::truncate_bytes(&text, MAX_INPUT_TEXT),
         "snippets": snippets.iter().map(|(t, title, content)| serde_json::json!({
             "type": t, "title": title, "content": content,
         })).collect::<Vec<_>>(),
@@ -264,7 +264,7 @@ fn to_row(l: &serde_json::Value, ep: &PendingEpisode, redactor: &Redactor) -> Op
         Some("decision") => SnippetType::DecisionRationale,
         _ => SnippetType::LearningPattern,
     };
-    let title = snip::clip_chars(
+    let title = crate::text::clip_chars(
         &field("title").unwrap_or_else(|| snip::title_from(&generalization)),
         snip::MAX_TITLE_CHARS,
     );
@@ -273,7 +273,7 @@ fn to_row(l: &serde_json::Value, ep: &PendingEpisode, redactor: &Redactor) -> Op
     } else {
         format!("{generalization}\n\nWhat happened: {observation}")
     };
-    let content = snip::truncate_bytes(&content, snip::MAX_CONTENT_BYTES);
+    let content = crate::text::truncate_bytes(&content, snip::MAX_CONTENT_BYTES);
     snip::validate(&title, &content).ok()?;
     let metadata = snip::with_learning(
         &snip::metadata_json(&content, Some(ep.triage.as_str()), None, None),

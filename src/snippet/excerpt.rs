@@ -34,7 +34,7 @@ use crate::parse::{parse_line, Block, Content, Kind, Record};
 use crate::tail::lines::{self, LineSplitter};
 use crate::tail::TailerConfig;
 
-/// Lines kept of a tool output (see [`super::cut_tool_output`]): enough for an error and its
+/// Lines kept of a tool output (see [`crate::text::cut_tool_output`]): enough for an error and its
 /// location, few enough that one result does not crowd out the reasoning around it.
 const TOOL_OUTPUT_LINES: usize = 20;
 
@@ -381,7 +381,7 @@ impl<'r> Render<'r> {
         let target = target.map(str::trim).filter(|t| !t.is_empty());
         if let Some(t) = target {
             let t = self.redactor.redact(t, &mut self.counts);
-            if super::FILE_TOOLS.contains(&name) {
+            if crate::parse::FILE_TOOLS.contains(&name) {
                 self.paths.insert(t.to_string());
             }
             self.blocks.push(format!("[L{n}] tool {name}: {t}"));
@@ -393,8 +393,8 @@ impl<'r> Render<'r> {
     fn tool_result(&mut self, n: u64, is_error: bool, text: Option<String>) {
         let Some(text) = text else { return };
         let text = self.redactor.redact(&text, &mut self.counts);
-        let cut = super::cut_tool_output(&text, TOOL_OUTPUT_LINES);
-        let cut = super::truncate_bytes(&cut, TOOL_OUTPUT_BYTES);
+        let cut = crate::text::cut_tool_output(&text, TOOL_OUTPUT_LINES);
+        let cut = crate::text::truncate_bytes(&cut, TOOL_OUTPUT_BYTES);
         let label = if is_error {
             "tool result (error)"
         } else {

@@ -151,7 +151,7 @@ impl Facts {
         limit: usize,
         keep: &dyn Fn(u64) -> bool,
     ) {
-        let head = crate::snippet::text::head_bytes(text, limit);
+        let head = crate::text::head_bytes(text, limit);
         let (one, two) = source.prefixes();
         let (mut cur, mut prev) = (String::with_capacity(32), String::with_capacity(32));
         let mut has_prev = false;

@@ -6,17 +6,15 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::auto::{keep_score, session_cap, snippet_score};
 use super::feed::{Feed, Last};
 use super::open::{add_vocab, end_turn, push_signal};
-use super::options::OPTIONS;
 use super::text::{first_line, head_bytes, in_pasted_line, pasted_failure, sentence_around};
 use super::*;
 use crate::extract::feedback::FeedbackType;
 use crate::extract::redact::Redactor;
 use crate::extract::rows::{unix_millis_from_iso, EpisodeRow, FeedbackRow};
-use crate::parse::{Kind, Record};
-use crate::snippet::clip_chars;
+use crate::parse::{Kind, Record, FILE_TOOLS};
+use crate::text::clip_chars;
 use crate::triage_model::{self, Facts, Source};
 
 /// Format version of the stored builder state. The state is a stored format (it outlives the
@@ -47,6 +45,8 @@ pub(in crate::episode) struct Ctx<'c> {
     pub rules: &'c Rules,
     pub redactor: &'c Redactor,
     pub targets: &'c HashMap<&'c str, &'c str>,
+    /// Drafts the snippets of the episodes that close.
+    pub drafter: &'c dyn Drafter,
 }
 
 /// A human prompt, where it is and when.
@@ -124,6 +124,7 @@ impl Builder {
             rules: how.rules,
             redactor: how.redactor,
             targets,
+            drafter: how.drafter,
         };
         for input in inputs {
             self.record(&ctx, session_id, &input, &mut out);
@@ -131,39 +132,52 @@ impl Builder {
         self.last_line = self.last_line.max(last_line);
         match how.last {
             Last::Keep => {}
-            Last::Open => out.extend(self.open_row(session_id, false)),
-            Last::Closed => out.extend(self.open_row(session_id, true)),
+            Last::Open => out.extend(self.open_row(how.drafter, session_id, false)),
+            Last::Closed => out.extend(self.open_row(how.drafter, session_id, true)),
         }
         out
     }
 
-    /// The open episode as a closed row (with its snippets): the session finished. The state is
-    /// unchanged, so if the session resumes the episode goes on and is written again.
-    pub fn finish(&self, session_id: &str) -> Option<EpisodeRow> {
-        self.open_row(session_id, true)
+    /// The open episode as a closed row (with the snippets `drafter` drafts): the session
+    /// finished. The state is unchanged, so if the session resumes the episode goes on and is
+    /// written again.
+    pub fn finish(&self, session_id: &str, drafter: &dyn Drafter) -> Option<EpisodeRow> {
+        self.open_row(drafter, session_id, true)
     }
 
-    fn open_row(&self, session_id: &str, closed: bool) -> Option<EpisodeRow> {
+    fn open_row(
+        &self,
+        drafter: &dyn Drafter,
+        session_id: &str,
+        closed: bool,
+    ) -> Option<EpisodeRow> {
         let open = self.open.as_ref()?;
         let end = self.last_line.max(open.start_line);
-        Some(self.row(open, session_id, end, closed))
+        Some(self.row(drafter, open, session_id, end, closed))
     }
 
-    fn row(&self, open: &Open, session_id: &str, end_line: u64, closed: bool) -> EpisodeRow {
+    fn row(
+        &self,
+        drafter: &dyn Drafter,
+        open: &Open,
+        session_id: &str,
+        end_line: u64,
+        closed: bool,
+    ) -> EpisodeRow {
         let mut turn_labels = open.turn_log.clone();
         if let Some(turn) = &open.turn {
             turn_labels.push(triage::turn_label(turn, end_line.max(turn.start_line)));
         }
         let t = triage::decide(open, &turn_labels);
         let snippets = if closed {
-            let scored = auto::snippets(
+            let episode = Closing {
                 open,
-                &t,
-                self.version.as_deref(),
-                self.project.as_deref(),
+                triage: &t,
+                version: self.version.as_deref(),
+                project: self.project.as_deref(),
                 end_line,
-            );
-            session_cap(&self.kept, scored)
+            };
+            drafter.snippets(&episode, &self.kept)
         } else {
             Vec::new()
         };
@@ -199,7 +213,6 @@ impl Builder {
         input: &Input<'_, '_>,
         out: &mut Vec<EpisodeRow>,
     ) {
-        let rules = ctx.rules;
         let rec = input.rec;
         let line = input.line_no;
         if let Some(v) = rec.version.as_deref() {
@@ -231,7 +244,7 @@ impl Builder {
                 Kind::User if rec.is_compact_summary => {
                     self.pending_cut = Some("compaction".into());
                 }
-                Kind::User => self.user(rules, ctx.redactor, session_id, input, out),
+                Kind::User => self.user(ctx, session_id, input, out),
                 Kind::Assistant => self.assistant(ctx, line, rec, input.text),
                 _ => {}
             }
@@ -246,8 +259,7 @@ impl Builder {
 
     fn user(
         &mut self,
-        rules: &Rules,
-        redactor: &Redactor,
+        ctx: &Ctx<'_>,
         session_id: &str,
         input: &Input<'_, '_>,
         out: &mut Vec<EpisodeRow>,
@@ -264,7 +276,7 @@ impl Builder {
                         timestamp: rec.timestamp.as_deref(),
                         previous_ts: previous_ts.as_deref(),
                     };
-                    self.prompt(rules, session_id, &p, out);
+                    self.prompt(ctx, session_id, &p, out);
                 }
                 FeedbackType::ToolDenial => {
                     if let Some(open) = &mut self.open {
@@ -278,8 +290,7 @@ impl Builder {
                                 Some(t) if c.name != "ExitPlanMode" => {
                                     let t = first_line(t).replace('`', "'");
                                     // A file is known by its name.
-                                    let t = if crate::snippet::FILE_TOOLS.contains(&c.name.as_str())
-                                    {
+                                    let t = if FILE_TOOLS.contains(&c.name.as_str()) {
                                         t.rsplit(['/', '\\']).next().unwrap_or(&t).to_string()
                                     } else {
                                         t
@@ -314,16 +325,17 @@ impl Builder {
                 }
             }
         }
-        self.tool_results(redactor, line, rec);
+        self.tool_results(ctx.redactor, line, rec);
     }
 
     fn prompt(
         &mut self,
-        rules: &Rules,
+        ctx: &Ctx<'_>,
         session_id: &str,
         p: &Prompt<'_>,
         out: &mut Vec<EpisodeRow>,
     ) {
+        let rules = ctx.rules;
         let Prompt {
             line,
             text,
@@ -398,10 +410,8 @@ impl Builder {
         if let Some(reason) = cut {
             if let Some(open) = self.open.take() {
                 let end = line.saturating_sub(1).max(open.start_line);
-                let row = self.row(&open, session_id, end, true);
-                for s in &row.snippets {
-                    keep_score(&mut self.kept, snippet_score(s));
-                }
+                let row = self.row(ctx.drafter, &open, session_id, end, true);
+                ctx.drafter.keep(&mut self.kept, &row.snippets);
                 out.push(row);
             }
             self.episodes += 1;

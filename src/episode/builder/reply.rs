@@ -3,7 +3,6 @@
 
 use super::super::fix::sentences;
 use super::super::open::push_signal;
-use super::super::options::OPTIONS;
 use super::super::text::{
     ends_with_question, head_bytes, in_prose, laid_out_option, named_alternatives,
     paragraph_around, sentence_around,
@@ -11,7 +10,7 @@ use super::super::text::{
 use super::super::*;
 use super::Ctx;
 use crate::parse::Record;
-use crate::snippet::clip_chars;
+use crate::text::clip_chars;
 use crate::triage_model;
 
 impl Builder {
@@ -77,7 +76,7 @@ impl Builder {
                     }
                 }
             }
-            let piece = crate::snippet::truncate_bytes(text.trim(), LAST_TEXT_BYTES);
+            let piece = crate::text::truncate_bytes(text.trim(), LAST_TEXT_BYTES);
             if let Some(i) = self.awaiting_followup.take() {
                 if let Some(sig) = open.signals.get_mut(i) {
                     sig.followup = Some((line, piece.clone()));
@@ -88,11 +87,11 @@ impl Builder {
                 .failures
                 .iter()
                 .any(|f| f.tried.len() < MAX_TRIED && line > f.line);
-            if wants_tried && crate::snippet::noise_reason(text).is_none() {
+            if wants_tried && crate::text::noise::noise_reason(text).is_none() {
                 for f in &mut open.failures {
                     if f.tried.len() < MAX_TRIED && line > f.line {
                         f.tried
-                            .push((line, crate::snippet::truncate_bytes(text.trim(), 600)));
+                            .push((line, crate::text::truncate_bytes(text.trim(), 600)));
                     }
                 }
             }
@@ -204,7 +203,7 @@ impl Builder {
                         line,
                         phrase: OPTIONS.into(),
                         sentence: opt,
-                        text: crate::snippet::truncate_bytes(text.trim(), 4000),
+                        text: crate::text::truncate_bytes(text.trim(), 4000),
                         context: prev.filter(|(l, _)| *l < line),
                         choice: None,
                     });

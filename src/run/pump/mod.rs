@@ -298,6 +298,7 @@ impl Pipeline {
                                 (true, false) => episode::Last::Open,
                                 (true, true) => episode::Last::Closed,
                             },
+                            drafter: &crate::snippet::draft::Auto,
                         };
                         timed(Stage::Episodes, || {
                             episode::feed(&mut episodes, &mut ex, &how)

@@ -1,11 +1,13 @@
 //! `decision_rationale` and lesson drafts from the notes the builder kept (a paragraph holding
 //! a pivot, decision or lesson phrase), scored: a decision needs options and a reason, a change
-//! of approach its reason, a lesson prose rather than a how-to (see [`super::auto`]).
+//! of approach its reason, a lesson prose rather than a how-to (see [`super`]).
 
-use super::auto::{first_sentence, Draft};
-use super::fix::{is_explanation, is_reason, sentences};
-use super::{NoteKind, Open};
-use crate::snippet::{clip_chars, title_from, truncate_bytes, SnippetType};
+use super::candidate::{first_sentence, Draft};
+use crate::episode::fix::{is_explanation, is_reason};
+use crate::episode::{NoteKind, Open, OPTIONS};
+use crate::snippet::{title_from, SnippetType};
+use crate::text::sentence::sentences;
+use crate::text::{clip_chars, truncate_bytes};
 
 /// Words that give a decision its reason.
 const REASONS: &[&str] = &[
@@ -88,7 +90,7 @@ fn is_how_to(text: &str) -> bool {
 /// ("Key insight:"), the sentence after it.
 fn lesson_sentence(sentence: &str, text: &str) -> String {
     let s = sentence.trim().trim_matches('*').trim();
-    let words = crate::snippet::word_count(s);
+    let words = crate::text::word_count(s);
     if !s.ends_with(':') && words >= 6 {
         return s.to_string();
     }
@@ -218,7 +220,7 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
     let n = open
         .notes
         .iter()
-        .find(|n| n.kind == kind && n.phrase != super::options::OPTIONS)?;
+        .find(|n| n.kind == kind && n.phrase != OPTIONS)?;
     let (snippet_kind, prefix) = match kind {
         NoteKind::Learning => (SnippetType::LearningPattern, "Lesson"),
         NoteKind::Pivot => (SnippetType::DecisionRationale, "Change of approach"),

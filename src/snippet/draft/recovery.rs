@@ -1,11 +1,13 @@
 //! The `error_reasoning` draft of a fixed failure: the error, the reason the assistant gave, the
 //! fix as compact diffs or the way the passing command differs, and the command that passed,
-//! scored by what it holds (see [`super::auto`]).
+//! scored by what it holds (see [`super`]).
 
-use super::auto::{shares_word, Draft};
-use super::fix::{self, is_announcement, is_explanation, is_reason, sentences};
-use super::Recovery;
-use crate::snippet::{clip_chars, title_from, SnippetType};
+use super::candidate::{shares_word, Draft};
+use crate::episode::fix::{self, is_announcement, is_explanation, is_reason};
+use crate::episode::Recovery;
+use crate::snippet::{title_from, SnippetType};
+use crate::text::clip_chars;
+use crate::text::sentence::sentences;
 
 /// Lines between a failure and its success past which the link is loose.
 const LOOSE_LINES: u64 = 40;
@@ -32,7 +34,7 @@ pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
         Some(t) => format!("{} {}", f.tool, clip_command(t)),
         None => f.tool.clone(),
     };
-    let headline = crate::snippet::headline(&f.error);
+    let headline = crate::text::headline(&f.error);
     let subject = match (f.tool.as_str(), &f.target) {
         ("Bash", Some(cmd)) => format!("`{}`", fix::subject_command(cmd)),
         (tool, Some(t)) => format!("{tool} {}", t.rsplit(['/', '\\']).next().unwrap_or(t)),

@@ -2,11 +2,11 @@
 //! here in the shape they had in real transcripts) and for learnings worth importing: two
 //! halves that are sentences, differ, and carry no transcript line or machine path.
 
-use super::tests::*;
+use crate::episode::tests::*;
 
 fn one_episode(lines: &[String]) -> crate::extract::rows::EpisodeRow {
     let (b, _) = run(lines);
-    b.finish(SID).unwrap()
+    b.finish(SID, &Auto).unwrap()
 }
 
 fn halves(s: &crate::extract::rows::SnippetRow) -> (String, String) {

@@ -3,8 +3,10 @@
 //! and what to do; both are sentences, they differ, and neither carries a transcript line
 //! number or a machine's absolute path where a project-relative name will do.
 
-use super::Open;
-use crate::snippet::clip_chars;
+use super::candidate::shared_words;
+use crate::episode::fix::subject_command;
+use crate::episode::Open;
+use crate::text::clip_chars;
 
 /// `text` with absolute paths shortened: the part after the project's folder when the path
 /// holds it (`/Users/x/src/app/lib/db.rs` -> `lib/db.rs` in project `app`), else the file's
@@ -107,13 +109,12 @@ pub(super) fn trigger(open: &Open, about: Option<&str>, except: Option<&str>) ->
         .map(|r| &r.failure)
         .chain(open.failures.iter())
         .find(|f| {
-            !f.error.trim().is_empty()
-                && about.is_some_and(|a| super::auto::shared_words(a, &f.error) >= 2)
+            !f.error.trim().is_empty() && about.is_some_and(|a| shared_words(a, &f.error) >= 2)
         });
     if let Some(f) = failure {
-        let headline = crate::snippet::headline(&f.error);
+        let headline = crate::text::headline(&f.error);
         let what = match (f.tool.as_str(), &f.target) {
-            ("Bash", Some(cmd)) => format!("`{}`", super::fix::subject_command(cmd)),
+            ("Bash", Some(cmd)) => format!("`{}`", subject_command(cmd)),
             (tool, _) => tool.to_string(),
         };
         return format!("{what} fails with \"{}\"", clip_chars(&headline, 120));
@@ -144,10 +145,7 @@ pub(super) fn trigger(open: &Open, about: Option<&str>, except: Option<&str>) ->
 /// install`"), for "When about to ...".
 pub(super) fn action(call: &str) -> String {
     match call.split_once(' ') {
-        Some(("Bash", cmd)) => format!(
-            "run `{}`",
-            super::fix::subject_command(cmd.trim_matches('`'))
-        ),
+        Some(("Bash", cmd)) => format!("run `{}`", subject_command(cmd.trim_matches('`'))),
         Some(("Edit" | "Write" | "MultiEdit" | "NotebookEdit", file)) => format!("change {file}"),
         _ if call.starts_with("ExitPlanMode") => "go ahead with a plan".to_string(),
         Some((tool, what)) => format!("use {tool} on {what}"),

@@ -10,15 +10,12 @@
 
 use std::collections::BTreeSet;
 
-use super::auto::Draft;
-use super::fix::sentences;
-use super::text::list_item;
-use super::triage::Label;
-use super::{NoteKind, Open};
-use crate::snippet::{clip_chars, truncate_bytes, SnippetType};
-
-/// The phrase of a note made from laid-out options (not a phrase of the decision list).
-pub(super) const OPTIONS: &str = "options";
+use super::candidate::Draft;
+use crate::episode::text::list_item;
+use crate::episode::{Label, NoteKind, Open, OPTIONS};
+use crate::snippet::SnippetType;
+use crate::text::sentence::sentences;
+use crate::text::{clip_chars, truncate_bytes};
 
 /// Most options read from one message.
 const MAX_OPTIONS: usize = 6;

@@ -1,7 +1,17 @@
-//! Text cuts shared by snippets, episodes and the CLI: clipping, the first line, the lines of a
-//! tool output that matter, its headline, terminal escapes removed.
+//! Plain-text helpers shared by the stages and the doors: clipping (by characters or bytes), the
+//! first line, the lines of a tool output that matter and its headline, terminal escapes
+//! removed, word counts; [`sentence`] is the one sentence splitter, [`noise`] tells scaffolding
+//! (markdown labels, tables, box drawings) from content.
+//!
+//! Why a leaf of its own: the episode stage, snippets (their gates and their drafting), the
+//! triage model and the doors all cut text the same way. Kept in `snippet`, these helpers made
+//! the episode stage import `snippet`, whose drafting reads the episode's state: a circle.
+//! `text` imports nothing of the crate, so anything may use it.
 
-use super::is_noise_line;
+pub mod noise;
+pub mod sentence;
+
+use noise::is_noise_line;
 
 /// Words that mark the lines of a tool output worth keeping. (Not "warning": in a failed
 /// build or a server log, warnings crowd out the error.)
@@ -295,3 +305,13 @@ pub fn truncate_bytes(s: &str, max: usize) -> String {
     }
     format!("{}…", head_bytes(s, max.saturating_sub('…'.len_utf8())))
 }
+
+/// Words in a text (runs of non-whitespace holding a letter or digit).
+pub fn word_count(s: &str) -> usize {
+    s.split_whitespace()
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .count()
+}
+
+#[cfg(test)]
+mod tests;

@@ -3,11 +3,11 @@
 //! lessons cut from how-tos, decisions without options) and for the triage rules tuned against
 //! the hand labels (acknowledged corrections, pasted failures, laid-out options, precedence).
 
-use super::tests::*;
+use crate::episode::tests::*;
 
 fn one_episode(lines: &[String]) -> crate::extract::rows::EpisodeRow {
     let (b, _) = run(lines);
-    b.finish(SID).unwrap()
+    b.finish(SID, &Auto).unwrap()
 }
 
 fn types(ep: &crate::extract::rows::EpisodeRow) -> Vec<&str> {
@@ -199,7 +199,7 @@ fn a_pasted_failure_and_laid_out_options() {
     // The turns may fall in more than one episode: gather them all.
     let (b, rows) = run(&lines);
     let mut eps: Vec<_> = rows.into_iter().filter(|r| r.closed).collect();
-    eps.extend(b.finish(SID));
+    eps.extend(b.finish(SID, &Auto));
     let mut labels: Vec<String> = Vec::new();
     for ep in &eps {
         let v: serde_json::Value = serde_json::from_str(&ep.turn_labels).unwrap();
