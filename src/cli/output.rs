@@ -237,6 +237,21 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
             )?;
         }
     }
+    if let Some(t) = &r.today {
+        let cost = t
+            .cost_usd
+            .map_or_else(|| "cost unknown".to_string(), |c| format!("${c:.2}"));
+        writeln!(
+            out,
+            "today     {} tokens ({} in, {} out, {} cache write, {} cache read), {} messages, {cost}",
+            t.tokens.iter().sum::<i64>(),
+            t.tokens[0],
+            t.tokens[1],
+            t.tokens[2],
+            t.tokens[3],
+            t.messages
+        )?;
+    }
     if r.refined + r.refine_failed > 0 {
         writeln!(
             out,

@@ -8,8 +8,8 @@ use super::output::print_json;
 use super::table::{pad, pad_left, width};
 use super::{open_store, Outcome, EXIT_OK};
 use crate::config::Config;
-use crate::query::usage::{report, By, Figures, UsageQuery, UsageReport, UsageRow};
-use crate::query::{self, TimeBound};
+use crate::query;
+use crate::query::usage::{report, Figures, UsageInput, UsageQuery, UsageReport, UsageRow};
 
 /// `gleaner usage` flags.
 #[derive(Debug, Args)]
@@ -42,23 +42,20 @@ pub struct UsageArgs {
 impl UsageArgs {
     /// The request, every flag checked (a bad one is an error naming it).
     pub fn query(&self) -> Result<UsageQuery, query::Error> {
-        Ok(UsageQuery {
-            by: query::choice::<By>("--by", &self.by)?,
-            since: self
-                .since
-                .as_deref()
-                .map(|t| TimeBound::parse("--since", t))
-                .transpose()?,
-            until: self
-                .until
-                .as_deref()
-                .map(|t| TimeBound::parse("--until", t))
-                .transpose()?,
-            project: query::project(("--project", self.project.clone()))?,
-            origin: self.origin.origin()?,
-            breakdown: self.breakdown,
-            page: self.page.page()?,
-        })
+        UsageQuery::parse(
+            UsageInput {
+                by: Some(&self.by),
+                since: self.since.as_deref(),
+                until: self.until.as_deref(),
+                project: self.project.clone(),
+                machine: self.origin.machine.clone(),
+                user: self.origin.user.clone(),
+                breakdown: self.breakdown,
+                limit: self.page.limit,
+                offset: self.page.offset,
+            },
+            |f| format!("--{f}"),
+        )
     }
 }
 

@@ -20,6 +20,7 @@ mod frame;
 mod listings;
 mod session;
 mod snippets;
+mod usage;
 
 use std::sync::Arc;
 
@@ -61,7 +62,7 @@ machine, or of several machines sharing one store): compaction summaries, what t
 episodes labelled by what happened (error_recovery, user_correction, pivot, design_decision) \
 and snippets of reasoning. Start with `search` (full text over all of it) or `list_sessions`; \
 read `get_session` for an overview before asking for more; `get_conversation` and \
-`get_transcript_lines` give the words themselves; `export_learnings` gives what was learned as \
+`get_transcript_lines` give the words themselves; `get_usage` gives tokens and cost; `export_learnings` gives what was learned as \
 observation/generalization pairs. Session ids may be given as unique prefixes.";
 
 #[tool_handler(router = self.tool_router)]
@@ -101,7 +102,8 @@ impl Gleaner {
             tool_router: Self::listing_router()
                 + Self::session_router()
                 + Self::snippet_router()
-                + Self::export_router(),
+                + Self::export_router()
+                + Self::usage_router(),
         }
     }
 

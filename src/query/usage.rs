@@ -102,6 +102,60 @@ pub struct UsageQuery {
     pub page: Page,
 }
 
+/// A usage report's inputs as a door received them: parsed and checked once, here, for the
+/// CLI (`--by`), MCP and the web (`by`).
+#[derive(Debug, Clone, Default)]
+pub struct UsageInput<'a> {
+    /// `by` (default `day`).
+    pub by: Option<&'a str>,
+    /// `since`.
+    pub since: Option<&'a str>,
+    /// `until`.
+    pub until: Option<&'a str>,
+    /// `project`.
+    pub project: Option<String>,
+    /// `machine`.
+    pub machine: Option<String>,
+    /// `user`.
+    pub user: Option<String>,
+    /// `breakdown`.
+    pub breakdown: bool,
+    /// `limit`.
+    pub limit: Option<u64>,
+    /// `offset`.
+    pub offset: Option<u64>,
+}
+
+/// Rows a report gives unless `limit` says otherwise.
+pub const DEFAULT_ROWS: u32 = 50;
+
+impl UsageQuery {
+    /// The request from `i`; `name` gives each input's name as the door shows it (`--by` in
+    /// the CLI, `by` elsewhere), so that an error names what the caller typed.
+    pub fn parse(i: UsageInput<'_>, name: impl Fn(&str) -> String) -> Result<UsageQuery, Error> {
+        let time =
+            |field: &str, v: Option<&str>| v.map(|t| TimeBound::parse(&name(field), t)).transpose();
+        Ok(UsageQuery {
+            by: i
+                .by
+                .map(|b| super::choice::<By>(&name("by"), b))
+                .transpose()?
+                .unwrap_or(By::Day),
+            since: time("since", i.since)?,
+            until: time("until", i.until)?,
+            project: super::project((&name("project"), i.project))?,
+            origin: super::origin((&name("machine"), i.machine), (&name("user"), i.user))?,
+            breakdown: i.breakdown,
+            page: Page::parse(
+                (&name("limit"), i.limit),
+                (&name("offset"), i.offset),
+                DEFAULT_ROWS,
+                super::MAX_LISTING,
+            )?,
+        })
+    }
+}
+
 /// Token counts and cost of a row, a model of a row, or the totals.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Figures {

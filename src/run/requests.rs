@@ -103,6 +103,10 @@ async fn status(shared: &Shared) -> StatusReport {
         store.daemon_figures(&cfg.machine_id),
     )
     .await;
+    let today = tokio::time::timeout(Duration::from_secs(1), today(&store, &cfg.prices))
+        .await
+        .ok()
+        .and_then(Result::ok);
     let since = health.unavailable_since().map(super::health::iso);
     let (database_state, figures) = match (figures, &since) {
         (Ok(Ok(f)), None) => ("ok".to_string(), Some(f)),
@@ -141,5 +145,49 @@ async fn status(shared: &Shared) -> StatusReport {
         failed_retries: health.failed_retries.load(Ordering::Relaxed),
         last_error: health.last_error(),
         reloads: shared.reloads.load(Ordering::Relaxed),
+        today,
     }
+}
+
+/// Today's (local) usage from the store's hourly aggregate: the hours since local midnight,
+/// a few rows per model.
+async fn today(
+    store: &crate::store::Store,
+    prices: &crate::usage::Prices,
+) -> Result<super::socket::TodayUsage, crate::store::StoreError> {
+    use chrono::{Local, TimeZone};
+    let now = Local::now();
+    let midnight = now
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .and_then(|t| Local.from_local_datetime(&t).earliest())
+        .map_or(now.timestamp(), |t| t.timestamp());
+    let filter = crate::store::UsageFilter {
+        since_hour: Some(midnight.div_euclid(3600)),
+        ..Default::default()
+    };
+    let cells = store
+        .usage_cells(&filter, crate::store::UsageKey::Model)
+        .await?;
+    let mut t = super::socket::TodayUsage {
+        date: now.format("%Y-%m-%d").to_string(),
+        cost_usd: Some(0.0),
+        ..Default::default()
+    };
+    for c in &cells {
+        let n = &c.counts;
+        for (a, b) in t
+            .tokens
+            .iter_mut()
+            .zip([n.input, n.output, n.creation, n.read])
+        {
+            *a += b;
+        }
+        t.messages += n.messages;
+        t.cost_usd = t
+            .cost_usd
+            .zip(prices.cost(&c.model, n, c.recorded))
+            .map(|(a, b)| a + b);
+    }
+    Ok(t)
 }

@@ -132,6 +132,22 @@ pub struct StatusReport {
     /// Configuration reloads applied since start.
     #[serde(default)]
     pub reloads: u64,
+    /// Today's token usage and cost in the whole store (the local calendar day).
+    #[serde(default)]
+    pub today: Option<TodayUsage>,
+}
+
+/// Today's usage, as `gleaner status` shows it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct TodayUsage {
+    /// The local date.
+    pub date: String,
+    /// Input, output, cache-creation and cache-read tokens.
+    pub tokens: [i64; 4],
+    /// API messages.
+    pub messages: i64,
+    /// USD; `None` when a model has no price.
+    pub cost_usd: Option<f64>,
 }
 
 /// A reply.

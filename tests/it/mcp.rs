@@ -108,7 +108,7 @@ impl Client {
     }
 }
 
-const TOOLS: [&str; 11] = [
+const TOOLS: [&str; 12] = [
     "search",
     "list_sessions",
     "get_session",
@@ -120,6 +120,7 @@ const TOOLS: [&str; 11] = [
     "get_conversation",
     "list_episodes",
     "export_learnings",
+    "get_usage",
 ];
 
 async fn mcp_session(backend: Backend) {
@@ -397,6 +398,8 @@ async fn mcp_session(backend: Backend) {
             json!({"since": "yesterday-ish"}),
             "since",
         ),
+        ("get_usage", json!({"by": "fortnight"}), "fortnight"),
+        ("get_usage", json!({"until": "2026-02-30"}), "until"),
         ("no_such_tool", json!({}), "not found"),
     ];
     for (tool, args, want) in bad {

@@ -262,6 +262,14 @@ async fn usage_counts_once_and_outlives_transcripts(backend: Backend) {
     let since = report(&env, &["--by", "day", "--since", "2026-03-03"]);
     assert_eq!(since["rows"].as_array().map(Vec::len), Some(1), "{since}");
 
+    // MCP: the same arguments give the same JSON.
+    let mut mcp = crate::mcp::Client::ready(&env);
+    let by_mcp = mcp
+        .call("get_usage", json!({"by": "model", "breakdown": true}))
+        .expect("get_usage");
+    assert_eq!(by_mcp, report(&env, &["--by", "model", "--breakdown"]));
+    drop(mcp);
+
     // Nothing counts twice: a re-read, a re-extraction, the transcripts gone, a prune.
     let before = report(&env, &["--by", "session"]);
     env.ingest();
@@ -520,3 +528,48 @@ async fn usage_agrees_with_ccusage(backend: Backend) {
     env.cleanup().await;
 }
 both_backends!(agrees_with_ccusage, usage_agrees_with_ccusage);
+
+/// `gleaner status` shows today's tokens and cost, read from the aggregate while the daemon
+/// runs.
+async fn status_shows_today(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let now = chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.3fZ")
+        .to_string();
+    let line = assistant(
+        S1,
+        1,
+        "msg_today",
+        "claude-haiku-4-5-20251001",
+        &now,
+        usage(1000, 2000, 0, 0),
+    );
+    let path = env.projects.join(format!("-home-u-alpha/{S1}.jsonl"));
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(&path, lines(&[line])).expect("write");
+    let mut daemon = env.spawn_daemon(&[("TZ", "UTC")]);
+    let mut last = Value::Null;
+    poll_until(
+        std::time::Duration::from_secs(30),
+        "today's usage in status",
+        || {
+            last = env.status();
+            last["today"]["messages"] == 1
+        },
+    );
+    let today = &last["today"];
+    assert_eq!(today["tokens"], json!([1000, 2000, 0, 0]), "{last}");
+    // Haiku 4.5: 1000 * 1 + 2000 * 5 USD per million.
+    let cost = today["cost_usd"].as_f64().expect("priced");
+    assert!((cost - 0.011).abs() < 1e-9, "{last}");
+    assert_eq!(
+        today["date"],
+        chrono::Utc::now().format("%Y-%m-%d").to_string()
+    );
+    let out = env.cmd().arg("status").output().expect("status");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("today     3000 tokens"), "{text}");
+    terminate(&mut daemon);
+    env.cleanup().await;
+}
+both_backends!(status_today, status_shows_today);
