@@ -190,6 +190,7 @@ fn mcp_probes(o: &Ctx, url: &str, sid: &str, rows: &mut Vec<Row>) -> Result<()> 
         ("query_snippets", json!({})),
         ("list_episodes", json!({})),
         ("export_learnings", json!({})),
+        ("get_usage", json!({})),
         ("get_conversation", json!({"session_id": sid})),
         (
             "get_transcript_lines",
@@ -269,6 +270,12 @@ fn cli_probes(o: &Ctx, url: &str, projects: &Path, sid: &str, rows: &mut Vec<Row
         vec!["files"],
         vec!["text", sid],
         vec!["export", "--format", "md", "--session", sid],
+        vec!["usage"],
+        vec!["usage", "--by", "month"],
+        vec!["usage", "--by", "session"],
+        vec!["usage", "--by", "project"],
+        vec!["usage", "--by", "model"],
+        vec!["usage", "--by", "block"],
     ];
     for args in probes {
         rows.push(cli_row(o, url, projects, &args, args.join(" "))?);

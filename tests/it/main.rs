@@ -57,4 +57,5 @@ mod team;
 mod text;
 mod trial;
 mod usage;
+mod usage_ccusage;
 mod web;
