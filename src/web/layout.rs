@@ -59,6 +59,17 @@ aside.snips .snippet pre { white-space:pre-wrap; margin:6px 0 0; max-height:260p
 .turnlabel { float:right; }
 details > summary { cursor:pointer; color:var(--muted); }
 pre.raw { white-space:pre-wrap; background:var(--soft); padding:10px; border-radius:8px; }
+svg.chart { display:block; width:100%; max-width:900px; height:auto; margin:6px 0; }
+svg.chart text { font-size:11px; fill:var(--muted); } svg.chart line.axis { stroke:#98a2b3; stroke-width:1; }
+.m0 { fill:#1570ef; } .m1 { fill:#f79009; } .m2 { fill:#12b76a; } .m3 { fill:#7a5af8; }
+.m4 { fill:#ee46bc; } .m5 { fill:#0ba5ec; } .m6 { fill:#d92d20; } .m7 { fill:#475467; }
+.m8 { fill:#a15c07; } .m9 { fill:#66c61c; }
+rect.cost { fill:#344054; } rect.cost.partial { fill:#98a2b3; }
+ul.legend { list-style:none; display:flex; flex-wrap:wrap; gap:6px 16px; padding:0; margin:4px 0 10px; }
+ul.legend svg { vertical-align:-1px; }
+table.list.usage td.num, table.list.usage th.num { text-align:right; font-variant-numeric:tabular-nums; }
+table.list.usage tr.model td { color:var(--muted); } table.list.usage tr.model td:first-child { padding-left:22px; }
+table.list.usage tr.total td { font-weight:600; border-top:2px solid var(--line); }
 "#;
 
 /// A whole page: head, navigation, then `body`.
@@ -79,6 +90,7 @@ pub fn page(title: &str, body: Markup) -> Markup {
                         a href="/" { "Search" }
                         a href="/sessions" { "Sessions" }
                         a href="/snippets" { "Snippets" }
+                        a href="/usage" { "Usage" }
                     }
                 }
                 main { (body) }

@@ -20,6 +20,7 @@
 mod layout;
 mod pages;
 mod timeline;
+mod usage;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -167,6 +168,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/sessions/{id}", get(pages::session))
         .route("/sessions/{id}/lines", get(pages::lines))
         .route("/snippets", get(pages::snippets))
+        .route("/usage", get(usage::usage))
         .route("/style.css", get(style))
         .fallback(|| async { WebError::NotFound("no such page".into()) })
         .layer(middleware::from_fn_with_state(state.clone(), require_token))

@@ -18,12 +18,12 @@ use crate::query::store::{
 use crate::query::{self, Page};
 use crate::snippet::SnippetType;
 
-type Params = Query<BTreeMap<String, String>>;
+pub(super) type Params = Query<BTreeMap<String, String>>;
 
 /// Sessions per page.
 const PAGE: u32 = 50;
 
-fn param<'a>(q: &'a BTreeMap<String, String>, k: &str) -> Option<&'a str> {
+pub(super) fn param<'a>(q: &'a BTreeMap<String, String>, k: &str) -> Option<&'a str> {
     q.get(k).map(|s| s.trim()).filter(|s| !s.is_empty())
 }
 
@@ -42,7 +42,7 @@ fn since_param(q: &BTreeMap<String, String>, k: &str) -> Result<Option<String>, 
 
 /// The page asked for (`offset`, and `limit` where a page offers it), or a 400 naming the bad
 /// value.
-fn page_param(q: &BTreeMap<String, String>, default: u32) -> Result<Page, WebError> {
+pub(super) fn page_param(q: &BTreeMap<String, String>, default: u32) -> Result<Page, WebError> {
     Ok(Page::parse_text(
         ("limit", param(q, "limit")),
         ("offset", param(q, "offset")),
@@ -59,7 +59,7 @@ fn choice_param<T: query::Vocabulary>(
     Ok(param(q, k).map(|v| query::choice::<T>(k, v)).transpose()?)
 }
 
-fn ok(title: &str, body: Markup) -> Response {
+pub(super) fn ok(title: &str, body: Markup) -> Response {
     Html(page(title, body).into_string()).into_response()
 }
 

@@ -59,3 +59,4 @@ mod trial;
 mod usage;
 mod usage_ccusage;
 mod web;
+mod web_usage;
