@@ -11,6 +11,7 @@ use super::{open_store, resolve_prefix, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::query::overview::{session_overview, SessionOverview};
 use crate::query::Evidence;
+use crate::text::thousands;
 
 /// `gleaner show` flags.
 #[derive(Debug, Args)]
@@ -43,23 +44,6 @@ pub async fn run(cfg: &Config, args: ShowArgs) -> Outcome {
         }
     }
     Ok(EXIT_OK)
-}
-
-/// Thousands separated by commas.
-fn count(n: i64) -> String {
-    let s = n.abs().to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
-    }
 }
 
 /// The overview as lines for a person, each cut to `width` columns when one is given.
@@ -103,9 +87,9 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
         "Size",
         format!(
             "{} {}, {} {} in {} {} ({} {})",
-            count(s.messages),
+            thousands(s.messages),
             table::noun(s.messages, "message"),
-            count(s.lines),
+            thousands(s.lines),
             table::noun(s.lines, "line"),
             s.files,
             table::noun(s.files, "file"),
@@ -117,9 +101,9 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
         "Tools",
         format!(
             "{} {}, {} {}",
-            count(s.tool_calls),
+            thousands(s.tool_calls),
             table::noun(s.tool_calls, "call"),
-            count(s.tool_errors),
+            thousands(s.tool_errors),
             table::noun(s.tool_errors, "error")
         ),
     );
@@ -128,10 +112,10 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
         "Tokens",
         format!(
             "input {} · output {} · cache write {} · cache read {}",
-            count(t.input),
-            count(t.output),
-            count(t.cache_creation),
-            count(t.cache_read)
+            thousands(t.input),
+            thousands(t.output),
+            thousands(t.cache_creation),
+            thousands(t.cache_read)
         ),
     );
     let f = &s.feedback;
@@ -158,7 +142,7 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
                 "compact_boundary" => format!(
                     "{} compaction at {} tokens",
                     x.trigger.as_deref().unwrap_or("?"),
-                    x.pre_tokens.map_or("?".into(), count)
+                    x.pre_tokens.map_or("?".into(), thousands)
                 ),
                 _ => crate::text::summary_preview(x.text.as_deref().unwrap_or("")).to_string(),
             };
@@ -250,8 +234,8 @@ mod tests {
 
     #[test]
     fn counts_have_separators() {
-        assert_eq!(super::count(1_234_567), "1,234,567");
-        assert_eq!(super::count(999), "999");
-        assert_eq!(super::count(0), "0");
+        assert_eq!(super::thousands(1_234_567), "1,234,567");
+        assert_eq!(super::thousands(999), "999");
+        assert_eq!(super::thousands(0), "0");
     }
 }

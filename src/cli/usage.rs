@@ -10,6 +10,7 @@ use super::{open_store, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::query;
 use crate::query::usage::{report, Figures, UsageInput, UsageQuery, UsageReport, UsageRow};
+use crate::text::thousands;
 
 /// `gleaner usage` flags.
 #[derive(Debug, Args)]
@@ -160,22 +161,6 @@ fn row_key(row: &UsageRow) -> String {
             }
         }
         None => row.key.clone(),
-    }
-}
-
-fn thousands(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
     }
 }
 

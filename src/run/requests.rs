@@ -98,15 +98,14 @@ async fn status(shared: &Shared) -> StatusReport {
     // The database's own figures, within a second: a slow or unreachable database is
     // reported, not waited for.
     let store = shared.store();
-    let figures = tokio::time::timeout(
-        Duration::from_secs(1),
-        store.daemon_figures(&cfg.machine_id),
-    )
-    .await;
-    let today = tokio::time::timeout(Duration::from_secs(1), today(&store, &cfg.prices))
-        .await
-        .ok()
-        .and_then(Result::ok);
+    // Both within the same second, side by side: a status answer never waits longer than it
+    // did before today's usage was part of it (an outage must not make the daemon look dead).
+    let budget = Duration::from_secs(1);
+    let (figures, today) = tokio::join!(
+        tokio::time::timeout(budget, store.daemon_figures(&cfg.machine_id)),
+        tokio::time::timeout(budget, today(&store, &cfg.prices)),
+    );
+    let today = today.ok().and_then(Result::ok);
     let since = health.unavailable_since().map(super::health::iso);
     let (database_state, figures) = match (figures, &since) {
         (Ok(Ok(f)), None) => ("ok".to_string(), Some(f)),

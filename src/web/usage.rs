@@ -21,6 +21,7 @@ use crate::query::usage::{
     report, By, Figures, UsageInput, UsageQuery, UsageReport, UsageRow, DEFAULT_ROWS,
 };
 use crate::query::{Page, TimeBound};
+use crate::text::thousands;
 
 /// Days the chart covers when `since` is not given.
 const DEFAULT_DAYS: i64 = 30;
@@ -522,23 +523,6 @@ fn pager(q: &BTreeMap<String, String>, page: Page, next: Option<u64>) -> Markup 
             @if page.offset > 0 { a href=(at(u64::from(page.offset.saturating_sub(page.limit)))) { "← Previous" } }
             @if let Some(o) = next { a href=(at(o)) { "Next →" } }
         }
-    }
-}
-
-/// `1234567` as `1,234,567`.
-fn thousands(n: i64) -> String {
-    let digits = n.unsigned_abs().to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3 + 1);
-    for (i, ch) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    if n < 0 {
-        format!("-{out}")
-    } else {
-        out
     }
 }
 
