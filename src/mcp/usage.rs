@@ -5,10 +5,12 @@ use rmcp::model::CallToolResult;
 use rmcp::{tool, tool_router, ErrorData};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::Value;
 
 use super::args::Parameters;
 use super::{done, store_err, Body, Gleaner};
-use crate::query::usage::{report, UsageInput, UsageQuery};
+
+use crate::query::usage::{report, UsageInput, UsageQuery, UsageReport};
 use crate::query::Error as QueryError;
 
 /// `get_usage`.
@@ -74,6 +76,70 @@ impl Gleaner {
                 QueryError::Store(s) => store_err(s),
                 other => other.to_string(),
             })?;
-        serde_json::to_value(&r).map_err(|e| e.to_string())
+        Ok(capped(r, q.page.offset, self.cap()))
+    }
+}
+
+/// The report within `cap` characters, as every list tool answers: the most rows that fit
+/// (binary search on the count), `next_offset` then pointing at the first row left out. The
+/// totals are always whole: they cover everything the filters select, not the page.
+fn capped(mut r: UsageReport, offset: u32, cap: usize) -> Value {
+    let value = |r: &UsageReport| serde_json::to_value(r).unwrap_or(Value::Null);
+    let fits = |v: &Value| v.to_string().chars().count() <= cap;
+    let all = value(&r);
+    if fits(&all) {
+        return all;
+    }
+    let rows = std::mem::take(&mut r.rows);
+    let with = |r: &mut UsageReport, n: usize| {
+        r.rows = rows[..n].to_vec();
+        r.next_offset = Some(u64::from(offset) + n as u64);
+        value(r)
+    };
+    let (mut lo, mut hi) = (0, rows.len());
+    while lo < hi {
+        let mid = (lo + hi).div_ceil(2);
+        if fits(&with(&mut r, mid)) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    with(&mut r, lo)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::query::usage::{By, Figures, UsageRow};
+
+    fn report(rows: usize) -> UsageReport {
+        let row = |i: usize| UsageRow {
+            key: format!("2026-03-{i:02}"),
+            figures: Figures::default(),
+            models: vec!["claude-opus-4-5".into()],
+            breakdown: None,
+            block: None,
+        };
+        UsageReport {
+            by: By::Day,
+            rows: (0..rows).map(row).collect(),
+            totals: Figures::default(),
+            next_offset: None,
+            undated: false,
+        }
+    }
+
+    #[test]
+    fn a_report_too_long_for_the_cap_keeps_the_rows_that_fit_and_says_where_to_go_on() {
+        let whole = capped(report(3), 0, 20_000);
+        assert_eq!(whole["rows"].as_array().map(Vec::len), Some(3));
+        assert_eq!(whole["next_offset"], Value::Null);
+        let cut = capped(report(200), 10, 4_000);
+        let n = cut["rows"].as_array().map(Vec::len).unwrap_or(0);
+        assert!(n > 0 && n < 200, "{n}");
+        assert_eq!(cut["next_offset"], 10 + n as u64);
+        assert!(cut.to_string().chars().count() <= 4_000);
+        assert!(cut["totals"].is_object(), "the totals stay");
     }
 }

@@ -1,8 +1,9 @@
 //! Token usage, written so that `gleaner usage` never reads messages: one row per API message
 //! (`usage_messages`, the natural key that makes a re-read count nothing twice) and, kept in
-//! step in the same transaction, the aggregate the reports read (`usage_hours`: per session,
-//! UTC hour, model and whether the transcript recorded its own cost) with the facts of each
-//! session it needs (`usage_sessions`), which outlive `prune`.
+//! step in the same transaction, the aggregates the reports read (`usage_hours`: per session,
+//! UTC hour, model and whether the transcript recorded its own cost; `usage_totals`: the same
+//! over every session, for reports with no session filter) with the facts of each session they
+//! need (`usage_sessions`), which outlive `prune`.
 //!
 //! Why deltas and not a recount: a message's row can be replaced by a later line of the same
 //! message (a larger total, see [`UsageRow::replaced_by`]); the aggregate gains the new row's
@@ -209,51 +210,69 @@ fn add(delta: &mut BTreeMap<Key, Counts>, u: &UsageRow, sign: i64) {
     delta.entry(key).or_default().add(&counts, sign);
 }
 
+/// The columns both aggregates sum, in their order.
+const SUMS: &str = "messages, input_tokens, output_tokens, cache_creation_tokens, \
+     cache_creation_1h_tokens, cache_read_tokens, over_input, over_output, over_creation, \
+     over_creation_1h, over_read, recorded_cost";
+
+/// `ON CONFLICT (<key>) DO UPDATE SET` every sum of `table` plus the incoming one.
+fn add_on_conflict(table: &str, key: &str) -> String {
+    let sets: Vec<String> = SUMS
+        .split(',')
+        .map(str::trim)
+        .map(|c| format!("{c} = {table}.{c} + excluded.{c}"))
+        .collect();
+    format!(" ON CONFLICT ({key}) DO UPDATE SET {}", sets.join(", "))
+}
+
+/// Bind one key's sums, in [`SUMS`] order.
+fn bind_sums(row: &mut super::sql::Row<'_, '_>, d: &Counts) {
+    row.bind(d.messages)
+        .bind(d.input)
+        .bind(d.output)
+        .bind(d.creation)
+        .bind(d.creation_1h)
+        .bind(d.read)
+        .bind(d.over_input)
+        .bind(d.over_output)
+        .bind(d.over_creation)
+        .bind(d.over_creation_1h)
+        .bind(d.over_read)
+        .bind(d.recorded_cost);
+}
+
+/// Add the group's changes to `usage_hours` (per session) and `usage_totals` (every session).
 async fn write_hours(c: &mut Conn<'_>, delta: BTreeMap<Key, Counts>) -> Result<(), StoreError> {
     let rows: Vec<(Key, Counts)> = delta.into_iter().filter(|(_, d)| !d.is_zero()).collect();
+    let mut totals: BTreeMap<(i64, String, bool), Counts> = BTreeMap::new();
+    for ((_, h, m, r), d) in &rows {
+        totals.entry((*h, m.clone(), *r)).or_default().add(d, 1);
+    }
+    let totals: Vec<((i64, String, bool), Counts)> = totals.into_iter().collect();
     let backend = c.backend();
     for chunk in row_chunks(backend, &rows) {
-        let mut q = Sql::new(
-            "INSERT INTO usage_hours (session_id, hour, model, recorded, messages, \
-             input_tokens, output_tokens, cache_creation_tokens, cache_creation_1h_tokens, \
-             cache_read_tokens, over_input, over_output, over_creation, over_creation_1h, \
-             over_read, recorded_cost) ",
-        );
+        let mut q = Sql::new(format!(
+            "INSERT INTO usage_hours (session_id, hour, model, recorded, {SUMS}) "
+        ));
         q.push_rows(backend, chunk, |row, ((s, h, m, r), d)| {
-            row.bind(s.as_str())
-                .bind(*h)
-                .bind(m.as_str())
-                .bind(*r)
-                .bind(d.messages)
-                .bind(d.input)
-                .bind(d.output)
-                .bind(d.creation)
-                .bind(d.creation_1h)
-                .bind(d.read)
-                .bind(d.over_input)
-                .bind(d.over_output)
-                .bind(d.over_creation)
-                .bind(d.over_creation_1h)
-                .bind(d.over_read)
-                .bind(d.recorded_cost);
+            row.bind(s.as_str()).bind(*h).bind(m.as_str()).bind(*r);
+            bind_sums(row, d);
         });
-        q.push(
-            " ON CONFLICT (session_id, hour, model, recorded) DO UPDATE SET \
-             messages = usage_hours.messages + excluded.messages, \
-             input_tokens = usage_hours.input_tokens + excluded.input_tokens, \
-             output_tokens = usage_hours.output_tokens + excluded.output_tokens, \
-             cache_creation_tokens = usage_hours.cache_creation_tokens \
-                + excluded.cache_creation_tokens, \
-             cache_creation_1h_tokens = usage_hours.cache_creation_1h_tokens \
-                + excluded.cache_creation_1h_tokens, \
-             cache_read_tokens = usage_hours.cache_read_tokens + excluded.cache_read_tokens, \
-             over_input = usage_hours.over_input + excluded.over_input, \
-             over_output = usage_hours.over_output + excluded.over_output, \
-             over_creation = usage_hours.over_creation + excluded.over_creation, \
-             over_creation_1h = usage_hours.over_creation_1h + excluded.over_creation_1h, \
-             over_read = usage_hours.over_read + excluded.over_read, \
-             recorded_cost = usage_hours.recorded_cost + excluded.recorded_cost",
-        );
+        q.push(&add_on_conflict(
+            "usage_hours",
+            "session_id, hour, model, recorded",
+        ));
+        c.execute(&q).await?;
+    }
+    for chunk in row_chunks(backend, &totals) {
+        let mut q = Sql::new(format!(
+            "INSERT INTO usage_totals (hour, model, recorded, {SUMS}) "
+        ));
+        q.push_rows(backend, chunk, |row, ((h, m, r), d)| {
+            row.bind(*h).bind(m.as_str()).bind(*r);
+            bind_sums(row, d);
+        });
+        q.push(&add_on_conflict("usage_totals", "hour, model, recorded"));
         c.execute(&q).await?;
     }
     Ok(())

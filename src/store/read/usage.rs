@@ -126,11 +126,30 @@ const SUMS: &str = "h.model AS model, h.recorded AS recorded, \
      CAST(SUM(h.over_read) AS BIGINT) AS over_read, \
      CAST(SUM(h.recorded_cost) AS DOUBLE PRECISION) AS recorded_cost";
 
-/// ` FROM usage_hours h LEFT JOIN usage_sessions s .. WHERE ..` for `f`.
-fn push_from<'a>(q: &mut Sql<'a>, f: &'a UsageFilter) {
-    q.push(
-        " FROM usage_hours h LEFT JOIN usage_sessions s ON s.session_id = h.session_id WHERE 1 = 1",
-    );
+impl UsageFilter {
+    /// Whether a session's facts (project, machine, user) narrow the report.
+    fn by_session_facts(&self) -> bool {
+        self.project.is_some() || !self.origin.is_empty()
+    }
+}
+
+/// ` FROM <aggregate> h [LEFT JOIN usage_sessions s] WHERE ..` for `f` and `key`: the
+/// all-sessions aggregate (`usage_totals`, a few rows an hour) when nothing asks for a session
+/// or its facts, else the per-session one, joined to the sessions' facts only when they are
+/// asked for (the join is most of the cost of a report over a large store).
+fn push_from<'a>(q: &mut Sql<'a>, f: &'a UsageFilter, key: UsageKey) {
+    let facts = f.by_session_facts()
+        || matches!(key, UsageKey::Project | UsageKey::Machine | UsageKey::User);
+    if !facts && matches!(key, UsageKey::Hour | UsageKey::Model) {
+        q.push(" FROM usage_totals h WHERE 1 = 1");
+    } else if facts {
+        q.push(
+            " FROM usage_hours h LEFT JOIN usage_sessions s ON s.session_id = h.session_id \
+             WHERE 1 = 1",
+        );
+    } else {
+        q.push(" FROM usage_hours h WHERE 1 = 1");
+    }
     if let Some(h) = f.since_hour {
         q.push(" AND h.hour >= ").push_bind(h);
     }
@@ -168,7 +187,7 @@ impl Store {
         let mut q = Sql::new(format!(
             "SELECT COALESCE({k}, '') AS key, {hour} AS hour, {SUMS}"
         ));
-        push_from(&mut q, f);
+        push_from(&mut q, f, key);
         q.push(&format!(
             " GROUP BY {group}{key_group}h.model, h.recorded ORDER BY 2 DESC, 1, 3"
         ));
@@ -188,7 +207,7 @@ impl Store {
         let mut q = Sql::new(format!(
             "SELECT COALESCE({col}, '') AS key, CAST(MAX(h.hour) AS BIGINT) AS last"
         ));
-        push_from(&mut q, f);
+        push_from(&mut q, f, key);
         q.push(&format!(" GROUP BY {col} ORDER BY 2 DESC, 1 LIMIT "))
             .push_bind(i64::from(page.probe()))
             .push(" OFFSET ")
@@ -202,7 +221,7 @@ impl Store {
         let mut q = Sql::new(format!(
             "SELECT COALESCE({col}, '') AS key, CAST(MAX(h.hour) AS BIGINT) AS hour, {SUMS}"
         ));
-        push_from(&mut q, f);
+        push_from(&mut q, f, key);
         q.push(" AND ");
         q.push(&format!("COALESCE({col}, '')"));
         q.push_in("", keys.iter().map(|(k, _)| k.as_str()));
