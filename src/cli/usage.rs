@@ -9,7 +9,9 @@ use super::table::{pad, pad_left, width};
 use super::{open_store, Outcome, EXIT_OK};
 use crate::config::Config;
 use crate::query;
-use crate::query::usage::{report, Figures, UsageInput, UsageQuery, UsageReport, UsageRow};
+use crate::query::usage::{
+    dollars, report, Figures, UsageInput, UsageQuery, UsageReport, UsageRow,
+};
 use crate::text::thousands;
 
 /// `gleaner usage` flags.
@@ -161,13 +163,6 @@ fn row_key(row: &UsageRow) -> String {
             }
         }
         None => row.key.clone(),
-    }
-}
-
-fn dollars(c: Option<f64>) -> String {
-    match c {
-        Some(c) => format!("${c:.2}"),
-        None => "unknown".into(),
     }
 }
 

@@ -373,6 +373,15 @@ pub async fn report(
     })
 }
 
+/// A cost as every door shows it to people: dollars and cents; an unknown one (a model
+/// without a price) says so, never `$0`.
+pub fn dollars(c: Option<f64>) -> String {
+    match c {
+        Some(c) => format!("${c:.2}"),
+        None => "unknown".into(),
+    }
+}
+
 fn model_name(m: &str) -> String {
     if m.is_empty() {
         "unknown".into()

@@ -18,7 +18,7 @@ use super::layout::{enc, when};
 use super::pages::{ok, page_param, param, Params};
 use super::{AppState, WebError};
 use crate::query::usage::{
-    report, By, Figures, UsageInput, UsageQuery, UsageReport, UsageRow, DEFAULT_ROWS,
+    dollars, report, By, Figures, UsageInput, UsageQuery, UsageReport, UsageRow, DEFAULT_ROWS,
 };
 use crate::query::{Page, TimeBound};
 use crate::text::thousands;
@@ -534,14 +534,6 @@ fn compact(n: i64) -> String {
         1_000_000.. => format!("{:.1}M", x / 1e6),
         1_000.. => format!("{:.1}k", x / 1e3),
         _ => n.to_string(),
-    }
-}
-
-/// A cost in dollars; an unknown one (a model without a price) says so, never `$0`.
-fn dollars(c: Option<f64>) -> String {
-    match c {
-        Some(c) => format!("${c:.2}"),
-        None => "unknown".into(),
     }
 }
 
