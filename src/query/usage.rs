@@ -252,22 +252,16 @@ impl Acc {
         prices: &Prices,
         parts: impl Iterator<Item = (&'a (String, bool), &'a Counts)>,
     ) -> Figures {
-        let mut f = Figures {
-            cost_usd: Some(0.0),
-            ..Figures::default()
-        };
-        for ((model, recorded), c) in parts {
-            f.input_tokens += c.input;
-            f.output_tokens += c.output;
-            f.cache_creation_tokens += c.creation;
-            f.cache_read_tokens += c.read;
-            f.messages += c.messages;
-            let cost = prices.cost(model, c, *recorded);
-            f.cost_usd = f.cost_usd.zip(cost).map(|(a, b)| a + b);
+        let (c, cost_usd) = prices.sum(parts.map(|((m, r), c)| (m.as_str(), *r, c)));
+        Figures {
+            input_tokens: c.input,
+            output_tokens: c.output,
+            cache_creation_tokens: c.creation,
+            cache_read_tokens: c.read,
+            total_tokens: c.total(),
+            cost_usd,
+            messages: c.messages,
         }
-        f.total_tokens =
-            f.input_tokens + f.output_tokens + f.cache_creation_tokens + f.cache_read_tokens;
-        f
     }
 
     fn figures(&self, prices: &Prices) -> Figures {

@@ -168,25 +168,16 @@ async fn today(
     let cells = store
         .usage_cells(&filter, crate::store::UsageKey::Model)
         .await?;
-    let mut t = super::socket::TodayUsage {
+    let (n, cost_usd) = prices.sum(
+        cells
+            .iter()
+            .map(|c| (c.model.as_str(), c.recorded, &c.counts)),
+    );
+    let t = super::socket::TodayUsage {
         date: now.format("%Y-%m-%d").to_string(),
-        cost_usd: Some(0.0),
-        ..Default::default()
+        tokens: [n.input, n.output, n.creation, n.read],
+        messages: n.messages,
+        cost_usd,
     };
-    for c in &cells {
-        let n = &c.counts;
-        for (a, b) in t
-            .tokens
-            .iter_mut()
-            .zip([n.input, n.output, n.creation, n.read])
-        {
-            *a += b;
-        }
-        t.messages += n.messages;
-        t.cost_usd = t
-            .cost_usd
-            .zip(prices.cost(&c.model, n, c.recorded))
-            .map(|(a, b)| a + b);
-    }
     Ok(t)
 }

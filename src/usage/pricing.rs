@@ -150,6 +150,24 @@ impl Prices {
     }
 }
 
+impl Prices {
+    /// The sum of `parts` (model, cost recorded, counts) and their cost: `None` as soon as one
+    /// part needs a price the table lacks (an unknown cost is never shown as a partial one).
+    /// What every report and `status` add up.
+    pub fn sum<'a>(
+        &self,
+        parts: impl IntoIterator<Item = (&'a str, bool, &'a Counts)>,
+    ) -> (Counts, Option<f64>) {
+        let mut total = Counts::default();
+        let mut usd = Some(0.0);
+        for (model, recorded, c) in parts {
+            total.add(c, 1);
+            usd = usd.zip(self.cost(model, c, recorded)).map(|(a, b)| a + b);
+        }
+        (total, usd)
+    }
+}
+
 fn check(model: &str, p: &Price) -> Result<(), PricingError> {
     let fields = [
         ("input", Some(p.input)),
