@@ -401,7 +401,7 @@ impl Store {
         if let Store::Postgres(p) = self {
             sqlx::query(
                 "ANALYZE files, sessions, messages, summaries, summary_leaves, feedback, \
-                 tool_uses, usage_messages, usage_hours, episodes, snippets",
+                 tool_uses, usage_messages, usage_hours, usage_group_keys, episodes, snippets",
             )
             .execute(p)
             .await?;

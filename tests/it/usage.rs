@@ -253,6 +253,7 @@ async fn usage_counts_once_and_outlives_transcripts(backend: Backend) {
         .filter_map(|r| r["key"].as_str())
         .collect();
     assert_eq!(keys.len(), 2, "{projects}");
+    rollups_agree(&env);
     let alpha = report(&env, &["--by", "day", "--project", "alpha"]);
     assert_eq!(
         tokens(&alpha["totals"]),
@@ -314,6 +315,7 @@ async fn usage_counts_once_and_outlives_transcripts(backend: Backend) {
         projects,
         "projects kept after prune"
     );
+    rollups_agree(&env);
 
     // A bad flag is one line naming the value, exit 2.
     let out = env
@@ -330,6 +332,21 @@ both_backends!(
     usage_counts_once,
     usage_counts_once_and_outlives_transcripts
 );
+
+/// The per-key rollups ingest keeps (`usage_groups`, read when nothing narrows a report) give
+/// the rows the hourly aggregate gives (read when a date does).
+fn rollups_agree(env: &TestEnv) {
+    for by in ["session", "project", "machine", "user"] {
+        let whole = report(env, &["--by", by, "--breakdown"]);
+        let dated = report(env, &["--by", by, "--breakdown", "--since", "2000-01-01"]);
+        assert!(
+            !whole["rows"].as_array().expect("rows").is_empty(),
+            "{by}: {whole}"
+        );
+        assert_eq!(whole["rows"], dated["rows"], "--by {by}");
+        assert_eq!(whole["totals"], dated["totals"], "--by {by}");
+    }
+}
 
 /// `gleaner status` shows today's tokens and cost, read from the aggregate while the daemon
 /// runs.
@@ -415,6 +432,61 @@ async fn each_members_share(backend: Backend) {
     assert_eq!(tokens(&bo["totals"]), s2, "{bo}");
     let laptop = report(&env, &["--by", "day", "--machine", "laptop"]);
     assert_eq!(tokens(&laptop["totals"]), s1, "{laptop}");
+    rollups_agree(&env);
     env.cleanup().await;
 }
 both_backends!(members_share, each_members_share);
+
+/// A session counts under the project of its earliest file: when an earlier-started file of a
+/// session arrives after its usage was counted under another project, the per-project rollup
+/// moves the session's sums there and the emptied project leaves the report.
+async fn usage_follows_a_session_that_moves(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let late = assistant(
+        S1,
+        2,
+        "msg_late",
+        "claude-sonnet-4-5-20250929",
+        "2026-03-02T12:00:00.000Z",
+        usage(10, 20, 30, 40),
+    );
+    let early = assistant(
+        S1,
+        1,
+        "msg_early",
+        "claude-sonnet-4-5-20250929",
+        "2026-03-02T09:00:00.000Z",
+        usage(1, 2, 3, 4),
+    );
+    let write = |rel: &str, text: &str| {
+        let p = env.projects.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write(
+        &format!("-home-u-later/{S1}.jsonl"),
+        &lines(std::slice::from_ref(&late)),
+    );
+    env.ingest();
+    let keys = |v: &Value| -> Vec<String> {
+        v["rows"]
+            .as_array()
+            .expect("rows")
+            .iter()
+            .map(|r| r["key"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    assert_eq!(keys(&report(&env, &["--by", "project"])), ["-home-u-later"]);
+    write(
+        &format!("-home-u-earlier/{S1}.jsonl"),
+        &lines(&[early, late]),
+    );
+    env.ingest();
+    let projects = report(&env, &["--by", "project"]);
+    assert_eq!(keys(&projects), ["-home-u-earlier"], "{projects}");
+    assert_eq!(tokens(&projects["rows"][0]), [11, 22, 33, 44], "{projects}");
+    assert_eq!(tokens(&projects["totals"]), [11, 22, 33, 44]);
+    rollups_agree(&env);
+    env.cleanup().await;
+}
+both_backends!(usage_moves, usage_follows_a_session_that_moves);

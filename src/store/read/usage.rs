@@ -41,6 +41,17 @@ pub enum UsageKey {
 }
 
 impl UsageKey {
+    /// The key's kind in `usage_groups` (see `store::usage`), for keys kept there.
+    fn group_kind(self) -> Option<&'static str> {
+        match self {
+            UsageKey::Session => Some("session"),
+            UsageKey::Project => Some("project"),
+            UsageKey::Machine => Some("machine"),
+            UsageKey::User => Some("user"),
+            UsageKey::Hour | UsageKey::Model => None,
+        }
+    }
+
     fn column(self) -> &'static str {
         match self {
             UsageKey::Hour | UsageKey::Model => "''",
@@ -131,6 +142,11 @@ impl UsageFilter {
     fn by_session_facts(&self) -> bool {
         self.project.is_some() || !self.origin.is_empty()
     }
+
+    /// Whether the report covers all usage (no date, project, machine or user).
+    fn is_whole(&self) -> bool {
+        self.since_hour.is_none() && self.until_hour.is_none() && !self.by_session_facts()
+    }
 }
 
 /// ` FROM <aggregate> h [LEFT JOIN usage_sessions s] WHERE ..` for `f` and `key`: the
@@ -165,6 +181,20 @@ fn push_from<'a>(q: &mut Sql<'a>, f: &'a UsageFilter, key: UsageKey) {
     if let Some(u) = &f.origin.user {
         q.push(" AND s.user_name = ").push_bind(u.as_str());
     }
+}
+
+/// The cells of a page's keys in the page's order (each key's cells carry the key's last hour,
+/// not their model's).
+fn in_page_order(rows: Vec<CellRow>, keys: &[(String, i64)]) -> Vec<UsageCell> {
+    let mut cells: Vec<UsageCell> = rows.into_iter().map(UsageCell::from).collect();
+    let rank = |k: &str| keys.iter().position(|(x, _)| x == k).unwrap_or(usize::MAX);
+    cells.sort_by(|a, b| rank(&a.key).cmp(&rank(&b.key)).then(a.model.cmp(&b.model)));
+    for c in &mut cells {
+        if let Some((_, last)) = keys.iter().find(|(k, _)| *k == c.key) {
+            c.hour = *last;
+        }
+    }
+    cells
 }
 
 impl Store {
@@ -203,6 +233,9 @@ impl Store {
         key: UsageKey,
         page: Page,
     ) -> Result<(Vec<UsageCell>, bool), StoreError> {
+        if let (Some(kind), true) = (key.group_kind(), f.is_whole()) {
+            return self.usage_group_page(kind, page).await;
+        }
         let col = key.column();
         let mut q = Sql::new(format!(
             "SELECT COALESCE({col}, '') AS key, CAST(MAX(h.hour) AS BIGINT) AS last"
@@ -227,16 +260,37 @@ impl Store {
         q.push_in("", keys.iter().map(|(k, _)| k.as_str()));
         q.push(&format!(" GROUP BY {col}, h.model, h.recorded"));
         let rows: Vec<CellRow> = self.fetch_all(&q.not_persistent()).await?;
-        let mut cells: Vec<UsageCell> = rows.into_iter().map(UsageCell::from).collect();
-        // The page's order: the keys' (each key's cells carry its own last hour per model).
-        let rank = |k: &str| keys.iter().position(|(x, _)| x == k).unwrap_or(usize::MAX);
-        cells.sort_by(|a, b| rank(&a.key).cmp(&rank(&b.key)).then(a.model.cmp(&b.model)));
-        for c in &mut cells {
-            if let Some((_, last)) = keys.iter().find(|(k, _)| *k == c.key) {
-                c.hour = *last;
-            }
+        Ok((in_page_order(rows, &keys), more))
+    }
+
+    /// [`Store::usage_page`] over all usage: the page's keys from `usage_group_keys` in
+    /// recency order (an index range), their sums from `usage_groups` (by primary key). What it
+    /// reads grows with the page, not with the store.
+    async fn usage_group_page(
+        &self,
+        kind: &'static str,
+        page: Page,
+    ) -> Result<(Vec<UsageCell>, bool), StoreError> {
+        let mut q = Sql::new("SELECT key, last_hour FROM usage_group_keys WHERE kind = ");
+        q.push_bind(kind)
+            .push(" ORDER BY last_hour DESC, key LIMIT ")
+            .push_bind(i64::from(page.probe()))
+            .push(" OFFSET ")
+            .push_bind(i64::from(page.offset));
+        let mut keys: Vec<(String, i64)> = self.fetch_all(&q).await?;
+        let more = keys.len() > page.limit as usize;
+        keys.truncate(page.limit as usize);
+        if keys.is_empty() {
+            return Ok((Vec::new(), more));
         }
-        Ok((cells, more))
+        let mut q = Sql::new(format!(
+            "SELECT h.key AS key, h.last_hour AS hour, {SUMS} FROM usage_groups h WHERE h.kind = "
+        ));
+        q.push_bind(kind).push(" AND ");
+        q.push_in("h.key", keys.iter().map(|(k, _)| k.as_str()));
+        q.push(" GROUP BY h.key, h.last_hour, h.model, h.recorded");
+        let rows: Vec<CellRow> = self.fetch_all(&q.not_persistent()).await?;
+        Ok((in_page_order(rows, &keys), more))
     }
 
     /// Usage rows stored before usage was dated (migration 0027): in no report until their

@@ -17,6 +17,8 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
+mod groups;
+
 use super::sql::{row_chunks, Backend, Conn, Sql};
 use super::StoreError;
 use crate::extract::rows::{PreparedBatch, UsageRow};
@@ -183,8 +185,8 @@ pub(super) async fn write(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Resu
         .arg(u.message_id.as_str());
         c.execute(&q).await?;
     }
-    write_hours(c, delta).await?;
-    write_sessions(c, &rows).await
+    write_hours(c, &delta).await?;
+    groups::write(c, &rows, &delta).await
 }
 
 /// Add (`sign` 1) or take away (-1) one message's figures under its aggregate key. A message
@@ -242,8 +244,8 @@ fn bind_sums(row: &mut super::sql::Row<'_, '_>, d: &Counts) {
 }
 
 /// Add the group's changes to `usage_hours` (per session) and `usage_totals` (every session).
-async fn write_hours(c: &mut Conn<'_>, delta: BTreeMap<Key, Counts>) -> Result<(), StoreError> {
-    let rows: Vec<(Key, Counts)> = delta.into_iter().filter(|(_, d)| !d.is_zero()).collect();
+async fn write_hours(c: &mut Conn<'_>, delta: &BTreeMap<Key, Counts>) -> Result<(), StoreError> {
+    let rows: Vec<(&Key, &Counts)> = delta.iter().filter(|(_, d)| !d.is_zero()).collect();
     let mut totals: BTreeMap<(i64, String, bool), Counts> = BTreeMap::new();
     for ((_, h, m, r), d) in &rows {
         totals.entry((*h, m.clone(), *r)).or_default().add(d, 1);
@@ -274,28 +276,6 @@ async fn write_hours(c: &mut Conn<'_>, delta: BTreeMap<Key, Counts>) -> Result<(
         });
         q.push(&add_on_conflict("usage_totals", "hour, model, recorded"));
         c.execute(&q).await?;
-    }
-    Ok(())
-}
-
-/// Copy the touched sessions' project, folder, machine and user (as the sessions upsert left them)
-/// beside the aggregate, so `--by project`, `--machine` and `--user` survive `prune`.
-async fn write_sessions(c: &mut Conn<'_>, rows: &[UsageRow]) -> Result<(), StoreError> {
-    let mut ids: Vec<&str> = rows.iter().map(|u| u.session_id.as_str()).collect();
-    ids.sort_unstable();
-    ids.dedup();
-    for chunk in ids.chunks(500) {
-        let mut q = Sql::new(
-            "INSERT INTO usage_sessions (session_id, project, cwd, machine, user_name) \
-             SELECT session_id, project, cwd, machine, COALESCE(user_name, '') FROM sessions \
-             WHERE ",
-        );
-        q.push_in("session_id", chunk.iter().copied());
-        q.push(
-            " ON CONFLICT (session_id) DO UPDATE SET project = excluded.project, \
-             cwd = excluded.cwd, machine = excluded.machine, user_name = excluded.user_name",
-        );
-        c.execute(&q.not_persistent()).await?;
     }
     Ok(())
 }

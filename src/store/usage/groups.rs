@@ -1,0 +1,387 @@
+//! The rollups per session, project, machine and user (`usage_groups`, with each key's last hour
+//! of use in `usage_group_keys`) and the session facts they are keyed by (`usage_sessions`),
+//! written in the group's transaction after the hourly aggregate. `gleaner usage --by
+//! session|project|machine|user` with nothing narrowing it reads a page of keys from an index and
+//! their rows by primary key: what it reads grows with the page, not with the store.
+//!
+//! Why a session's sums move: its project, machine and user are its `sessions` row's (the
+//! project of its earliest-started file, see `commit`'s upsert), which can change when a later
+//! file of the same session arrives (a copy in another project folder read first). The session's
+//! own rows (kind `session`) are exactly what it added under its old keys: they are taken from
+//! those and added to the new ones, so the rollups always equal the hourly aggregate grouped by
+//! the facts held now. A key left without usage is removed, and one that lost a session gets its
+//! last hour again from the hourly aggregate.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::{add_on_conflict, bind_sums, Key, SUMS};
+use crate::extract::rows::UsageRow;
+use crate::store::sql::{row_chunks, Conn, Sql};
+use crate::store::StoreError;
+use crate::usage::Counts;
+
+/// The kinds of `usage_groups`: the session, then its facts in [`Facts`] order.
+const KINDS: [&str; 4] = ["session", "project", "machine", "user"];
+
+/// A session's project, machine and user, as the reports group by them.
+type Facts = [String; 3];
+
+/// The columns of `usage_sessions` that hold [`Facts`], in order.
+const FACT_COLUMNS: [&str; 3] = ["project", "machine", "user_name"];
+
+/// A row of `usage_groups`: kind, key, model, cost recorded.
+type GroupKey = (&'static str, String, String, bool);
+
+/// A change to one row of `usage_groups`: the sums to add, the latest hour that gained a
+/// message, and the earliest hour named (the row's last hour when none gained one: the upsert
+/// keeps the larger, so it lowers nothing).
+#[derive(Default)]
+struct Change {
+    counts: Counts,
+    gained: Option<i64>,
+    first: Option<i64>,
+}
+
+impl Change {
+    fn add(&mut self, d: &Counts, sign: i64, hour: i64) {
+        self.counts.add(d, sign);
+        if sign > 0 && d.messages > 0 {
+            self.gained = Some(self.gained.map_or(hour, |g| g.max(hour)));
+        }
+        self.first = Some(self.first.map_or(hour, |f| f.min(hour)));
+    }
+
+    fn last_hour(&self) -> i64 {
+        self.gained.or(self.first).unwrap_or_default()
+    }
+}
+
+/// A session's facts now (its `sessions` row) and as `usage_sessions` held them.
+#[derive(sqlx::FromRow)]
+struct FactsRow {
+    session_id: String,
+    project: String,
+    cwd: Option<String>,
+    machine: String,
+    user_name: String,
+    old_project: Option<String>,
+    old_cwd: Option<String>,
+    old_machine: Option<String>,
+    old_user: Option<String>,
+}
+
+impl crate::store::lite::LiteRow for FactsRow {
+    fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(FactsRow {
+            session_id: r.get(0)?,
+            project: r.get(1)?,
+            cwd: r.get(2)?,
+            machine: r.get(3)?,
+            user_name: r.get(4)?,
+            old_project: r.get(5)?,
+            old_cwd: r.get(6)?,
+            old_machine: r.get(7)?,
+            old_user: r.get(8)?,
+        })
+    }
+}
+
+/// One of a session's own rollup rows, read back to move it to the session's new keys.
+#[derive(sqlx::FromRow)]
+struct SessionRow {
+    key: String,
+    model: String,
+    recorded: bool,
+    last_hour: i64,
+    messages: i64,
+    input_tokens: i64,
+    output_tokens: i64,
+    cache_creation_tokens: i64,
+    cache_creation_1h_tokens: i64,
+    cache_read_tokens: i64,
+    over_input: i64,
+    over_output: i64,
+    over_creation: i64,
+    over_creation_1h: i64,
+    over_read: i64,
+    recorded_cost: f64,
+}
+
+impl crate::store::lite::LiteRow for SessionRow {
+    fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(SessionRow {
+            key: r.get(0)?,
+            model: r.get(1)?,
+            recorded: r.get(2)?,
+            last_hour: r.get(3)?,
+            messages: r.get(4)?,
+            input_tokens: r.get(5)?,
+            output_tokens: r.get(6)?,
+            cache_creation_tokens: r.get(7)?,
+            cache_creation_1h_tokens: r.get(8)?,
+            cache_read_tokens: r.get(9)?,
+            over_input: r.get(10)?,
+            over_output: r.get(11)?,
+            over_creation: r.get(12)?,
+            over_creation_1h: r.get(13)?,
+            over_read: r.get(14)?,
+            recorded_cost: r.get(15)?,
+        })
+    }
+}
+
+impl SessionRow {
+    fn counts(&self) -> Counts {
+        Counts {
+            messages: self.messages,
+            input: self.input_tokens,
+            output: self.output_tokens,
+            creation: self.cache_creation_tokens,
+            creation_1h: self.cache_creation_1h_tokens,
+            read: self.cache_read_tokens,
+            over_input: self.over_input,
+            over_output: self.over_output,
+            over_creation: self.over_creation,
+            over_creation_1h: self.over_creation_1h,
+            over_read: self.over_read,
+            recorded_cost: self.recorded_cost,
+        }
+    }
+}
+
+/// Keep the touched sessions' facts, move the sums of those whose facts changed, and add the
+/// group's changes (`delta`, as `usage_hours` got them) to the rollups.
+pub(super) async fn write(
+    c: &mut Conn<'_>,
+    rows: &[UsageRow],
+    delta: &BTreeMap<Key, Counts>,
+) -> Result<(), StoreError> {
+    let mut ids: Vec<&str> = rows.iter().map(|u| u.session_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut facts: HashMap<String, Facts> = HashMap::new();
+    let mut keep: Vec<(String, Facts, Option<String>)> = Vec::new();
+    let mut moved: Vec<(String, Facts)> = Vec::new();
+    for chunk in ids.chunks(500) {
+        let mut q = Sql::new(
+            "SELECT s.session_id, COALESCE(s.project, '') AS project, s.cwd, \
+             COALESCE(s.machine, '') AS machine, COALESCE(s.user_name, '') AS user_name, \
+             u.project AS old_project, u.cwd AS old_cwd, u.machine AS old_machine, \
+             u.user_name AS old_user \
+             FROM sessions s LEFT JOIN usage_sessions u ON u.session_id = s.session_id WHERE ",
+        );
+        q.push_in("s.session_id", chunk.iter().copied());
+        for r in c.fetch_rows::<FactsRow>(&q.not_persistent()).await? {
+            let now = [r.project, r.machine, r.user_name];
+            let old = match (r.old_project, r.old_machine, r.old_user) {
+                (Some(p), Some(m), Some(u)) => Some([p, m, u]),
+                _ => None,
+            };
+            if old.as_ref() != Some(&now) || r.old_cwd != r.cwd {
+                keep.push((r.session_id.clone(), now.clone(), r.cwd));
+            }
+            if let Some(old) = old.filter(|o| *o != now) {
+                moved.push((r.session_id.clone(), old));
+            }
+            facts.insert(r.session_id, now);
+        }
+    }
+    write_sessions(c, &keep).await?;
+
+    let mut changes: BTreeMap<GroupKey, Change> = BTreeMap::new();
+    move_sessions(c, &moved, &facts, &mut changes).await?;
+    for ((s, h, m, r), d) in delta.iter().filter(|(_, d)| !d.is_zero()) {
+        let keys = facts.get(s).cloned().unwrap_or_default();
+        for (kind, key) in KINDS.iter().zip(std::iter::once(s.clone()).chain(keys)) {
+            changes
+                .entry((kind, key, m.clone(), *r))
+                .or_default()
+                .add(d, 1, *h);
+        }
+    }
+    write_changes(c, changes).await?;
+    remove_emptied(c, &moved, &facts).await
+}
+
+/// Copy the sessions' project, folder, machine and user beside the aggregate, so `--by
+/// project`, `--machine` and `--user` survive `prune` (which deletes the sessions rows).
+async fn write_sessions(
+    c: &mut Conn<'_>,
+    keep: &[(String, Facts, Option<String>)],
+) -> Result<(), StoreError> {
+    let backend = c.backend();
+    for chunk in row_chunks(backend, keep) {
+        let mut q =
+            Sql::new("INSERT INTO usage_sessions (session_id, project, machine, user_name, cwd) ");
+        q.push_rows(backend, chunk, |row, (id, [p, m, u], cwd)| {
+            row.bind(id.as_str())
+                .bind(p.as_str())
+                .bind(m.as_str())
+                .bind(u.as_str())
+                .bind(cwd.as_deref());
+        });
+        q.push(
+            " ON CONFLICT (session_id) DO UPDATE SET project = excluded.project, \
+             cwd = excluded.cwd, machine = excluded.machine, user_name = excluded.user_name",
+        );
+        c.execute(&q).await?;
+    }
+    Ok(())
+}
+
+/// Take each moved session's sums from the keys of its old facts and add them under its new
+/// ones (the session's own rows, before this group's changes, are what it added there).
+async fn move_sessions(
+    c: &mut Conn<'_>,
+    moved: &[(String, Facts)],
+    facts: &HashMap<String, Facts>,
+    changes: &mut BTreeMap<GroupKey, Change>,
+) -> Result<(), StoreError> {
+    for chunk in moved.chunks(500) {
+        let mut q = Sql::new(format!(
+            "SELECT key, model, recorded, last_hour, {SUMS} FROM usage_groups \
+             WHERE kind = 'session' AND "
+        ));
+        q.push_in("key", chunk.iter().map(|(s, _)| s.as_str()));
+        let rows = c.fetch_rows::<SessionRow>(&q.not_persistent()).await?;
+        for row in rows {
+            let (Some((_, old)), Some(now)) = (
+                chunk.iter().find(|(s, _)| *s == row.key),
+                facts.get(&row.key),
+            ) else {
+                continue;
+            };
+            let counts = row.counts();
+            for ((kind, old), now) in KINDS[1..].iter().zip(old).zip(now) {
+                if old == now {
+                    continue;
+                }
+                changes
+                    .entry((kind, old.clone(), row.model.clone(), row.recorded))
+                    .or_default()
+                    .add(&counts, -1, row.last_hour);
+                changes
+                    .entry((kind, now.clone(), row.model.clone(), row.recorded))
+                    .or_default()
+                    .add(&counts, 1, row.last_hour);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Upsert the changed rows, then their keys' last hours (the larger of stored and new).
+async fn write_changes(
+    c: &mut Conn<'_>,
+    changes: BTreeMap<GroupKey, Change>,
+) -> Result<(), StoreError> {
+    let rows: Vec<(GroupKey, Counts, i64)> = changes
+        .into_iter()
+        .filter(|(_, ch)| !ch.counts.is_zero())
+        .map(|(k, ch)| {
+            let last = ch.last_hour();
+            (k, ch.counts, last)
+        })
+        .collect();
+    let mut keys: BTreeMap<(&'static str, &str), i64> = BTreeMap::new();
+    for ((kind, key, ..), _, last) in &rows {
+        let e = keys.entry((kind, key.as_str())).or_insert(*last);
+        *e = (*e).max(*last);
+    }
+    let keys: Vec<((&str, &str), i64)> = keys.into_iter().collect();
+    let later = |t: &str| {
+        format!(
+            "last_hour = CASE WHEN excluded.last_hour > {t}.last_hour \
+             THEN excluded.last_hour ELSE {t}.last_hour END"
+        )
+    };
+    let backend = c.backend();
+    for chunk in row_chunks(backend, &rows) {
+        let mut q = Sql::new(format!(
+            "INSERT INTO usage_groups (kind, key, model, recorded, last_hour, {SUMS}) "
+        ));
+        q.push_rows(backend, chunk, |row, ((kind, key, m, r), d, last)| {
+            row.bind(*kind)
+                .bind(key.as_str())
+                .bind(m.as_str())
+                .bind(*r)
+                .bind(*last);
+            bind_sums(row, d);
+        });
+        q.push(&add_on_conflict(
+            "usage_groups",
+            "kind, key, model, recorded",
+        ));
+        q.push(&format!(", {}", later("usage_groups")));
+        c.execute(&q).await?;
+    }
+    for chunk in row_chunks(backend, &keys) {
+        let mut q = Sql::new("INSERT INTO usage_group_keys (kind, key, last_hour) ");
+        q.push_rows(backend, chunk, |row, ((kind, key), last)| {
+            row.bind(*kind).bind(*key).bind(*last);
+        });
+        q.push(&format!(
+            " ON CONFLICT (kind, key) DO UPDATE SET {}",
+            later("usage_group_keys")
+        ));
+        c.execute(&q).await?;
+    }
+    Ok(())
+}
+
+/// Remove the rows a move emptied and the keys left with no row; give the keys that lost a
+/// session their last hour again, from the hourly aggregate (a project's hours: moves are rare,
+/// a session's project changes only when an earlier-started file of it arrives).
+async fn remove_emptied(
+    c: &mut Conn<'_>,
+    moved: &[(String, Facts)],
+    facts: &HashMap<String, Facts>,
+) -> Result<(), StoreError> {
+    let mut old: Vec<(usize, &str)> = Vec::new();
+    for (s, was) in moved {
+        let Some(now) = facts.get(s) else { continue };
+        for (i, (was, now)) in was.iter().zip(now).enumerate() {
+            if was != now {
+                old.push((i, was.as_str()));
+            }
+        }
+    }
+    old.sort_unstable();
+    old.dedup();
+    for (i, key) in old {
+        let (kind, column) = (KINDS[i + 1], FACT_COLUMNS[i]);
+        let q = Sql::new("DELETE FROM usage_groups WHERE kind = $1 AND key = $2 AND messages = 0")
+            .arg(kind)
+            .arg(key);
+        c.execute(&q).await?;
+        let q = Sql::new(format!(
+            "UPDATE usage_groups SET last_hour = COALESCE((SELECT MAX(h.hour) FROM usage_hours h \
+             JOIN usage_sessions s ON s.session_id = h.session_id WHERE s.{column} = $1 \
+             AND h.model = usage_groups.model AND h.recorded = usage_groups.recorded \
+             AND h.messages > 0), last_hour) WHERE kind = $2 AND key = $3"
+        ))
+        .arg(key)
+        .arg(kind)
+        .arg(key);
+        c.execute(&q).await?;
+        let q = Sql::new(
+            "DELETE FROM usage_group_keys WHERE kind = $1 AND key = $2 AND NOT EXISTS \
+             (SELECT 1 FROM usage_groups g WHERE g.kind = $3 AND g.key = $4)",
+        )
+        .arg(kind)
+        .arg(key)
+        .arg(kind)
+        .arg(key);
+        c.execute(&q).await?;
+        let q = Sql::new(
+            "UPDATE usage_group_keys SET last_hour = (SELECT MAX(g.last_hour) FROM usage_groups g \
+             WHERE g.kind = $1 AND g.key = $2) WHERE kind = $3 AND key = $4",
+        )
+        .arg(kind)
+        .arg(key)
+        .arg(kind)
+        .arg(key);
+        c.execute(&q).await?;
+    }
+    Ok(())
+}
