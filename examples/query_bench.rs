@@ -274,6 +274,7 @@ fn cli_probes(o: &Ctx, url: &str, projects: &Path, sid: &str, rows: &mut Vec<Row
         vec!["usage", "--by", "month"],
         vec!["usage", "--by", "session"],
         vec!["usage", "--by", "project"],
+        vec!["usage", "--by", "machine"],
         vec!["usage", "--by", "model"],
         vec!["usage", "--by", "block"],
     ];
