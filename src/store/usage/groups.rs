@@ -16,7 +16,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::{add_on_conflict, bind_sums, Key, SUMS};
 use crate::extract::rows::UsageRow;
-use crate::store::sql::{row_chunks, Conn, Sql};
+use crate::store::sql::{row_chunks, Backend, Conn, Sql};
 use crate::store::StoreError;
 use crate::usage::Counts;
 
@@ -149,19 +149,34 @@ impl SessionRow {
     }
 }
 
-/// Keep the touched sessions' facts, move the sums of those whose facts changed, and add the
-/// group's changes (`delta`, as `usage_hours` got them) to the rollups.
-pub(super) async fn write(
+/// The touched sessions' facts now, and the old facts of those whose facts changed.
+pub(super) struct SessionFacts {
+    now: HashMap<String, Facts>,
+    moved: Vec<(String, Facts)>,
+}
+
+/// A row of `usage_groups` to add: its key, sums and last hour.
+pub(super) type GroupRow = (GroupKey, Counts, i64);
+
+/// A row of `usage_group_keys` to raise: kind, key, last hour.
+pub(super) type KeyRow = ((&'static str, String), i64);
+
+/// Read the touched sessions' facts (their `sessions` rows, beside what `usage_sessions` held)
+/// and copy those that changed into `usage_sessions`, so `--by project`, `--machine` and
+/// `--user` survive `prune` (which deletes the sessions rows). One statement, and a second only
+/// when a session is new or its facts changed.
+pub(super) async fn keep_facts(
     c: &mut Conn<'_>,
     rows: &[UsageRow],
-    delta: &BTreeMap<Key, Counts>,
-) -> Result<(), StoreError> {
+) -> Result<SessionFacts, StoreError> {
     let mut ids: Vec<&str> = rows.iter().map(|u| u.session_id.as_str()).collect();
     ids.sort_unstable();
     ids.dedup();
-    let mut facts: HashMap<String, Facts> = HashMap::new();
+    let mut facts = SessionFacts {
+        now: HashMap::new(),
+        moved: Vec::new(),
+    };
     let mut keep: Vec<(String, Facts, Option<String>)> = Vec::new();
-    let mut moved: Vec<(String, Facts)> = Vec::new();
     for chunk in ids.chunks(500) {
         let mut q = Sql::new(
             "SELECT s.session_id, COALESCE(s.project, '') AS project, s.cwd, \
@@ -181,17 +196,27 @@ pub(super) async fn write(
                 keep.push((r.session_id.clone(), now.clone(), r.cwd));
             }
             if let Some(old) = old.filter(|o| *o != now) {
-                moved.push((r.session_id.clone(), old));
+                facts.moved.push((r.session_id.clone(), old));
             }
-            facts.insert(r.session_id, now);
+            facts.now.insert(r.session_id, now);
         }
     }
     write_sessions(c, &keep).await?;
+    Ok(facts)
+}
 
+/// The rollups' changes of a group: the moved sessions' sums taken from their old keys and
+/// added under the new ones (read before this group's changes are written), and `delta` (as
+/// `usage_hours` gets it) under each session, project, machine and user.
+pub(super) async fn changes(
+    c: &mut Conn<'_>,
+    facts: &SessionFacts,
+    delta: &BTreeMap<Key, Counts>,
+) -> Result<(Vec<GroupRow>, Vec<KeyRow>), StoreError> {
     let mut changes: BTreeMap<GroupKey, Change> = BTreeMap::new();
-    move_sessions(c, &moved, &facts, &mut changes).await?;
+    move_sessions(c, facts, &mut changes).await?;
     for ((s, h, m, r), d) in delta.iter().filter(|(_, d)| !d.is_zero()) {
-        let keys = facts.get(s).cloned().unwrap_or_default();
+        let keys = facts.now.get(s).cloned().unwrap_or_default();
         for (kind, key) in KINDS.iter().zip(std::iter::once(s.clone()).chain(keys)) {
             changes
                 .entry((kind, key, m.clone(), *r))
@@ -199,12 +224,23 @@ pub(super) async fn write(
                 .add(d, 1, *h);
         }
     }
-    write_changes(c, changes).await?;
-    remove_emptied(c, &moved, &facts).await
+    let rows: Vec<GroupRow> = changes
+        .into_iter()
+        .filter(|(_, ch)| !ch.counts.is_zero())
+        .map(|(k, ch)| {
+            let last = ch.last_hour();
+            (k, ch.counts, last)
+        })
+        .collect();
+    let mut keys: BTreeMap<(&'static str, String), i64> = BTreeMap::new();
+    for ((kind, key, ..), _, last) in &rows {
+        let e = keys.entry((kind, key.clone())).or_insert(*last);
+        *e = (*e).max(*last);
+    }
+    Ok((rows, keys.into_iter().collect()))
 }
 
-/// Copy the sessions' project, folder, machine and user beside the aggregate, so `--by
-/// project`, `--machine` and `--user` survive `prune` (which deletes the sessions rows).
+/// Copy `keep` into `usage_sessions`.
 async fn write_sessions(
     c: &mut Conn<'_>,
     keep: &[(String, Facts, Option<String>)],
@@ -233,11 +269,10 @@ async fn write_sessions(
 /// ones (the session's own rows, before this group's changes, are what it added there).
 async fn move_sessions(
     c: &mut Conn<'_>,
-    moved: &[(String, Facts)],
-    facts: &HashMap<String, Facts>,
+    facts: &SessionFacts,
     changes: &mut BTreeMap<GroupKey, Change>,
 ) -> Result<(), StoreError> {
-    for chunk in moved.chunks(500) {
+    for chunk in facts.moved.chunks(500) {
         let mut q = Sql::new(format!(
             "SELECT key, model, recorded, last_hour, {SUMS} FROM usage_groups \
              WHERE kind = 'session' AND "
@@ -247,7 +282,7 @@ async fn move_sessions(
         for row in rows {
             let (Some((_, old)), Some(now)) = (
                 chunk.iter().find(|(s, _)| *s == row.key),
-                facts.get(&row.key),
+                facts.now.get(&row.key),
             ) else {
                 continue;
             };
@@ -270,76 +305,58 @@ async fn move_sessions(
     Ok(())
 }
 
-/// Upsert the changed rows, then their keys' last hours (the larger of stored and new).
-async fn write_changes(
-    c: &mut Conn<'_>,
-    changes: BTreeMap<GroupKey, Change>,
-) -> Result<(), StoreError> {
-    let rows: Vec<(GroupKey, Counts, i64)> = changes
-        .into_iter()
-        .filter(|(_, ch)| !ch.counts.is_zero())
-        .map(|(k, ch)| {
-            let last = ch.last_hour();
-            (k, ch.counts, last)
-        })
-        .collect();
-    let mut keys: BTreeMap<(&'static str, &str), i64> = BTreeMap::new();
-    for ((kind, key, ..), _, last) in &rows {
-        let e = keys.entry((kind, key.as_str())).or_insert(*last);
-        *e = (*e).max(*last);
-    }
-    let keys: Vec<((&str, &str), i64)> = keys.into_iter().collect();
-    let later = |t: &str| {
-        format!(
-            "last_hour = CASE WHEN excluded.last_hour > {t}.last_hour \
-             THEN excluded.last_hour ELSE {t}.last_hour END"
-        )
-    };
-    let backend = c.backend();
-    for chunk in row_chunks(backend, &rows) {
-        let mut q = Sql::new(format!(
-            "INSERT INTO usage_groups (kind, key, model, recorded, last_hour, {SUMS}) "
-        ));
-        q.push_rows(backend, chunk, |row, ((kind, key, m, r), d, last)| {
-            row.bind(*kind)
-                .bind(key.as_str())
-                .bind(m.as_str())
-                .bind(*r)
-                .bind(*last);
-            bind_sums(row, d);
-        });
-        q.push(&add_on_conflict(
-            "usage_groups",
-            "kind, key, model, recorded",
-        ));
-        q.push(&format!(", {}", later("usage_groups")));
-        c.execute(&q).await?;
-    }
-    for chunk in row_chunks(backend, &keys) {
-        let mut q = Sql::new("INSERT INTO usage_group_keys (kind, key, last_hour) ");
-        q.push_rows(backend, chunk, |row, ((kind, key), last)| {
-            row.bind(*kind).bind(*key).bind(*last);
-        });
-        q.push(&format!(
-            " ON CONFLICT (kind, key) DO UPDATE SET {}",
-            later("usage_group_keys")
-        ));
-        c.execute(&q).await?;
-    }
-    Ok(())
+/// `last_hour = ` the larger of the stored and the incoming one.
+fn later(table: &str) -> String {
+    format!(
+        "last_hour = CASE WHEN excluded.last_hour > {table}.last_hour \
+         THEN excluded.last_hour ELSE {table}.last_hour END"
+    )
+}
+
+/// The upsert of `rows` into `usage_groups` (sums added, last hour raised).
+pub(super) fn push_groups<'a>(q: &mut Sql<'a>, backend: Backend, rows: &'a [GroupRow]) {
+    q.push(&format!(
+        "INSERT INTO usage_groups (kind, key, model, recorded, last_hour, {SUMS}) "
+    ));
+    q.push_rows(backend, rows, |row, ((kind, key, m, r), d, last)| {
+        row.bind(*kind)
+            .bind(key.as_str())
+            .bind(m.as_str())
+            .bind(*r)
+            .bind(*last);
+        bind_sums(row, d);
+    });
+    q.push(&add_on_conflict(
+        "usage_groups",
+        "kind, key, model, recorded",
+    ));
+    q.push(&format!(", {}", later("usage_groups")));
+}
+
+/// The upsert of `rows` into `usage_group_keys` (last hour raised).
+pub(super) fn push_keys<'a>(q: &mut Sql<'a>, backend: Backend, rows: &'a [KeyRow]) {
+    q.push("INSERT INTO usage_group_keys (kind, key, last_hour) ");
+    q.push_rows(backend, rows, |row, ((kind, key), last)| {
+        row.bind(*kind).bind(key.as_str()).bind(*last);
+    });
+    q.push(&format!(
+        " ON CONFLICT (kind, key) DO UPDATE SET {}",
+        later("usage_group_keys")
+    ));
 }
 
 /// Remove the rows a move emptied and the keys left with no row; give the keys that lost a
 /// session their last hour again, from the hourly aggregate (a project's hours: moves are rare,
 /// a session's project changes only when an earlier-started file of it arrives).
-async fn remove_emptied(
+pub(super) async fn remove_emptied(
     c: &mut Conn<'_>,
-    moved: &[(String, Facts)],
-    facts: &HashMap<String, Facts>,
+    facts: &SessionFacts,
 ) -> Result<(), StoreError> {
     let mut old: Vec<(usize, &str)> = Vec::new();
-    for (s, was) in moved {
-        let Some(now) = facts.get(s) else { continue };
+    for (s, was) in &facts.moved {
+        let Some(now) = facts.now.get(s) else {
+            continue;
+        };
         for (i, (was, now)) in was.iter().zip(now).enumerate() {
             if was != now {
                 old.push((i, was.as_str()));

@@ -20,6 +20,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 mod groups;
 
 use super::sql::{row_chunks, Backend, Conn, Sql};
+use super::unnest::PG_ROWS;
 use super::StoreError;
 use crate::extract::rows::{PreparedBatch, UsageRow};
 use crate::usage::Counts;
@@ -185,8 +186,17 @@ pub(super) async fn write(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Resu
         .arg(u.message_id.as_str());
         c.execute(&q).await?;
     }
-    write_hours(c, &delta).await?;
-    groups::write(c, &rows, &delta).await
+    let facts = groups::keep_facts(c, &rows).await?;
+    let (groups, keys) = groups::changes(c, &facts, &delta).await?;
+    let (hours, totals) = hour_rows(&delta);
+    let aggregates = Aggregates {
+        hours,
+        totals,
+        groups,
+        keys,
+    };
+    write_aggregates(c, &aggregates).await?;
+    groups::remove_emptied(c, &facts).await
 }
 
 /// Add (`sign` 1) or take away (-1) one message's figures under its aggregate key. A message
@@ -243,39 +253,124 @@ fn bind_sums(row: &mut super::sql::Row<'_, '_>, d: &Counts) {
         .bind(d.recorded_cost);
 }
 
-/// Add the group's changes to `usage_hours` (per session) and `usage_totals` (every session).
-async fn write_hours(c: &mut Conn<'_>, delta: &BTreeMap<Key, Counts>) -> Result<(), StoreError> {
+/// A row of `usage_totals` to add: hour, model, cost recorded, sums.
+type TotalRow = ((i64, String, bool), Counts);
+
+/// The aggregates' rows a group changes, each table's in key order.
+struct Aggregates<'k> {
+    hours: Vec<(&'k Key, &'k Counts)>,
+    totals: Vec<TotalRow>,
+    groups: Vec<groups::GroupRow>,
+    keys: Vec<groups::KeyRow>,
+}
+
+/// The `INSERT .. ON CONFLICT` of one aggregate, for `rows` of it.
+enum Upsert<'a, 'k> {
+    Hours(&'a [(&'k Key, &'k Counts)]),
+    Totals(&'a [TotalRow]),
+    Groups(&'a [groups::GroupRow]),
+    Keys(&'a [groups::KeyRow]),
+}
+
+impl<'a> Upsert<'a, '_> {
+    fn len(&self) -> usize {
+        match self {
+            Upsert::Hours(r) => r.len(),
+            Upsert::Totals(r) => r.len(),
+            Upsert::Groups(r) => r.len(),
+            Upsert::Keys(r) => r.len(),
+        }
+    }
+
+    /// The same upsert for the rows of each chunk `row_chunks` makes of this one's.
+    fn chunks(&self, backend: Backend) -> Vec<Upsert<'a, '_>> {
+        match self {
+            Upsert::Hours(r) => row_chunks(backend, r).map(Upsert::Hours).collect(),
+            Upsert::Totals(r) => row_chunks(backend, r).map(Upsert::Totals).collect(),
+            Upsert::Groups(r) => row_chunks(backend, r).map(Upsert::Groups).collect(),
+            Upsert::Keys(r) => row_chunks(backend, r).map(Upsert::Keys).collect(),
+        }
+    }
+
+    fn push(&self, q: &mut Sql<'a>, backend: Backend) {
+        match self {
+            Upsert::Hours(rows) => {
+                q.push(&format!(
+                    "INSERT INTO usage_hours (session_id, hour, model, recorded, {SUMS}) "
+                ));
+                q.push_rows(backend, rows, |row, ((s, h, m, r), d)| {
+                    row.bind(s.as_str()).bind(*h).bind(m.as_str()).bind(*r);
+                    bind_sums(row, d);
+                });
+                q.push(&add_on_conflict(
+                    "usage_hours",
+                    "session_id, hour, model, recorded",
+                ));
+            }
+            Upsert::Totals(rows) => {
+                q.push(&format!(
+                    "INSERT INTO usage_totals (hour, model, recorded, {SUMS}) "
+                ));
+                q.push_rows(backend, rows, |row, ((h, m, r), d)| {
+                    row.bind(*h).bind(m.as_str()).bind(*r);
+                    bind_sums(row, d);
+                });
+                q.push(&add_on_conflict("usage_totals", "hour, model, recorded"));
+            }
+            Upsert::Groups(rows) => groups::push_groups(q, backend, rows),
+            Upsert::Keys(rows) => groups::push_keys(q, backend, rows),
+        }
+    }
+}
+
+/// Add the group's changes to `usage_hours` (per session), `usage_totals` (every session) and
+/// the rollups. On PostgreSQL in one statement (each upsert but the last in a `WITH`): four
+/// round trips per group were most of what keeping usage cost ingest there.
+async fn write_aggregates(c: &mut Conn<'_>, a: &Aggregates<'_>) -> Result<(), StoreError> {
+    let backend = c.backend();
+    let upserts: Vec<Upsert<'_, '_>> = [
+        Upsert::Hours(&a.hours),
+        Upsert::Totals(&a.totals),
+        Upsert::Groups(&a.groups),
+        Upsert::Keys(&a.keys),
+    ]
+    .into_iter()
+    .filter(|u| u.len() > 0)
+    .collect();
+    if backend == Backend::Postgres && upserts.iter().all(|u| u.len() <= PG_ROWS) {
+        let Some((last, first)) = upserts.split_last() else {
+            return Ok(());
+        };
+        let mut q = Sql::new("");
+        for (i, u) in first.iter().enumerate() {
+            q.push(if i == 0 { "WITH " } else { ", " });
+            q.push(&format!("u{i} AS ("));
+            u.push(&mut q, backend);
+            q.push(")");
+        }
+        if !first.is_empty() {
+            q.push(" ");
+        }
+        last.push(&mut q, backend);
+        c.execute(&q).await?;
+        return Ok(());
+    }
+    for u in &upserts {
+        for chunk in u.chunks(backend) {
+            let mut q = Sql::new("");
+            chunk.push(&mut q, backend);
+            c.execute(&q).await?;
+        }
+    }
+    Ok(())
+}
+
+/// The per-hour rows of `delta` and their sums over sessions.
+fn hour_rows(delta: &BTreeMap<Key, Counts>) -> (Vec<(&Key, &Counts)>, Vec<TotalRow>) {
     let rows: Vec<(&Key, &Counts)> = delta.iter().filter(|(_, d)| !d.is_zero()).collect();
     let mut totals: BTreeMap<(i64, String, bool), Counts> = BTreeMap::new();
     for ((_, h, m, r), d) in &rows {
         totals.entry((*h, m.clone(), *r)).or_default().add(d, 1);
     }
-    let totals: Vec<((i64, String, bool), Counts)> = totals.into_iter().collect();
-    let backend = c.backend();
-    for chunk in row_chunks(backend, &rows) {
-        let mut q = Sql::new(format!(
-            "INSERT INTO usage_hours (session_id, hour, model, recorded, {SUMS}) "
-        ));
-        q.push_rows(backend, chunk, |row, ((s, h, m, r), d)| {
-            row.bind(s.as_str()).bind(*h).bind(m.as_str()).bind(*r);
-            bind_sums(row, d);
-        });
-        q.push(&add_on_conflict(
-            "usage_hours",
-            "session_id, hour, model, recorded",
-        ));
-        c.execute(&q).await?;
-    }
-    for chunk in row_chunks(backend, &totals) {
-        let mut q = Sql::new(format!(
-            "INSERT INTO usage_totals (hour, model, recorded, {SUMS}) "
-        ));
-        q.push_rows(backend, chunk, |row, ((h, m, r), d)| {
-            row.bind(*h).bind(m.as_str()).bind(*r);
-            bind_sums(row, d);
-        });
-        q.push(&add_on_conflict("usage_totals", "hour, model, recorded"));
-        c.execute(&q).await?;
-    }
-    Ok(())
+    (rows, totals.into_iter().collect())
 }
