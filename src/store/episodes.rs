@@ -218,14 +218,55 @@ async fn write_with(
             })
         })
         .collect();
+    let candidates = reusable(c, &pairs).await?;
     let mut kept = Vec::with_capacity(pairs.len());
     for (src, row) in &pairs {
-        kept.push(reuse_snippet(c, src, row).await?);
+        let place = (
+            src.session_id.to_string(),
+            src.source_file.to_string(),
+            row.snippet_type.clone(),
+            row.line_start as i64,
+            row.line_end as i64,
+        );
+        kept.push(candidates.contains(&place) && reuse_snippet(c, src, row).await?);
     }
     let mut reused = kept.into_iter();
     pairs.retain(|_| !reused.next().unwrap_or(false));
     insert_snippets(c, &pairs).await?;
     Ok(())
+}
+
+/// Where a snippet was: session, transcript, type, first and last line.
+type Place = (String, String, String, i64, i64);
+
+/// The places of `pairs` an automatic snippet already holds: only those can be reused
+/// ([`reuse_snippet`]). One query per chunk (over the `snippets_source` index), so a group
+/// whose snippets are all new (a first ingest) makes one statement, not one per snippet (533
+/// per 512 MB on PostgreSQL).
+async fn reusable(
+    c: &mut Conn<'_>,
+    pairs: &[(SnippetSource<'_>, &SnippetRow)],
+) -> Result<std::collections::HashSet<Place>, StoreError> {
+    let mut found = std::collections::HashSet::new();
+    for chunk in pairs.chunks(200) {
+        let mut sessions: Vec<&str> = chunk.iter().map(|(s, _)| s.session_id).collect();
+        sessions.sort_unstable();
+        sessions.dedup();
+        let mut starts: Vec<i64> = chunk.iter().map(|(_, r)| r.line_start as i64).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        let mut q = Sql::new(
+            "SELECT session_id, COALESCE(source_file, ''), snippet_type, line_start, line_end \
+             FROM snippets WHERE origin = 'auto' AND ",
+        );
+        q.push_in("session_id", sessions);
+        q.push(" AND ");
+        q.push_in("line_start", starts);
+        let rows: Vec<(String, String, String, i64, i64)> =
+            c.fetch_rows(&q.not_persistent()).await?;
+        found.extend(rows);
+    }
+    Ok(found)
 }
 
 /// Write an automatic snippet over the one its source gave before (same session, transcript,

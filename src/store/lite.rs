@@ -50,6 +50,19 @@ where
     }
 }
 
+impl<A, B, C, D, E> LiteRow for (A, B, C, D, E)
+where
+    A: rusqlite::types::FromSql,
+    B: rusqlite::types::FromSql,
+    C: rusqlite::types::FromSql,
+    D: rusqlite::types::FromSql,
+    E: rusqlite::types::FromSql,
+{
+    fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+    }
+}
+
 impl<A, B, C, D, E, F> LiteRow for (A, B, C, D, E, F)
 where
     A: rusqlite::types::FromSql,
