@@ -490,3 +490,66 @@ async fn usage_follows_a_session_that_moves(backend: Backend) {
     env.cleanup().await;
 }
 both_backends!(usage_moves, usage_follows_a_session_that_moves);
+
+/// A message counted in one session moves to another when a line that wins arrives there (a
+/// main-chain line over a sub-agent's replay): each project's rollup loses or gains it, and
+/// nothing is filed under an empty key.
+async fn usage_follows_a_message_that_moves(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let own = assistant(
+        S1,
+        1,
+        "msg_own",
+        "claude-sonnet-4-5-20250929",
+        "2026-03-02T09:00:00.000Z",
+        usage(1, 2, 3, 4),
+    );
+    let mut replay = assistant(
+        S1,
+        2,
+        "msg_shared",
+        "claude-sonnet-4-5-20250929",
+        "2026-03-02T09:30:00.000Z",
+        usage(10, 20, 30, 40),
+    );
+    replay["isSidechain"] = json!(true);
+    let mut main = assistant(
+        S2,
+        3,
+        "msg_shared",
+        "claude-sonnet-4-5-20250929",
+        "2026-03-02T11:30:00.000Z",
+        usage(10, 20, 30, 40),
+    );
+    main["cwd"] = json!("/home/u/second");
+    let write = |rel: &str, text: &str| {
+        let p = env.projects.join(rel);
+        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+        std::fs::write(p, text).expect("write");
+    };
+    write(&format!("-home-u-first/{S1}.jsonl"), &lines(&[own, replay]));
+    env.ingest();
+    let first = report(&env, &["--by", "project"]);
+    assert_eq!(tokens(&first["rows"][0]), [11, 22, 33, 44], "{first}");
+    write(&format!("-home-u-second/{S2}.jsonl"), &lines(&[main]));
+    env.ingest();
+    let projects = report(&env, &["--by", "project"]);
+    let rows: Vec<(String, [i64; 4])> = projects["rows"]
+        .as_array()
+        .expect("rows")
+        .iter()
+        .map(|r| (r["key"].as_str().unwrap_or("").to_string(), tokens(r)))
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("-home-u-second".to_string(), [10, 20, 30, 40]),
+            ("-home-u-first".to_string(), [1, 2, 3, 4])
+        ],
+        "{projects}"
+    );
+    assert_eq!(tokens(&projects["totals"]), [11, 22, 33, 44]);
+    rollups_agree(&env);
+    env.cleanup().await;
+}
+both_backends!(message_moves, usage_follows_a_message_that_moves);

@@ -234,6 +234,10 @@ async fn usage_agrees_with_ccusage(backend: Backend) {
     let cc_sessions = run_ccusage(&home, "session");
     let days = report(&env, &["--by", "day", "--limit", "500"]);
     let sessions = report(&env, &["--by", "session", "--limit", "500"]);
+    assert!(
+        days["next_offset"].is_null() && sessions["next_offset"].is_null(),
+        "the corpus outgrew one page: page through it"
+    );
 
     let g = tokens(&days["totals"]);
     let c = cc_tokens(&cc_daily["totals"]);

@@ -166,6 +166,9 @@ fn push_from<'a>(q: &mut Sql<'a>, f: &'a UsageFilter, key: UsageKey) {
     } else {
         q.push(" FROM usage_hours h WHERE 1 = 1");
     }
+    // A row whose messages all went elsewhere (a message's row replaced by a line of another
+    // hour, model or session) is no usage: left out, as the rollups remove theirs.
+    q.push(" AND h.messages > 0");
     if let Some(h) = f.since_hour {
         q.push(" AND h.hour >= ").push_bind(h);
     }

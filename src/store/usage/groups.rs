@@ -9,8 +9,15 @@
 //! file of the same session arrives (a copy in another project folder read first). The session's
 //! own rows (kind `session`) are exactly what it added under its old keys: they are taken from
 //! those and added to the new ones, so the rollups always equal the hourly aggregate grouped by
-//! the facts held now. A key left without usage is removed, and one that lost a session gets its
-//! last hour again from the hourly aggregate.
+//! the facts held now. Rows left with no message are removed (as the reports leave out the
+//! hourly aggregate's), so are keys left with no row, and a key that lost a session gets its
+//! last hour again from the hourly aggregate. Otherwise a key's last hour is never lowered: a
+//! message's row replaced by a line of an earlier hour leaves it (report order only).
+//!
+//! Known limit (PostgreSQL, several writers): a session's facts are read without a lock; a
+//! writer that subtracts a message from session A (its row replaced by a copy in session B)
+//! while another moves A to a new project can file that subtraction under A's old project.
+//! Both need the same message in two sessions and a session's project changing at once.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -149,7 +156,8 @@ impl SessionRow {
     }
 }
 
-/// The touched sessions' facts now, and the old facts of those whose facts changed.
+/// The touched sessions' facts now, and the former facts of those whose facts changed (none
+/// held yet counts as all `''`: what the aggregate groups a session without facts under).
 pub(super) struct SessionFacts {
     now: HashMap<String, Facts>,
     moved: Vec<(String, Facts)>,
@@ -161,15 +169,32 @@ pub(super) type GroupRow = (GroupKey, Counts, i64);
 /// A row of `usage_group_keys` to raise: kind, key, last hour.
 pub(super) type KeyRow = ((&'static str, String), i64);
 
-/// Read the touched sessions' facts (their `sessions` rows, beside what `usage_sessions` held)
-/// and copy those that changed into `usage_sessions`, so `--by project`, `--machine` and
-/// `--user` survive `prune` (which deletes the sessions rows). One statement, and a second only
-/// when a session is new or its facts changed.
+/// What a group changes in the rollups.
+pub(super) struct Changes {
+    /// Rows to add, in key order.
+    pub(super) rows: Vec<GroupRow>,
+    /// Keys' last hours to raise, in key order.
+    pub(super) keys: Vec<KeyRow>,
+    /// Keys with a row that lost messages (a replaced message, a move): their emptied rows go.
+    lowered: Vec<(&'static str, String)>,
+    /// Keys a session moved away from (fact index, key): their last hour is read again.
+    moved_from: Vec<(usize, String)>,
+}
+
+/// Read the facts of every session the group touches (the new rows' and those a replaced row
+/// leaves), from their `sessions` rows beside what `usage_sessions` held, or from
+/// `usage_sessions` alone for a pruned session; copy those that changed into `usage_sessions`,
+/// so `--by project`, `--machine` and `--user` survive `prune`.
 pub(super) async fn keep_facts(
     c: &mut Conn<'_>,
     rows: &[UsageRow],
+    delta: &BTreeMap<Key, Counts>,
 ) -> Result<SessionFacts, StoreError> {
-    let mut ids: Vec<&str> = rows.iter().map(|u| u.session_id.as_str()).collect();
+    let mut ids: Vec<&str> = rows
+        .iter()
+        .map(|u| u.session_id.as_str())
+        .chain(delta.keys().map(|(s, ..)| s.as_str()))
+        .collect();
     ids.sort_unstable();
     ids.dedup();
     let mut facts = SessionFacts {
@@ -195,10 +220,24 @@ pub(super) async fn keep_facts(
             if old.as_ref() != Some(&now) || r.old_cwd != r.cwd {
                 keep.push((r.session_id.clone(), now.clone(), r.cwd));
             }
-            if let Some(old) = old.filter(|o| *o != now) {
-                facts.moved.push((r.session_id.clone(), old));
+            let was = old.unwrap_or_default();
+            if was != now {
+                facts.moved.push((r.session_id.clone(), was));
             }
             facts.now.insert(r.session_id, now);
+        }
+    }
+    let pruned: Vec<&str> = ids
+        .into_iter()
+        .filter(|id| !facts.now.contains_key(*id))
+        .collect();
+    for chunk in pruned.chunks(500) {
+        let mut q =
+            Sql::new("SELECT session_id, project, machine, user_name FROM usage_sessions WHERE ");
+        q.push_in("session_id", chunk.iter().copied());
+        let rows: Vec<(String, String, String, String)> = c.fetch_rows(&q.not_persistent()).await?;
+        for (id, p, m, u) in rows {
+            facts.now.insert(id, [p, m, u]);
         }
     }
     write_sessions(c, &keep).await?;
@@ -212,9 +251,11 @@ pub(super) async fn changes(
     c: &mut Conn<'_>,
     facts: &SessionFacts,
     delta: &BTreeMap<Key, Counts>,
-) -> Result<(Vec<GroupRow>, Vec<KeyRow>), StoreError> {
+) -> Result<Changes, StoreError> {
     let mut changes: BTreeMap<GroupKey, Change> = BTreeMap::new();
-    move_sessions(c, facts, &mut changes).await?;
+    let mut moved_from = move_sessions(c, facts, &mut changes).await?;
+    moved_from.sort_unstable();
+    moved_from.dedup();
     for ((s, h, m, r), d) in delta.iter().filter(|(_, d)| !d.is_zero()) {
         let keys = facts.now.get(s).cloned().unwrap_or_default();
         for (kind, key) in KINDS.iter().zip(std::iter::once(s.clone()).chain(keys)) {
@@ -224,6 +265,12 @@ pub(super) async fn changes(
                 .add(d, 1, *h);
         }
     }
+    let mut lowered: Vec<(&'static str, String)> = changes
+        .iter()
+        .filter(|(_, ch)| ch.counts.messages < 0)
+        .map(|((kind, key, ..), _)| (*kind, key.clone()))
+        .collect();
+    lowered.dedup();
     let rows: Vec<GroupRow> = changes
         .into_iter()
         .filter(|(_, ch)| !ch.counts.is_zero())
@@ -237,7 +284,12 @@ pub(super) async fn changes(
         let e = keys.entry((kind, key.clone())).or_insert(*last);
         *e = (*e).max(*last);
     }
-    Ok((rows, keys.into_iter().collect()))
+    Ok(Changes {
+        rows,
+        keys: keys.into_iter().collect(),
+        lowered,
+        moved_from,
+    })
 }
 
 /// Copy `keep` into `usage_sessions`.
@@ -266,12 +318,14 @@ async fn write_sessions(
 }
 
 /// Take each moved session's sums from the keys of its old facts and add them under its new
-/// ones (the session's own rows, before this group's changes, are what it added there).
+/// ones (the session's own rows, before this group's changes, are what it added there); the
+/// keys it left (fact index, key). A session with no rows yet (a new one) moves nothing.
 async fn move_sessions(
     c: &mut Conn<'_>,
     facts: &SessionFacts,
     changes: &mut BTreeMap<GroupKey, Change>,
-) -> Result<(), StoreError> {
+) -> Result<Vec<(usize, String)>, StoreError> {
+    let mut left = Vec::new();
     for chunk in facts.moved.chunks(500) {
         let mut q = Sql::new(format!(
             "SELECT key, model, recorded, last_hour, {SUMS} FROM usage_groups \
@@ -287,10 +341,11 @@ async fn move_sessions(
                 continue;
             };
             let counts = row.counts();
-            for ((kind, old), now) in KINDS[1..].iter().zip(old).zip(now) {
+            for (i, ((kind, old), now)) in KINDS[1..].iter().zip(old).zip(now).enumerate() {
                 if old == now {
                     continue;
                 }
+                left.push((i, old.clone()));
                 changes
                     .entry((kind, old.clone(), row.model.clone(), row.recorded))
                     .or_default()
@@ -302,7 +357,7 @@ async fn move_sessions(
             }
         }
     }
-    Ok(())
+    Ok(left)
 }
 
 /// `last_hour = ` the larger of the stored and the incoming one.
@@ -345,59 +400,53 @@ pub(super) fn push_keys<'a>(q: &mut Sql<'a>, backend: Backend, rows: &'a [KeyRow
     ));
 }
 
-/// Remove the rows a move emptied and the keys left with no row; give the keys that lost a
-/// session their last hour again, from the hourly aggregate (a project's hours: moves are rare,
-/// a session's project changes only when an earlier-started file of it arrives).
-pub(super) async fn remove_emptied(
-    c: &mut Conn<'_>,
-    facts: &SessionFacts,
-) -> Result<(), StoreError> {
-    let mut old: Vec<(usize, &str)> = Vec::new();
-    for (s, was) in &facts.moved {
-        let Some(now) = facts.now.get(s) else {
-            continue;
-        };
-        for (i, (was, now)) in was.iter().zip(now).enumerate() {
-            if was != now {
-                old.push((i, was.as_str()));
-            }
+/// After the group's changes: remove the rows left with no message and the keys left with no
+/// row, and give the keys a session moved away from their last hour again, from the hourly
+/// aggregate (their sessions' hours: moves are rare, a session's project changes only when an
+/// earlier-started file of it arrives).
+pub(super) async fn tidy(c: &mut Conn<'_>, ch: &Changes) -> Result<(), StoreError> {
+    for kind in KINDS {
+        let keys: Vec<&str> = ch
+            .lowered
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, key)| key.as_str())
+            .collect();
+        for chunk in keys.chunks(500) {
+            let mut q = Sql::new("DELETE FROM usage_groups WHERE messages = 0 AND kind = ");
+            q.push_bind(kind).push(" AND ");
+            q.push_in("key", chunk.iter().copied());
+            c.execute(&q.not_persistent()).await?;
+            let mut q = Sql::new("DELETE FROM usage_group_keys WHERE kind = ");
+            q.push_bind(kind).push(" AND ");
+            q.push_in("key", chunk.iter().copied());
+            q.push(
+                " AND NOT EXISTS (SELECT 1 FROM usage_groups g \
+                 WHERE g.kind = usage_group_keys.kind AND g.key = usage_group_keys.key)",
+            );
+            c.execute(&q.not_persistent()).await?;
         }
     }
-    old.sort_unstable();
-    old.dedup();
-    for (i, key) in old {
-        let (kind, column) = (KINDS[i + 1], FACT_COLUMNS[i]);
-        let q = Sql::new("DELETE FROM usage_groups WHERE kind = $1 AND key = $2 AND messages = 0")
-            .arg(kind)
-            .arg(key);
-        c.execute(&q).await?;
+    for (i, key) in &ch.moved_from {
+        let (kind, column) = (KINDS[i + 1], FACT_COLUMNS[*i]);
         let q = Sql::new(format!(
             "UPDATE usage_groups SET last_hour = COALESCE((SELECT MAX(h.hour) FROM usage_hours h \
              JOIN usage_sessions s ON s.session_id = h.session_id WHERE s.{column} = $1 \
              AND h.model = usage_groups.model AND h.recorded = usage_groups.recorded \
              AND h.messages > 0), last_hour) WHERE kind = $2 AND key = $3"
         ))
-        .arg(key)
+        .arg(key.as_str())
         .arg(kind)
-        .arg(key);
-        c.execute(&q).await?;
-        let q = Sql::new(
-            "DELETE FROM usage_group_keys WHERE kind = $1 AND key = $2 AND NOT EXISTS \
-             (SELECT 1 FROM usage_groups g WHERE g.kind = $3 AND g.key = $4)",
-        )
-        .arg(kind)
-        .arg(key)
-        .arg(kind)
-        .arg(key);
+        .arg(key.as_str());
         c.execute(&q).await?;
         let q = Sql::new(
             "UPDATE usage_group_keys SET last_hour = (SELECT MAX(g.last_hour) FROM usage_groups g \
              WHERE g.kind = $1 AND g.key = $2) WHERE kind = $3 AND key = $4",
         )
         .arg(kind)
-        .arg(key)
+        .arg(key.as_str())
         .arg(kind)
-        .arg(key);
+        .arg(key.as_str());
         c.execute(&q).await?;
     }
     Ok(())
