@@ -529,3 +529,21 @@ pub fn copy_clockhelp(env: &TestEnv) -> PathBuf {
     std::fs::copy(corpus_dir().join(CLOCKHELP), &dst).expect("copy");
     dst
 }
+
+/// Make `path` a day old (its mtime): a transcript at rest, whose session the ingest finishes
+/// and whose last line it reads even without a newline.
+pub fn age_a_day(path: &Path) {
+    let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+    std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(day_ago))
+        .expect("mtime");
+}
+
+/// Write `text` to `root/rel`, making its folders.
+pub fn write_file(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    std::fs::write(p, text).expect("write");
+}

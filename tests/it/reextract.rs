@@ -194,12 +194,7 @@ async fn daemon_derives_again(backend: Backend) {
     let env = TestEnv::new(backend).await;
     let dst = copy_clockhelp(&env);
     // A day old: the session is finished by the ingest.
-    let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
-    std::fs::File::options()
-        .write(true)
-        .open(&dst)
-        .and_then(|f| f.set_modified(day_ago))
-        .expect("mtime");
+    age_a_day(&dst);
     env.ingest();
     let store = env.store().await;
     let (kept, derived) = snapshot(&store).await;

@@ -131,11 +131,7 @@ pub(crate) fn write_fixture(projects: &Path) {
         usage(1000, 0, 0, 0),
     );
     mystery["cwd"] = json!("/home/u/beta");
-    let write = |rel: &str, text: &str| {
-        let p = projects.join(rel);
-        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-        std::fs::write(p, text).expect("write");
-    };
+    let write = |rel: &str, text: &str| write_file(projects, rel, text);
     write(&format!("-home-u-alpha/{S1}.jsonl"), &s1);
     write(
         &format!("-home-u-alpha/{S1}/subagents/agent-abc.jsonl"),
@@ -458,11 +454,7 @@ async fn usage_follows_a_session_that_moves(backend: Backend) {
         "2026-03-02T09:00:00.000Z",
         usage(1, 2, 3, 4),
     );
-    let write = |rel: &str, text: &str| {
-        let p = env.projects.join(rel);
-        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-        std::fs::write(p, text).expect("write");
-    };
+    let write = |rel: &str, text: &str| write_file(&env.projects, rel, text);
     write(
         &format!("-home-u-later/{S1}.jsonl"),
         &lines(std::slice::from_ref(&late)),
@@ -522,11 +514,7 @@ async fn usage_follows_a_message_that_moves(backend: Backend) {
         usage(10, 20, 30, 40),
     );
     main["cwd"] = json!("/home/u/second");
-    let write = |rel: &str, text: &str| {
-        let p = env.projects.join(rel);
-        std::fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
-        std::fs::write(p, text).expect("write");
-    };
+    let write = |rel: &str, text: &str| write_file(&env.projects, rel, text);
     write(&format!("-home-u-first/{S1}.jsonl"), &lines(&[own, replay]));
     env.ingest();
     let first = report(&env, &["--by", "project"]);

@@ -68,12 +68,7 @@ fn claude_tree(corpus: &Path, to: &Path) {
             std::fs::copy(&p, &dest).expect("copy");
             // At rest, as transcripts are when their usage is reported: a day old, so Gleaner
             // reads a last line that never got its newline (it does once a file is idle).
-            let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
-            std::fs::File::options()
-                .write(true)
-                .open(&dest)
-                .and_then(|f| f.set_modified(day_ago))
-                .expect("mtime");
+            age_a_day(&dest);
         }
     }
 }
