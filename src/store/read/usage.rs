@@ -78,8 +78,9 @@ pub struct UsageCell {
     pub counts: Counts,
 }
 
+/// A cell as a query gives it (the columns [`SUMS`] and [`GROUP_COLUMNS`] name, in order).
 #[derive(sqlx::FromRow)]
-struct CellRow {
+pub(in crate::store) struct CellRow {
     key: String,
     hour: i64,
     model: String,
@@ -97,6 +98,39 @@ struct CellRow {
     over_read: i64,
     recorded_cost: f64,
 }
+
+impl crate::store::lite::LiteRow for CellRow {
+    fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
+        Ok(CellRow {
+            key: r.get(0)?,
+            hour: r.get(1)?,
+            model: r.get(2)?,
+            recorded: r.get(3)?,
+            messages: r.get(4)?,
+            input: r.get(5)?,
+            output: r.get(6)?,
+            creation: r.get(7)?,
+            creation_1h: r.get(8)?,
+            read: r.get(9)?,
+            over_input: r.get(10)?,
+            over_output: r.get(11)?,
+            over_creation: r.get(12)?,
+            over_creation_1h: r.get(13)?,
+            over_read: r.get(14)?,
+            recorded_cost: r.get(15)?,
+        })
+    }
+}
+
+/// `usage_groups h` rows as cells (each row's own last hour as `hour`): the report's page and
+/// the writer's moves (`store::usage::groups`) read them alike.
+pub(in crate::store) const GROUP_COLUMNS: &str = "h.key AS key, h.last_hour AS hour, \
+     h.model AS model, h.recorded AS recorded, h.messages AS messages, \
+     h.input_tokens AS input, h.output_tokens AS output, h.cache_creation_tokens AS creation, \
+     h.cache_creation_1h_tokens AS creation_1h, h.cache_read_tokens AS read, \
+     h.over_input AS over_input, h.over_output AS over_output, \
+     h.over_creation AS over_creation, h.over_creation_1h AS over_creation_1h, \
+     h.over_read AS over_read, h.recorded_cost AS recorded_cost";
 
 impl From<CellRow> for UsageCell {
     fn from(r: CellRow) -> Self {
@@ -287,11 +321,10 @@ impl Store {
             return Ok((Vec::new(), more));
         }
         let mut q = Sql::new(format!(
-            "SELECT h.key AS key, h.last_hour AS hour, {SUMS} FROM usage_groups h WHERE h.kind = "
+            "SELECT {GROUP_COLUMNS} FROM usage_groups h WHERE h.kind = "
         ));
         q.push_bind(kind).push(" AND ");
         q.push_in("h.key", keys.iter().map(|(k, _)| k.as_str()));
-        q.push(" GROUP BY h.key, h.last_hour, h.model, h.recorded");
         let rows: Vec<CellRow> = self.fetch_all(&q.not_persistent()).await?;
         Ok((in_page_order(rows, &keys), more))
     }

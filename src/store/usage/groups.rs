@@ -23,8 +23,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use super::{add_on_conflict, bind_sums, Key, SUMS};
 use crate::extract::rows::UsageRow;
+use crate::store::read::usage::{CellRow, GROUP_COLUMNS};
 use crate::store::sql::{row_chunks, Backend, Conn, Sql};
-use crate::store::StoreError;
+use crate::store::{StoreError, UsageCell};
 use crate::usage::Counts;
 
 /// The kinds of `usage_groups`: the session, then its facts in [`Facts`] order.
@@ -90,69 +91,6 @@ impl crate::store::lite::LiteRow for FactsRow {
             old_machine: r.get(7)?,
             old_user: r.get(8)?,
         })
-    }
-}
-
-/// One of a session's own rollup rows, read back to move it to the session's new keys.
-#[derive(sqlx::FromRow)]
-struct SessionRow {
-    key: String,
-    model: String,
-    recorded: bool,
-    last_hour: i64,
-    messages: i64,
-    input_tokens: i64,
-    output_tokens: i64,
-    cache_creation_tokens: i64,
-    cache_creation_1h_tokens: i64,
-    cache_read_tokens: i64,
-    over_input: i64,
-    over_output: i64,
-    over_creation: i64,
-    over_creation_1h: i64,
-    over_read: i64,
-    recorded_cost: f64,
-}
-
-impl crate::store::lite::LiteRow for SessionRow {
-    fn from_lite(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
-        Ok(SessionRow {
-            key: r.get(0)?,
-            model: r.get(1)?,
-            recorded: r.get(2)?,
-            last_hour: r.get(3)?,
-            messages: r.get(4)?,
-            input_tokens: r.get(5)?,
-            output_tokens: r.get(6)?,
-            cache_creation_tokens: r.get(7)?,
-            cache_creation_1h_tokens: r.get(8)?,
-            cache_read_tokens: r.get(9)?,
-            over_input: r.get(10)?,
-            over_output: r.get(11)?,
-            over_creation: r.get(12)?,
-            over_creation_1h: r.get(13)?,
-            over_read: r.get(14)?,
-            recorded_cost: r.get(15)?,
-        })
-    }
-}
-
-impl SessionRow {
-    fn counts(&self) -> Counts {
-        Counts {
-            messages: self.messages,
-            input: self.input_tokens,
-            output: self.output_tokens,
-            creation: self.cache_creation_tokens,
-            creation_1h: self.cache_creation_1h_tokens,
-            read: self.cache_read_tokens,
-            over_input: self.over_input,
-            over_output: self.over_output,
-            over_creation: self.over_creation,
-            over_creation_1h: self.over_creation_1h,
-            over_read: self.over_read,
-            recorded_cost: self.recorded_cost,
-        }
     }
 }
 
@@ -328,19 +266,18 @@ async fn move_sessions(
     let mut left = Vec::new();
     for chunk in facts.moved.chunks(500) {
         let mut q = Sql::new(format!(
-            "SELECT key, model, recorded, last_hour, {SUMS} FROM usage_groups \
-             WHERE kind = 'session' AND "
+            "SELECT {GROUP_COLUMNS} FROM usage_groups h WHERE h.kind = 'session' AND "
         ));
-        q.push_in("key", chunk.iter().map(|(s, _)| s.as_str()));
-        let rows = c.fetch_rows::<SessionRow>(&q.not_persistent()).await?;
-        for row in rows {
+        q.push_in("h.key", chunk.iter().map(|(s, _)| s.as_str()));
+        let rows = c.fetch_rows::<CellRow>(&q.not_persistent()).await?;
+        for row in rows.into_iter().map(UsageCell::from) {
             let (Some((_, old)), Some(now)) = (
                 chunk.iter().find(|(s, _)| *s == row.key),
                 facts.now.get(&row.key),
             ) else {
                 continue;
             };
-            let counts = row.counts();
+            let counts = row.counts;
             for (i, ((kind, old), now)) in KINDS[1..].iter().zip(old).zip(now).enumerate() {
                 if old == now {
                     continue;
@@ -349,11 +286,11 @@ async fn move_sessions(
                 changes
                     .entry((kind, old.clone(), row.model.clone(), row.recorded))
                     .or_default()
-                    .add(&counts, -1, row.last_hour);
+                    .add(&counts, -1, row.hour);
                 changes
                     .entry((kind, now.clone(), row.model.clone(), row.recorded))
                     .or_default()
-                    .add(&counts, 1, row.last_hour);
+                    .add(&counts, 1, row.hour);
             }
         }
     }
