@@ -29,11 +29,12 @@ pub struct Closing<'a> {
 
 /// Drafts the snippets of the episodes that close (`crate::snippet::draft::Auto`).
 pub trait Drafter: std::fmt::Debug {
-    /// The snippets to store with `episode`, best first. `kept` is what this drafter asked the
-    /// builder to remember of the file's earlier snippets (see [`Drafter::keep`]).
-    fn snippets(&self, episode: &Closing<'_>, kept: &[f64]) -> Vec<SnippetRow>;
+    /// The snippets to store with `episode`, best first. `kept` and `titles` are what this
+    /// drafter asked the builder to remember of the file's earlier snippets (see
+    /// [`Drafter::keep`]).
+    fn snippets(&self, episode: &Closing<'_>, kept: &[f64], titles: &[String]) -> Vec<SnippetRow>;
 
-    /// Note in `kept` (stored with the builder's state, so it survives batches and restarts)
-    /// the snippets a closed episode stored.
-    fn keep(&self, kept: &mut Vec<f64>, stored: &[SnippetRow]);
+    /// Note in `kept` and `titles` (stored with the builder's state, so they survive batches
+    /// and restarts) the snippets a closed episode stored.
+    fn keep(&self, kept: &mut Vec<f64>, titles: &mut Vec<String>, stored: &[SnippetRow]);
 }

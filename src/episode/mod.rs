@@ -261,6 +261,10 @@ pub struct Builder {
     /// drafter asks the builder to remember ([`Drafter::keep`]).
     #[serde(default)]
     kept: Vec<f64>,
+    /// Titles of the file's latest automatic snippets: a later episode of the file must not
+    /// store one saying the same thing ([`Drafter::keep`]).
+    #[serde(default)]
+    kept_titles: Vec<String>,
 }
 
 #[cfg(test)]

@@ -31,7 +31,19 @@ fn error_then_success_is_error_recovery_with_a_snippet() {
     let s = &ep.snippets[0];
     assert_eq!(s.snippet_type, "error_reasoning");
     assert!(s.title.starts_with("`cargo build` failed"), "{}", s.title);
-    assert!(s.title.contains("mismatched types"), "{}", s.title);
+    // The title says why it failed and what fixed it, not the error's headline.
+    assert!(
+        s.title
+            .contains("returns a u32 where the signature says u64"),
+        "{}",
+        s.title
+    );
+    assert!(
+        s.title
+            .ends_with("changing `self.n` to `u64::from(self.n)` in lib.rs fixed it"),
+        "{}",
+        s.title
+    );
     assert!(s.content.contains("widen the return type"), "{}", s.content);
     // The edit between the failure and the re-run is the fix; the re-run is not a change.
     assert!(

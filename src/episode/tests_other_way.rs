@@ -240,7 +240,7 @@ fn options_and_the_users_pick_make_a_decision_snippet() {
         .unwrap_or_else(|| panic!("{:#?}", ep.snippets));
     assert_eq!(
         d.title,
-        "Decision: Graph API + device code flow over Use your existing Teams session and Polling via the MCP tools"
+        "Chose Graph API + device code flow over Use your existing Teams session and Polling via the MCP tools: simplest, you authenticate once in a browser, token is cached"
     );
     assert!(d.content.contains("Chosen: Graph API + device code flow (the user chose it (line 3): \"first option sounds easy\")"), "{}", d.content);
     let m: serde_json::Value = serde_json::from_str(&d.metadata).unwrap();
@@ -298,7 +298,7 @@ fn an_acknowledged_correction_keeps_what_was_conceded() {
         .unwrap_or_else(|| panic!("{:#?}", ep.snippets));
     assert!(
         s.title
-            .starts_with("Correction: for the change in hooks.go"),
+            .starts_with("If we can't open the repository there, something is fundamentally wrong"),
         "{}",
         s.title
     );

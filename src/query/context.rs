@@ -8,12 +8,14 @@
 //!
 //! 1. **Corrections and preferences**: what the user said when correcting the assistant (the
 //!    words of turns labelled `user_correction` in the 20 most recent sessions: a correcting
-//!    phrase, or what followed an interruption; not pasted output) and the reasons typed for
+//!    phrase, or what followed an interruption; the words typed before anything pasted, and
+//!    nothing that is mostly a paste) and the reasons typed for
 //!    denied tool calls, newest first, those that state a rule first (see [`states_a_rule`]).
 //!    Most actionable, so first.
 //! 2. **Decisions and fixes**: the project's snippets (decision rationales, error reasoning,
-//!    learnings), newest first, then the titles of design-decision and error-recovery episodes
-//!    of the recent sessions.
+//!    learnings), newest first: their titles state the lesson (what fixed what, what was
+//!    decided and why, the rule). Episode titles are not used: an episode is titled by its
+//!    first prompt, which says what was asked, not what was learned.
 //! 3. **Recent sessions**: date, title and the start of the latest summary.
 //!
 //! Lines are taken in turns from the three lists (the first of each, then the second...) while
@@ -21,10 +23,12 @@
 //! to [`LINE_CHARS`]; the same text is shown once. Nothing relevant: an empty digest (the hook
 //! prints nothing). Every text comes from stored rows, redacted before they were stored.
 
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 use super::Error;
 use crate::store::{ContextCorrection, ContextItem, ContextSession, Store};
+use crate::text::gist::says_again;
+use crate::text::rule::{looks_pasted, states_a_rule, typed_words};
 
 /// Longest line of a digest, in characters.
 pub const LINE_CHARS: usize = 200;
@@ -111,7 +115,7 @@ pub async fn digest(store: &Store, req: &ContextRequest) -> Result<String, Error
         .await?;
     let ids: Vec<String> = sessions.iter().map(|s| s.session_id.clone()).collect();
     let corrections = store.context_corrections(&ids, CANDIDATES).await?;
-    let mut items = store.context_items(&req.project, &ids, CANDIDATES).await?;
+    let mut items = store.context_items(&req.project, CANDIDATES).await?;
     if let Some(ex) = &req.exclude {
         items.retain(|i| &i.session_id != ex);
     }
@@ -155,13 +159,15 @@ fn correction_lines(rows: &[ContextCorrection]) -> Vec<String> {
                     continue;
                 };
                 for e in ev {
-                    let said = e["text"].as_str().unwrap_or_default().trim();
+                    let text = e["text"].as_str().unwrap_or_default();
                     // The user's own words: a correcting phrase, or what they said after
-                    // interrupting. (A denial's evidence names the tool call, a pasted failure
-                    // is output: neither is a preference.)
+                    // interrupting, up to anything they pasted after them. (A denial's evidence
+                    // names the tool call, a pasted failure or log is output: neither is a
+                    // preference.)
                     let signal = e["signal"].as_str().unwrap_or_default();
                     let words = signal.starts_with("phrase") || signal.starts_with("interruption");
-                    if e["label"] == "user_correction" && words && !said.is_empty() {
+                    let said = typed_words(text);
+                    if e["label"] == "user_correction" && words && !looks_pasted(text) {
                         out.push((
                             states_a_rule(said),
                             line(&format!("\"{said}\""), &r.session_id),
@@ -176,72 +182,12 @@ fn correction_lines(rows: &[ContextCorrection]) -> Vec<String> {
     out.into_iter().map(|(_, l)| l).collect()
 }
 
-/// Words that make a correction a standing preference wherever they stand ("we should not put
-/// the password in that file", "I'd rather keep the old name", "always run the linter").
-const RULE_WORDS: [&str; 12] = [
-    "should",
-    "shouldn't",
-    "must",
-    "mustn't",
-    "need",
-    "want",
-    "prefer",
-    "rather",
-    "instead",
-    "always",
-    "never",
-    "avoid",
-];
-
-/// Words that state a rule when they open a clause, as an imperative does ("don't touch the
-/// tests", "lets just go back to solid orange", "use the md-card like the other views"); after
-/// a subject they describe ("i dont see it in the repo").
-const RULE_OPENERS: [&str; 9] = [
-    "don't", "dont", "stop", "use", "keep", "let's", "lets", "only", "please",
-];
-
-/// Two-word forms: "make sure", "i'd like", "would like", "do not" opening a clause.
-fn rule_pair(prev: &str, word: &str, opens: bool) -> bool {
-    matches!(
-        (prev, word),
-        ("make", "sure") | ("i'd", "like") | ("would", "like")
-    ) || (opens && prev == "do" && word == "not")
-}
-
-/// Whether a correction in the user's words states what to do or not to do from now on (a
-/// modal, a preference, an imperative), rather than only reporting what they saw ("i didnt see
-/// it before"). Why: the digest has room for a few lines, and a report of one moment's result
-/// tells the next session nothing it can act on; the rules come first, the reports fill what
-/// room is left.
-fn states_a_rule(said: &str) -> bool {
-    let lower = said.to_lowercase().replace('\u{2019}', "'");
-    let mut prev = "";
-    // Whether the current word opens a clause, and whether the previous one did.
-    let (mut opens, mut prev_opened) = (true, false);
-    for raw in lower.split_whitespace() {
-        let word = raw.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'');
-        if RULE_WORDS.contains(&word)
-            || (opens && RULE_OPENERS.contains(&word))
-            || rule_pair(prev, word, prev_opened)
-        {
-            return true;
-        }
-        prev_opened = opens;
-        // A clause ends at its punctuation; "and", "but", "so", "then", "just" and "please"
-        // leave the next word opening it ("and just use ...").
-        opens = matches!(word, "just" | "and" | "but" | "so" | "then" | "please")
-            || raw.ends_with(['.', ',', ';', ':', '!', '?']);
-        prev = word;
-    }
-    false
-}
-
 fn item_lines(rows: &[ContextItem]) -> Vec<String> {
     rows.iter()
         .map(|i| {
             let what = match i.kind.as_str() {
-                "decision_rationale" | "design_decision" => "decision",
-                "error_reasoning" | "error_recovery" => "fix",
+                "decision_rationale" => "decision",
+                "error_reasoning" => "fix",
                 _ => "learned",
             };
             line(&format!("{what}: {}", i.title), &i.session_id)
@@ -280,35 +226,30 @@ const TITLES: [&str; 3] = [
     "Recent sessions:",
 ];
 
-/// The words a line says, for telling the same thing said twice: lowercased words of three
-/// letters or more, without the line's kind ("learned:", "Correction:") and session tag.
-fn gist(line: &str) -> HashSet<String> {
+/// The words a line says (see [`crate::text::gist`]), without the line's kind ("learned:",
+/// "fix:") and session tag: a correction quoted under "Corrections" and its snippet are one
+/// thing, shown once.
+fn gist(line: &str) -> BTreeSet<String> {
     let body = line.rsplit_once(" [").map_or(line, |(b, _)| b);
-    body.split(|c: char| !c.is_alphanumeric() && c != '\'')
-        .filter(|w| w.chars().count() >= 3)
-        .map(str::to_lowercase)
-        .filter(|w| {
-            !matches!(
-                w.as_str(),
-                "learned" | "correction" | "preference" | "fix" | "decision" | "denied"
-            )
-        })
-        .collect()
-}
-
-/// Whether a line says what an earlier one said: most of the shorter one's words (at least
-/// three) are the other's. A correction quoted under "Corrections" and its snippet
-/// ("learned: Correction: ...") are one thing, shown once.
-fn repeats(a: &HashSet<String>, b: &HashSet<String>) -> bool {
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    short.len() >= 3 && short.intersection(long).count() * 10 >= short.len() * 7
+    let mut w = crate::text::gist::words(body);
+    for kind in [
+        "learned",
+        "correction",
+        "preference",
+        "fix",
+        "decision",
+        "denied",
+    ] {
+        w.remove(kind);
+    }
+    w
 }
 
 /// Take lines in turns from each list while the whole fits in `max_bytes`, then show them
 /// grouped under their titles. Empty when no line fits or none is given.
 fn pack(lists: &[Vec<String>; 3], max_bytes: usize) -> String {
     let mut seen: HashSet<&str> = HashSet::new();
-    let mut gists: Vec<HashSet<String>> = Vec::new();
+    let mut gists: Vec<BTreeSet<String>> = Vec::new();
     let mut chosen: [Vec<&str>; 3] = Default::default();
     let mut size = HEADER.len() + 1;
     let mut next = [0usize; 3];
@@ -319,7 +260,7 @@ fn pack(lists: &[Vec<String>; 3], max_bytes: usize) -> String {
             while let Some(l) = lists[k].get(next[k]) {
                 next[k] += 1;
                 let words = gist(l);
-                if !seen.insert(l.as_str()) || gists.iter().any(|g| repeats(&words, g)) {
+                if !seen.insert(l.as_str()) || gists.iter().any(|g| says_again(&words, g)) {
                     continue;
                 }
                 let title = if chosen[k].is_empty() {
@@ -390,31 +331,6 @@ mod tests {
 
     #[test]
     fn corrections_that_state_a_rule_come_first() {
-        // Corrections from the corpus's digests, and a few made up.
-        for rule in [
-            "I think we should not be placing my password even if temporary into the user file",
-            "lets just go back to solid orange for now",
-            "I dont want to change the city I want it automatically detected",
-            "don't touch the tests",
-            "No, use the md-card like the other views",
-            "color it orange, and just keep the font",
-            "Do not add a config file",
-            "make sure the port is free",
-        ] {
-            assert!(states_a_rule(rule), "{rule}");
-        }
-        for report in [
-            "i dont see it in the repo",
-            "i dont think it copied to ventoy partition",
-            "i didnt see it before",
-            "we changed wallpaper and sleep time to 10 minutes it seems short again",
-            "i have this error it does not cause any issues so i just leave it alone",
-            "I do see the button now",
-            "do you see it? it looks like the old one",
-            "not sure it works",
-        ] {
-            assert!(!states_a_rule(report), "{report}");
-        }
         let row = |id: &str, said: &str| ContextCorrection {
             session_id: id.into(),
             at: None,

@@ -8,7 +8,9 @@
 //! the episode stage import `snippet`, whose drafting reads the episode's state: a circle.
 //! `text` imports nothing of the crate, so anything may use it.
 
+pub mod gist;
 pub mod noise;
+pub mod rule;
 pub mod sentence;
 
 use noise::is_noise_line;

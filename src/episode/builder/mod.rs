@@ -177,7 +177,7 @@ impl Builder {
                 project: self.project.as_deref(),
                 end_line,
             };
-            drafter.snippets(&episode, &self.kept)
+            drafter.snippets(&episode, &self.kept, &self.kept_titles)
         } else {
             Vec::new()
         };
@@ -411,7 +411,8 @@ impl Builder {
             if let Some(open) = self.open.take() {
                 let end = line.saturating_sub(1).max(open.start_line);
                 let row = self.row(ctx.drafter, &open, session_id, end, true);
-                ctx.drafter.keep(&mut self.kept, &row.snippets);
+                ctx.drafter
+                    .keep(&mut self.kept, &mut self.kept_titles, &row.snippets);
                 out.push(row);
             }
             self.episodes += 1;

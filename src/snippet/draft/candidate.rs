@@ -8,6 +8,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::episode::{Label, Open};
 use crate::snippet::SnippetType;
 use crate::text::clip_chars;
 use crate::text::sentence::sentences;
@@ -51,4 +52,13 @@ pub(super) fn shared_words(a: &str, b: &str) -> usize {
     };
     let b = words(b);
     words(a).iter().filter(|w| b.contains(*w)).count()
+}
+
+/// Whether a decision made at `line` was undone later in the episode: a change of approach
+/// (a pivot phrase, changes thrown away with `git checkout --`, `git reset --hard` ...) came
+/// after it. A decision the session went back on is not a lesson to keep.
+pub(super) fn undone(open: &Open, line: u64) -> bool {
+    open.signals
+        .iter()
+        .any(|s| s.line > line && s.label == Label::Pivot)
 }

@@ -1,11 +1,20 @@
 //! `learning_pattern` drafts of the user's corrections: a denial with the reason typed, a
 //! redirect after an interruption, a prompt that corrects, a correction the assistant
 //! acknowledged; scored by how clearly the answer shows it was one (see [`super`]).
+//!
+//! A correction is kept only when the session states its lesson, and the title is that
+//! lesson: the user's words when they state a rule ("Use the md-card like the other views"),
+//! else what the assistant conceded in its answer ("If the repository cannot be opened there,
+//! do not go on with an empty `baseCommit`"). A quote that states neither ("no when i sign out
+//! it closes the session") tells a later reader nothing they can act on, and pasted output is
+//! never the user's words.
 
 use super::candidate::{first_sentence, shares_word, Draft};
+use super::wording::{as_title, rule_title};
 use crate::episode::{Label, Open};
 use crate::snippet::{title_from, SnippetType};
 use crate::text::clip_chars;
+use crate::text::rule::{looks_pasted, states_a_rule, typed_words};
 use crate::text::sentence::sentences;
 
 /// Openings of an answer that takes a correction on board.
@@ -43,8 +52,17 @@ pub(super) fn corrections(open: &Open) -> Vec<Draft> {
                 _ => (String::new(), s.text.as_str()),
             };
             // The user's own words, not what they pasted after them.
-            let words = words.trim();
-            let words = words.lines().next().unwrap_or(words).trim();
+            if looks_pasted(words) {
+                return None;
+            }
+            let words = typed_words(words);
+            // The lesson: the rule the user stated, else what the assistant conceded.
+            let rule = states_a_rule(words);
+            let title = if rule {
+                rule_title(words, open)
+            } else {
+                as_title(&conceded(follow)?, open)
+            };
             let what = match s.signal.as_str() {
                 "tool_denial" => format!("The user rejected {call}"),
                 "interruption_redirect" => "The user interrupted and redirected".to_string(),
@@ -78,9 +96,8 @@ pub(super) fn corrections(open: &Open) -> Vec<Draft> {
                 words.replace('\n', "\n> ")
             );
             let quoted = clip_chars(words, 400);
-            let (prefix, observation, lesson) = if denial {
+            let (observation, lesson) = if denial {
                 (
-                    "Preference",
                     format!(
                         "The user turned down {call} and said: \"{quoted}\"; the assistant then: {}",
                         first_sentence(follow)
@@ -92,20 +109,26 @@ pub(super) fn corrections(open: &Open) -> Vec<Draft> {
                 )
             } else {
                 (
-                    "Correction",
                     format!(
                         "The user corrected the assistant: \"{quoted}\"; the assistant then: {}",
                         first_sentence(follow)
                     ),
-                    format!(
-                        "When {}, keep to the user's correction: \"{quoted}\"",
-                        super::wording::trigger(open, None, Some(words))
-                    ),
+                    if rule {
+                        format!(
+                            "When {}, keep to the user's correction: \"{quoted}\"",
+                            super::wording::trigger(open, None, Some(words))
+                        )
+                    } else {
+                        format!(
+                            "When {}, mind what the user pointed out: {title}",
+                            super::wording::trigger(open, None, Some(words))
+                        )
+                    },
                 )
             };
             Some(Draft {
                 kind: SnippetType::LearningPattern,
-                title: format!("{prefix}: {}", title_from(words)),
+                title: title_from(&title),
                 observation,
                 lesson,
                 content,
@@ -123,27 +146,18 @@ pub(super) fn corrections(open: &Open) -> Vec<Draft> {
 /// nothing beyond it ("You're absolutely right!") teaches nothing.
 fn acknowledged(open: &Open, s: &crate::episode::Signal) -> Option<Draft> {
     let (pl, prompt) = s.followup.as_ref()?;
-    let words = prompt.lines().next().unwrap_or(prompt).trim();
-    // What the assistant conceded, without the concession itself.
-    let rest = s
-        .text
-        .split_once(['!', '.', '-', '—', ','])
-        .map_or("", |(_, rest)| rest)
-        .replace("**", "");
-    // Its statements, not the steps it announces next ("Let me fix that.").
-    let conceded = sentences(rest.trim_start_matches(['!', '.', '-', '—', ',', ' ']))
-        .into_iter()
-        .filter(|x| {
-            !crate::episode::fix::is_announcement(x) && !x.to_lowercase().starts_with("step ")
-        })
-        .take(2)
-        .collect::<Vec<_>>()
-        .join(" ");
+    if looks_pasted(prompt) {
+        return None;
+    }
+    let words = typed_words(prompt);
+    // What the assistant conceded is the lesson; without it there is none.
+    let conceded = after_concession(&s.text);
+    if !states_a_lesson(&conceded) {
+        return None;
+    }
+    let title = as_title(&conceded, open);
     let mut score: f64 = 0.45;
-    if crate::text::word_count(&conceded) < 6
-        || crate::episode::fix::is_announcement(&conceded)
-        || crate::text::word_count(words) < 3
-    {
+    if crate::text::word_count(words) < 3 {
         score -= 0.3;
     }
     if shares_word(&conceded, words) {
@@ -167,11 +181,56 @@ fn acknowledged(open: &Open, s: &crate::episode::Signal) -> Option<Draft> {
     );
     Some(Draft {
         kind: SnippetType::LearningPattern,
-        title: format!("Correction: {}", title_from(words)),
+        title,
         observation,
         lesson: format!("{lesson}."),
         content,
         lines: (*pl, s.line),
         score: score.clamp(0.0, 1.0),
     })
+}
+
+/// What an answer concedes after its opening ("You're right - if we can't open the repository
+/// there, we shouldn't silently continue."): its first two statements after the concession,
+/// without the steps it announces next ("Let me fix that.").
+fn after_concession(text: &str) -> String {
+    let rest = text
+        .split_once(['!', '.', '-', '—', ','])
+        .map_or("", |(_, rest)| rest)
+        .replace("**", "");
+    sentences(rest.trim_start_matches(['!', '.', '-', '—', ',', ' ']))
+        .into_iter()
+        .filter(|x| {
+            !crate::episode::fix::is_announcement(x) && !x.to_lowercase().starts_with("step ")
+        })
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The lesson an answer states when it opens by taking a correction on board ("Got it - the
+/// config lives in `~/.config`, not the repository."): what it concedes, as a title, when that
+/// says something (six words or more, not an announcement); else `None`.
+fn conceded(answer: &str) -> Option<String> {
+    let lower = answer.trim_start().to_lowercase();
+    if !ACKNOWLEDGED.iter().any(|a| lower.starts_with(a)) {
+        return None;
+    }
+    let said = after_concession(answer.trim_start());
+    states_a_lesson(&said).then_some(said)
+}
+
+/// Whether what an answer conceded states a lesson as a title: six words or more, not an
+/// announcement of the next step, and about the work rather than the assistant ("I can see
+/// the library sets inline styles", "I can check the filter states directly" say what it saw
+/// or will do; the readers of the held-out snippets found them marginal at best).
+fn states_a_lesson(said: &str) -> bool {
+    let point = title_from(super::wording::without_lead(said));
+    let first = point.split_whitespace().next().unwrap_or("");
+    crate::text::word_count(&point) >= 6
+        && !crate::episode::fix::is_announcement(said)
+        && !matches!(
+            first,
+            "I" | "I'm" | "I've" | "I'll" | "I'd" | "I’m" | "I’ve" | "I’ll"
+        )
 }

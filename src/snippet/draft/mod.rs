@@ -40,6 +40,7 @@ use crate::extract::rows::SnippetRow;
 use crate::snippet::{
     metadata_json, normalized_hash, validate, SnippetType, MAX_CONTENT_BYTES, MAX_TITLE_CHARS,
 };
+use crate::text::gist;
 use crate::text::noise::is_noise_line;
 use crate::text::{clip_chars, truncate_bytes};
 use candidate::Draft;
@@ -51,6 +52,8 @@ pub(crate) use wording::relative;
 const PER_EPISODE: usize = 2;
 /// Most automatic snippets per session file; past it a new one must beat the weakest kept.
 const PER_SESSION: usize = 8;
+/// Titles of a file's latest snippets remembered to refuse a repeat.
+const KEPT_TITLES: usize = 32;
 /// Lowest score a snippet needs to be kept.
 const MIN_SCORE: f64 = 0.55;
 /// Head start of the snippet type the episode's label calls for.
@@ -87,21 +90,34 @@ fn ranked(drafts: Vec<Draft>, primary: Option<SnippetType>) -> Vec<Draft> {
 pub struct Auto;
 
 impl Drafter for Auto {
-    fn snippets(&self, episode: &Closing<'_>, kept: &[f64]) -> Vec<SnippetRow> {
+    fn snippets(&self, episode: &Closing<'_>, kept: &[f64], titles: &[String]) -> Vec<SnippetRow> {
+        let said: Vec<_> = titles.iter().map(|t| gist::words(t)).collect();
         let scored = snippets(
             episode.open,
             episode.triage,
             episode.version,
             episode.project,
             episode.end_line,
-        );
+        )
+        .into_iter()
+        // An earlier episode of the file kept this lesson already (the same cause found
+        // twice, a resumed session replaying an exchange).
+        .filter(|(_, r)| {
+            let w = gist::words(&r.title);
+            !said.iter().any(|s| gist::says_again(&w, s))
+        })
+        .collect();
         session_cap(kept, scored)
     }
 
-    fn keep(&self, kept: &mut Vec<f64>, stored: &[SnippetRow]) {
+    fn keep(&self, kept: &mut Vec<f64>, titles: &mut Vec<String>, stored: &[SnippetRow]) {
         for s in stored {
             keep_score(kept, snippet_score(s));
+            titles.push(s.title.clone());
         }
+        // The latest are enough to tell a repeat; the state stays small.
+        let over = titles.len().saturating_sub(KEPT_TITLES);
+        titles.drain(..over);
     }
 }
 
@@ -115,7 +131,11 @@ fn snippets(
 ) -> Vec<(f64, SnippetRow)> {
     let mut drafts: Vec<Draft> = Vec::new();
     if triage.label != Label::Routine {
-        drafts.extend(open.recoveries.iter().filter_map(recovery::error_reasoning));
+        drafts.extend(
+            open.recoveries
+                .iter()
+                .filter_map(|r| recovery::error_reasoning(open, r)),
+        );
         drafts.extend(corrections::corrections(open));
         drafts.extend(notes::note_draft(open, NoteKind::Decision));
         drafts.extend(options::draft(open));
@@ -149,6 +169,13 @@ fn snippets(
         }
         let hash = normalized_hash(&content);
         if !seen.insert(hash.clone()) {
+            continue;
+        }
+        let said = gist::words(&title);
+        if out
+            .iter()
+            .any(|(_, r): &(f64, SnippetRow)| gist::says_again(&said, &gist::words(&r.title)))
+        {
             continue;
         }
         // A lesson already quoted by a kept snippet (the "Why" of an error) counts once.
@@ -273,6 +300,8 @@ fn session_cap(kept: &[f64], scored: Vec<(f64, SnippetRow)>) -> Vec<SnippetRow> 
 
 #[cfg(test)]
 mod tests_learnings;
+#[cfg(test)]
+mod tests_lessons;
 #[cfg(test)]
 mod tests_snippets;
 

@@ -221,6 +221,9 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
         .notes
         .iter()
         .find(|n| n.kind == kind && n.phrase != OPTIONS)?;
+    if kind == NoteKind::Decision && super::candidate::undone(open, n.line) {
+        return None;
+    }
     let (snippet_kind, prefix) = match kind {
         NoteKind::Learning => (SnippetType::LearningPattern, "Lesson"),
         NoteKind::Pivot => (SnippetType::DecisionRationale, "Change of approach"),

@@ -312,7 +312,7 @@ pub(super) fn draft(open: &Open) -> Option<Draft> {
         .filter(|n| n.kind == NoteKind::Decision && n.phrase == OPTIONS)
         .find_map(|n| {
             let opts = options(&n.text, &n.sentence);
-            if opts.len() < 2 {
+            if opts.len() < 2 || super::candidate::undone(open, n.line) {
                 return None;
             }
             let recommendation = sentences(&n.text).into_iter().find(|s| {
@@ -342,7 +342,7 @@ pub(super) fn draft(open: &Open) -> Option<Draft> {
                 (None, Some((i, _))) => (i, "the assistant recommended it".to_string()),
                 (None, None) => return None,
             };
-            Some(build(
+            build(
                 n.line,
                 &n.text,
                 n.context.as_ref(),
@@ -350,7 +350,7 @@ pub(super) fn draft(open: &Open) -> Option<Draft> {
                 chosen,
                 &who,
                 recommendation,
-            ))
+            )
         })
 }
 
@@ -362,7 +362,7 @@ fn build(
     chosen: usize,
     who: &str,
     recommendation: Option<String>,
-) -> Draft {
+) -> Option<Draft> {
     let c = &opts[chosen];
     let others: Vec<&str> = opts
         .iter()
@@ -395,10 +395,11 @@ fn build(
     }
     content.push_str(&truncate_bytes(text, 3000));
     content.push_str(&format!("\n\nChosen: {} ({who}).\n", c.name));
-    let mut score: f64 = 0.6;
+    // A choice read off a list without its reason is no rationale.
     if why.is_empty() {
-        score -= 0.2;
+        return None;
     }
+    let mut score: f64 = 0.6;
     if recommendation.is_some() {
         score += 0.1;
     }
@@ -408,29 +409,24 @@ fn build(
         list(&names),
         c.name
     );
-    let lesson = if why.is_empty() {
-        format!(
-            "When choosing between {}, {} was preferred over {}.",
-            list(&names),
-            c.name,
-            list(&others)
-        )
-    } else {
-        format!(
-            "When choosing between {}, prefer {}: {why}.",
-            list(&names),
-            c.name
-        )
-    };
-    Draft {
+    let lesson = format!(
+        "When choosing between {}, prefer {}: {why}.",
+        list(&names),
+        c.name
+    );
+    let why_short = crate::snippet::title_from(super::wording::without_lead(&why));
+    Some(Draft {
         kind: SnippetType::DecisionRationale,
-        title: format!("Decision: {} over {}", c.name, list(&others)),
+        title: clip_chars(
+            &format!("Chose {} over {}: {why_short}", c.name, list(&others)),
+            crate::snippet::MAX_TITLE_CHARS,
+        ),
         observation: clip_chars(&observation, 600),
         lesson: clip_chars(&lesson, 600),
         content,
         lines: (start, line),
         score,
-    }
+    })
 }
 
 #[cfg(test)]

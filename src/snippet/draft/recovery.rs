@@ -2,9 +2,9 @@
 //! fix as compact diffs or the way the passing command differs, and the command that passed,
 //! scored by what it holds (see [`super`]).
 
-use super::candidate::{shares_word, Draft};
+use super::candidate::{shared_words, shares_word, Draft};
 use crate::episode::fix::{self, is_announcement, is_explanation, is_reason};
-use crate::episode::Recovery;
+use crate::episode::{Failure, Label, Open, Recovery};
 use crate::snippet::{title_from, SnippetType};
 use crate::text::clip_chars;
 use crate::text::sentence::sentences;
@@ -23,11 +23,39 @@ fn clip_command(cmd: &str) -> String {
     clip_chars(&out, 400)
 }
 
+/// Whether two failures are of one step: the same tool on the same target, or for `Bash` the
+/// same program and subcommand.
+fn same_step(a: &Failure, b: &Failure) -> bool {
+    a.tool == b.tool
+        && match (a.tool.as_str(), &a.target, &b.target) {
+            ("Bash", Some(x), Some(y)) => fix::subject_command(x) == fix::subject_command(y),
+            (_, x, y) => x == y,
+        }
+}
+
+/// Whether what followed a fix shows it held: the same step did not fail again later in the
+/// episode, and the user did not report the same problem afterwards (a correction sharing two
+/// words with the error's headline). Why: a fix recorded before anyone checked it, then
+/// replaced minutes later, teaches the wrong thing.
+fn held(open: &Open, r: &Recovery) -> bool {
+    let again = open
+        .failures
+        .iter()
+        .chain(open.recoveries.iter().map(|x| &x.failure))
+        .any(|f| f.line > r.line && same_step(f, &r.failure));
+    let headline = crate::text::headline(&r.failure.error);
+    let reported = open.signals.iter().any(|s| {
+        s.line > r.line && s.label == Label::UserCorrection && shared_words(&s.text, &headline) >= 2
+    });
+    !again && !reported
+}
+
 /// The `error_reasoning` draft of one fixed failure, or `None` when it shows nothing a reader
-/// could reuse (no error text, no reason, no change).
-pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
+/// could reuse: no error text, no reason given for it (an error snippet says why it failed),
+/// or a fix that did not hold (see [`held`]).
+pub(super) fn error_reasoning(open: &Open, r: &Recovery) -> Option<Draft> {
     let f = &r.failure;
-    if f.error.trim().is_empty() {
+    if f.error.trim().is_empty() || !held(open, r) {
         return None;
     }
     let what = match &f.target {
@@ -36,7 +64,7 @@ pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
     };
     let headline = crate::text::headline(&f.error);
     let subject = match (f.tool.as_str(), &f.target) {
-        ("Bash", Some(cmd)) => format!("`{}`", fix::subject_command(cmd)),
+        ("Bash" | "PowerShell", Some(cmd)) => format!("`{}`", fix::subject_command(cmd)),
         (tool, Some(t)) => format!("{tool} {}", t.rsplit(['/', '\\']).next().unwrap_or(t)),
         (tool, None) => tool.to_string(),
     };
@@ -213,15 +241,30 @@ pub(super) fn error_reasoning(r: &Recovery) -> Option<Draft> {
     if reason.is_none() && !concrete.contains('`') {
         score -= 0.2;
     }
-    let lesson = match (&reason, concrete.is_empty()) {
-        (Some((_, s)), true) => s.clone(),
-        (Some((_, s)), false) => format!("{} ({concrete}).", s.trim_end_matches(['.', ':'])),
-        (None, false) => format!("try the same kind of change ({concrete} here)."),
-        (None, true) => return None,
+    // Why it failed is the lesson; without a reason there is none to keep.
+    let (_, why) = reason.as_ref()?;
+    let lesson = if concrete.is_empty() {
+        why.clone()
+    } else {
+        format!("{} ({concrete}).", why.trim_end_matches(['.', ':']))
+    };
+    // The title says what failed, why, and what fixed it.
+    // Its first sentence, without a clause announcing the next step ("; I'll widen it").
+    let why_short = title_from(super::wording::without_lead(why));
+    let why_short = why_short
+        .split("; ")
+        .filter(|c| !is_announcement(c))
+        .collect::<Vec<_>>()
+        .join("; ");
+    let why_short = why_short.trim_end_matches(['.', ':']);
+    let title = if concrete.is_empty() {
+        format!("{subject} failed: {why_short}")
+    } else {
+        format!("{subject} failed: {why_short}; {concrete}")
     };
     Some(Draft {
         kind: SnippetType::ErrorReasoning,
-        title: format!("{subject} failed, then fixed: {}", title_from(&headline)),
+        title,
         observation: clip_chars(
             &format!(
                 "{subject} failed with \"{}\"; {}",

@@ -153,6 +153,159 @@ pub(super) fn action(call: &str) -> String {
     }
 }
 
+/// Sentences that only announce that something was understood ("I see the issue.", "Got
+/// it!", "Yes,"), and lead-ins that end at a colon or dash ("Looking at the git status from
+/// earlier:", "My recommendation:", "The issue is clear —"): what comes after them is the
+/// statement a title should open with.
+const LEADS: &[&str] = &[
+    "i see the issue",
+    "i see the problem",
+    "i see what",
+    "i see",
+    "i found the issue",
+    "i found the problem",
+    "found it",
+    "found the issue",
+    "got it",
+    "now i see",
+    "now i understand",
+    "i understand",
+    "perfect",
+    "great",
+    "excellent",
+    "yes",
+    "ah",
+    "ok",
+    "okay",
+    "the issue is clear",
+    "the problem is clear",
+    "looking at",
+    "my recommendation",
+    "i recommend",
+];
+
+/// `text` without the leads of [`LEADS`] it opens with, so that a title states the point.
+pub(super) fn without_lead(text: &str) -> &str {
+    let mut t = text.trim();
+    'strip: loop {
+        let lower = t.to_lowercase();
+        for lead in LEADS {
+            // A whole word: "ok" is no lead of "okapi".
+            let whole = lower[lead.len().min(lower.len())..]
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_alphanumeric());
+            if !lower.starts_with(lead) || !whole {
+                continue;
+            }
+            // The lead ends at the first sentence end, colon or dash within a few words.
+            let rest = &t[lead.len().min(t.len())..];
+            let Some(end) = rest.find(['.', '!', ':', '—', ',', '-']) else {
+                continue;
+            };
+            if crate::text::word_count(&rest[..end]) > 6 {
+                continue;
+            }
+            let after = rest[end..]
+                .trim_start_matches(['.', '!', ':', '—', ',', '-', ' '])
+                .trim_start();
+            if crate::text::word_count(after) < 4 {
+                break 'strip;
+            }
+            t = after;
+            continue 'strip;
+        }
+        break;
+    }
+    t
+}
+
+/// A statement of the assistant's as a title: its point (see [`without_lead`]), first
+/// sentence only, references resolved (see [`resolve`]), first letter upper case.
+pub(super) fn as_title(text: &str, open: &Open) -> String {
+    let t = resolve(&crate::snippet::title_from(without_lead(text)), open);
+    capitalized(&t)
+}
+
+fn capitalized(t: &str) -> String {
+    let mut cs = t.chars();
+    match cs.next() {
+        Some(c) => c.to_uppercase().chain(cs).collect(),
+        None => String::new(),
+    }
+}
+
+/// Openings of a correction that only mark it as one ("No, use the md-card ..."): a rule
+/// reads better without them.
+const MARKERS: &[&str] = &[
+    "no", "nope", "nah", "actually", "sorry", "ok", "okay", "well", "hmm", "wait", "also",
+    "please", "and", "but", "so", "just",
+];
+
+/// A user's words that state a rule, as a title: the correction's markers dropped ("no, ",
+/// "actually "), references to a file resolved (see [`resolve`]), the first letter upper case.
+pub(super) fn rule_title(words: &str, open: &Open) -> String {
+    let mut t = words.trim();
+    while let Some((first, rest)) = t.split_once(|c: char| c.is_whitespace() || c == ',') {
+        let bare = first
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        if !MARKERS.contains(&bare.as_str()) || rest.trim().is_empty() {
+            break;
+        }
+        t = rest.trim_start_matches([' ', ',', '.', '!', '-']).trim();
+    }
+    capitalized(&resolve(t, open))
+}
+
+/// Extensions a user names a file by ("the py file").
+const KINDS: &[&str] = &[
+    "py", "rs", "go", "ts", "tsx", "js", "jsx", "json", "yaml", "yml", "toml", "md", "sh", "css",
+    "html", "sql", "conf", "config", "ini", "txt", "lua", "rb", "java", "kt", "swift", "c", "cpp",
+    "h",
+];
+
+/// `text` with "the file" and "the py file" replaced by the file's name in backquotes, when
+/// the episode touched exactly one file of that kind (one file at all for "the file"). Why: a
+/// lesson read later, away from its session, cannot tell which file "the file" was.
+pub(super) fn resolve(text: &str, open: &Open) -> String {
+    let names: Vec<&str> = open
+        .files
+        .iter()
+        .map(|f| f.rsplit(['/', '\\']).next().unwrap_or(f))
+        .collect();
+    let of_kind = |kind: Option<&str>| -> Option<&str> {
+        let mut found: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| kind.is_none_or(|k| n.rsplit_once('.').is_some_and(|(_, e)| e == k)))
+            .collect();
+        found.dedup();
+        (found.len() == 1).then(|| found[0])
+    };
+    let lower = text.to_lowercase();
+    let mut out = text.to_string();
+    // Longest forms first, so "the py file" is not read as "the file" after "py".
+    for kind in KINDS {
+        let form = format!("the {kind} file");
+        if let (Some(i), Some(name)) = (lower.find(&form), of_kind(Some(kind))) {
+            out.replace_range(i..i + form.len(), &format!("`{name}`"));
+            return out;
+        }
+    }
+    if let (Some(i), Some(name)) = (lower.find("the file"), of_kind(None)) {
+        let end = i + "the file".len();
+        let whole = lower[end..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_alphanumeric());
+        if whole {
+            out.replace_range(i..end, &format!("`{name}`"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +338,47 @@ mod tests {
         assert_eq!(finish("the fix was X:", None), "the fix was X.");
         assert_eq!(action("Bash `npm install`"), "run `npm install`");
         assert_eq!(action("Edit `config.go`"), "change `config.go`");
+    }
+
+    #[test]
+    fn titles_open_with_the_point() {
+        for (text, want) in [
+            ("I see the issue. The trailer is not separated by a blank line.", "The trailer is not separated by a blank line."),
+            ("The issue is clear — it's trying to build for the embedded target", "it's trying to build for the embedded target"),
+            ("Looking at the git status from earlier: The issue: these files regenerate every time", "The issue: these files regenerate every time"),
+            ("My recommendation: Option 1 - Check at checkpoint time", "Option 1 - Check at checkpoint time"),
+            ("Yes, the failed requests are wasteful.", "the failed requests are wasteful."),
+            ("The cache key ignored the version.", "The cache key ignored the version."),
+            ("Great.", "Great."),
+        ] {
+            assert_eq!(without_lead(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn rules_lose_their_markers_and_name_their_file() {
+        let mut open = crate::episode::tests::open_with_files(&[
+            "/home/u/app/cal.py",
+            "/home/u/app/pyproject.toml",
+        ]);
+        assert_eq!(
+            rule_title("No, use the md-card like the other views", &open),
+            "Use the md-card like the other views"
+        );
+        assert_eq!(
+            rule_title(
+                "Let's keep the name of the py file but change the pyproject script to reference it",
+                &open
+            ),
+            "Let's keep the name of `cal.py` but change the pyproject script to reference it"
+        );
+        // Two files: "the file" names neither.
+        assert_eq!(resolve("revert the file", &open), "revert the file");
+        open.files.truncate(1);
+        assert_eq!(resolve("revert the file", &open), "revert `cal.py`");
+        assert_eq!(
+            resolve("the filename is wrong", &open),
+            "the filename is wrong"
+        );
     }
 }

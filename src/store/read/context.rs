@@ -33,12 +33,12 @@ pub struct ContextCorrection {
     pub body: String,
 }
 
-/// A decision or fix worth knowing: a snippet, or a non-routine episode's title.
+/// A decision or fix worth knowing: a snippet.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ContextItem {
     /// Session it comes from.
     pub session_id: String,
-    /// `decision_rationale`, `error_reasoning`, `learning_pattern`, or an episode's triage.
+    /// `decision_rationale`, `error_reasoning` or `learning_pattern`.
     pub kind: String,
     /// Its title.
     pub title: String,
@@ -114,12 +114,12 @@ impl Store {
         self.fetch_all(&q.not_persistent()).await
     }
 
-    /// Decisions and fixes of the project, newest first: its snippets, then the titles of the
-    /// design-decision and error-recovery episodes of `sessions` (the recent ones).
+    /// Decisions and fixes of the project, newest first: its snippets, whose titles state the
+    /// lesson. (Episode titles were read here once; they are the first prompt, which repeats
+    /// what was asked and not what fixed it.)
     pub async fn context_items(
         &self,
         project: &str,
-        sessions: &[String],
         limit: i64,
     ) -> Result<Vec<ContextItem>, StoreError> {
         let q = Sql::new(
@@ -129,23 +129,6 @@ impl Store {
         )
         .arg(project)
         .arg(limit);
-        let mut items: Vec<ContextItem> = self.fetch_all(&q.not_persistent()).await?;
-        if !sessions.is_empty() {
-            let mut q = Sql::new(
-                "SELECT e.session_id, e.triage AS kind, e.title, e.started_at AS at \
-                 FROM episodes e WHERE ",
-            );
-            q.push_in("e.session_id", sessions.iter().map(String::as_str))
-                .push(
-                    " AND e.triage IN ('design_decision', 'error_recovery') \
-                     AND e.title IS NOT NULL \
-                     ORDER BY CASE WHEN e.started_at IS NULL THEN 1 ELSE 0 END, \
-                     e.started_at DESC LIMIT ",
-                )
-                .push_bind(limit);
-            let episodes: Vec<ContextItem> = self.fetch_all(&q.not_persistent()).await?;
-            items.extend(episodes);
-        }
-        Ok(items)
+        self.fetch_all(&q.not_persistent()).await
     }
 }
