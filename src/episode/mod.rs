@@ -221,6 +221,40 @@ pub struct Open {
     turn: Option<Turn>,
 }
 
+impl Open {
+    /// A new episode, opened by the prompt at `start_line` (turn `first_turn` of the file).
+    fn new(
+        ordinal: i64,
+        first_turn: i64,
+        start_line: u64,
+        timestamp: Option<&str>,
+        cut_reason: String,
+        title: Option<String>,
+    ) -> Self {
+        Self {
+            ordinal,
+            first_turn,
+            turns: 1,
+            start_line,
+            started_at: timestamp.map(str::to_string),
+            ended_at: timestamp.map(str::to_string),
+            cut_reason,
+            title,
+            vocab: BTreeSet::new(),
+            files: Vec::new(),
+            tools: BTreeMap::new(),
+            agents: Vec::new(),
+            signals: Vec::new(),
+            failures: Vec::new(),
+            recoveries: Vec::new(),
+            notes: Vec::new(),
+            error_kinds: BTreeSet::new(),
+            turn_log: Vec::new(),
+            turn: None,
+        }
+    }
+}
+
 /// Episode state of one main transcript between two batches.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Builder {

@@ -436,25 +436,7 @@ fn vocabulary_of_64_bit_terms_reads_as_their_low_32_bits() {
 
 /// An empty open episode that touched `files` (for drafting tests that need only its files).
 pub(crate) fn open_with_files(files: &[&str]) -> super::Open {
-    super::Open {
-        ordinal: 1,
-        first_turn: 1,
-        turns: 1,
-        start_line: 1,
-        started_at: None,
-        ended_at: None,
-        cut_reason: "start".into(),
-        title: None,
-        vocab: BTreeSet::new(),
-        files: files.iter().map(|f| f.to_string()).collect(),
-        tools: BTreeMap::new(),
-        agents: Vec::new(),
-        signals: Vec::new(),
-        failures: Vec::new(),
-        recoveries: Vec::new(),
-        notes: Vec::new(),
-        error_kinds: BTreeSet::new(),
-        turn_log: Vec::new(),
-        turn: None,
-    }
+    let mut open = super::Open::new(1, 1, 1, None, "start".into(), None);
+    open.files = files.iter().map(|f| f.to_string()).collect();
+    open
 }

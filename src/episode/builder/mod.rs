@@ -2,7 +2,7 @@
 //! become failures and recoveries, assistant text feeds the vocabulary, the notes and the
 //! signals. See the module doc of [`super`] for the model.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -417,27 +417,14 @@ impl Builder {
             }
             self.episodes += 1;
             self.awaiting_followup = None;
-            self.open = Some(Open {
-                ordinal: self.episodes,
-                first_turn: self.turns,
-                turns: 1,
-                start_line: line,
-                started_at: timestamp.map(str::to_string),
-                ended_at: timestamp.map(str::to_string),
-                cut_reason: reason,
-                title: Some(clip_chars(first_line(text), 200)).filter(|t| !t.is_empty()),
-                vocab: BTreeSet::new(),
-                files: Vec::new(),
-                tools: BTreeMap::new(),
-                agents: Vec::new(),
-                signals: Vec::new(),
-                failures: Vec::new(),
-                recoveries: Vec::new(),
-                notes: Vec::new(),
-                error_kinds: BTreeSet::new(),
-                turn_log: Vec::new(),
-                turn: None,
-            });
+            self.open = Some(Open::new(
+                self.episodes,
+                self.turns,
+                line,
+                timestamp,
+                reason,
+                Some(clip_chars(first_line(text), 200)).filter(|t| !t.is_empty()),
+            ));
         } else if let Some(open) = &mut self.open {
             open.turns += 1;
         }
