@@ -253,6 +253,14 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
         // No sentence to name it by: not readable on its own.
         return None;
     }
+    // A change of approach is titled by why the first one failed ("relative paths resolve
+    // from the config file's folder"), not by the announcement ("I need a different
+    // approach.").
+    if kind == NoteKind::Pivot {
+        if let Some(why) = sentences(&n.text).into_iter().find(|s| is_reason(s)) {
+            head = super::wording::as_title(&why, open);
+        }
+    }
     let body = content.to_lowercase();
     let prose: usize = n
         .text

@@ -325,8 +325,22 @@ pub(super) fn draft(open: &Open) -> Option<Draft> {
                     .iter()
                     .any(|s| s.line == *l && s.label == Label::UserCorrection)
             });
+            // A prompt naming two options or more, or holding a list, repeats them (the user
+            // pasted the options back, or asked for several): it picks none.
+            let named = |c: &str| {
+                let c = c.to_lowercase();
+                opts.iter()
+                    .filter(|o| c.contains(&o.name.to_lowercase()))
+                    .count()
+            };
+            let listed = |c: &str| {
+                c.lines()
+                    .filter(|l| list_item(l.trim_start()).is_some())
+                    .count()
+                    >= 2
+            };
             let by_user = choice
-                .filter(|(_, c)| !is_question(c))
+                .filter(|(_, c)| !is_question(c) && named(c) < 2 && !listed(c))
                 .and_then(|(l, c)| pointed(&opts, c).map(|i| (i, *l, c)));
             let by_assistant = recommendation
                 .as_deref()

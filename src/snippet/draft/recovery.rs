@@ -93,6 +93,26 @@ pub(super) fn error_reasoning(open: &Open, r: &Recovery) -> Option<Draft> {
             .find(|s| is_reason(s) && (Some(*l) == first_said || shares_word(s, &context)))
             .map(|s| (*l, s))
     });
+    // Without a causal word, the first statement after the failure that names something in the
+    // error or in the command that then passed is its reason in context ("The theme name gets
+    // converted to lowercase with hyphens for the folder name.", "Need to activate the virtual
+    // environment."). A plan announced ("Let me check ..."), a question, or a sentence leading
+    // into what follows ("Need to rename it:") is none.
+    let explicit = reason.is_some();
+    let reason = reason.or_else(|| {
+        let (l, t) = f.tried.iter().find(|(_, t)| !is_announcement(t))?;
+        sentences(t)
+            .into_iter()
+            .take(2)
+            .find(|s| {
+                let s = s.trim();
+                crate::text::word_count(s) >= 6
+                    && !s.ends_with([':', '?'])
+                    && !is_announcement(s)
+                    && (shares_word(s, &context) || shares_word(s, &r.call))
+            })
+            .map(|s| (*l, s))
+    });
     let tried: Vec<&(u64, String)> = f
         .tried
         .iter()
@@ -134,8 +154,12 @@ pub(super) fn error_reasoning(open: &Open, r: &Recovery) -> Option<Draft> {
     );
 
     let mut score: f64 = 0.35;
-    if reason.is_some() {
+    // A reason in so many words ("because", "the issue") counts more than a statement read
+    // as one from where it stands (see above).
+    if explicit {
         score += 0.25;
+    } else if reason.is_some() {
+        score += 0.15;
     }
     if !diffs.is_empty() {
         score += 0.2;

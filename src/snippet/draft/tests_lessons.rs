@@ -211,3 +211,49 @@ fn a_decision_undone_later_is_not_kept() {
         ep.snippets
     );
 }
+
+#[test]
+fn the_first_statement_naming_what_failed_is_its_reason() {
+    // No causal word, but it names what the error named, and it came first after the failure.
+    let ep = one_episode(&[
+        prompt(1, "Apply the Mission Control theme I made"),
+        call(2, "t1", "Bash", r#"{"command":"omarchy-theme-set \"Mission Control\""}"#),
+        result(3, "t1", true, "Exit code 1\nTheme 'mission-control' does not exist"),
+        say(4, "The theme name gets converted to lowercase with hyphens for the folder name. Need to rename it:"),
+        call(5, "t2", "Edit", r#"{"file_path":"/home/u/.config/omarchy/themes.conf","old_string":"dir = Mission Control","new_string":"dir = mission-control"}"#),
+        result(6, "t2", false, "ok"),
+        call(7, "t3", "Bash", r#"{"command":"omarchy-theme-set \"Mission Control\""}"#),
+        result(8, "t3", false, "Effect: 1"),
+    ]);
+    let t = titles(&ep, "error_reasoning");
+    assert!(
+        t.len() == 1 && t[0].starts_with("`omarchy-theme-set` failed: The theme name gets converted to lowercase with hyphens for the folder name; "),
+        "{:#?}",
+        ep.snippets
+    );
+}
+
+#[test]
+fn options_pasted_back_are_no_choice() {
+    let laid_out = "Which command should we add first?\n\n- **/test** — test generation is critical for quality\n- **/review-pr** — reviews every pull request\n- **/deploy** — ships the build\n\nWhich one do you want?";
+    let pick = |prompt_text: &str| {
+        one_episode(&[
+            prompt(1, "Suggest some slash commands for this repository"),
+            say(2, laid_out),
+            prompt(3, prompt_text),
+        ])
+    };
+    let ep = pick("the first one");
+    assert_eq!(
+        titles(&ep, "decision_rationale").len(),
+        1,
+        "{:#?}",
+        ep.snippets
+    );
+    let ep = pick("- /test\n- /review-pr\n- /deploy\nadd all of these");
+    assert!(
+        titles(&ep, "decision_rationale").is_empty(),
+        "{:#?}",
+        ep.snippets
+    );
+}

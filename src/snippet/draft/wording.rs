@@ -239,7 +239,7 @@ fn capitalized(t: &str) -> String {
 /// reads better without them.
 const MARKERS: &[&str] = &[
     "no", "nope", "nah", "actually", "sorry", "ok", "okay", "well", "hmm", "wait", "also",
-    "please", "and", "but", "so", "just",
+    "please", "and", "but", "so", "just", "good", "great", "perfect", "thanks", "yes", "yeah",
 ];
 
 /// A user's words that state a rule, as a title: the correction's markers dropped ("no, ",
@@ -290,6 +290,26 @@ pub(super) fn resolve(text: &str, open: &Open) -> String {
         let form = format!("the {kind} file");
         if let (Some(i), Some(name)) = (lower.find(&form), of_kind(Some(kind))) {
             out.replace_range(i..i + form.len(), &format!("`{name}`"));
+            return out;
+        }
+    }
+    // "the class": the one source file of a language with classes, by its name.
+    if let Some(i) = lower.find("the class") {
+        let classy = ["java", "kt", "cs", "ts", "py", "swift", "rb", "cpp"];
+        let mut found: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| n.rsplit_once('.').is_some_and(|(_, e)| classy.contains(&e)))
+            .collect();
+        found.dedup();
+        let end = i + "the class".len();
+        let whole = lower[end..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_alphanumeric());
+        if let ([name], true) = (found.as_slice(), whole) {
+            let stem = name.rsplit_once('.').map_or(*name, |(s, _)| s);
+            out.replace_range(i..end, &format!("the class `{stem}`"));
             return out;
         }
     }
@@ -379,6 +399,12 @@ mod tests {
         assert_eq!(
             resolve("the filename is wrong", &open),
             "the filename is wrong"
+        );
+        let open =
+            crate::episode::tests::open_with_files(&["/x/src/YamlConfig.java", "/x/pom.xml"]);
+        assert_eq!(
+            resolve("please add setters to the class to ease testing", &open),
+            "please add setters to the class `YamlConfig` to ease testing"
         );
     }
 }
