@@ -111,9 +111,9 @@ async fn session_start(backend: Backend) {
 
     // The size is configurable; a smaller digest still holds a line of each kind it has.
     let mut small = start_cmd(&env, &projects);
-    small.env("GLEANER_CONTEXT__MAX_BYTES", "600");
+    small.env("GLEANER_CONTEXT__MAX_BYTES", "700");
     let short = hook(small, &hook_input(CURRENT, CWD)).expect("a short digest");
-    assert!(short.len() <= 600 && short.len() < text.len(), "{short}");
+    assert!(short.len() <= 700 && short.len() < text.len(), "{short}");
     assert!(short.contains("Recent sessions:"), "{short}");
 
     // Another project, or no cwd: nothing at all.

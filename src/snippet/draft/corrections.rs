@@ -63,6 +63,9 @@ pub(super) fn corrections(open: &Open) -> Vec<Draft> {
             } else {
                 as_title(&conceded(follow)?, open)
             };
+            if opens_with_a_reference(&title) {
+                return None;
+            }
             let what = match s.signal.as_str() {
                 "tool_denial" => format!("The user rejected {call}"),
                 "interruption_redirect" => "The user interrupted and redirected".to_string(),
@@ -156,6 +159,9 @@ fn acknowledged(open: &Open, s: &crate::episode::Signal) -> Option<Draft> {
         return None;
     }
     let title = as_title(&conceded, open);
+    if opens_with_a_reference(&title) {
+        return None;
+    }
     let mut score: f64 = 0.45;
     if crate::text::word_count(words) < 3 {
         score -= 0.3;
@@ -233,4 +239,21 @@ fn states_a_lesson(said: &str) -> bool {
             first,
             "I" | "I'm" | "I've" | "I'll" | "I'd" | "I’m" | "I’ve" | "I’ll"
         )
+}
+
+/// Whether a title opens with a word that points back at something it does not name ("It
+/// should also check ...", "This breaks ..."): read later, away from its session, it says
+/// nothing a reader can place.
+fn opens_with_a_reference(title: &str) -> bool {
+    let first = title
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+        .to_lowercase()
+        .replace('\u{2019}', "'");
+    matches!(
+        first.as_str(),
+        "it" | "it's" | "its" | "this" | "that" | "these" | "those" | "they" | "them" | "there"
+    )
 }

@@ -253,6 +253,12 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
         // No sentence to name it by: not readable on its own.
         return None;
     }
+    // A decision is kept with its reason in the title ("leave them separate since the
+    // consolidation would add complexity"); "The cleanest fix is to use --create-only" says
+    // what, not why, and a reader cannot weigh it.
+    if kind == NoteKind::Decision && !has_reason(&head) {
+        return None;
+    }
     // A change of approach is titled by why the first one failed ("relative paths resolve
     // from the config file's folder"), not by the announcement ("I need a different
     // approach.").
@@ -414,4 +420,11 @@ mod tests {
             "Each checkpoint saves the full state of modified files."
         );
     }
+}
+
+/// Whether a title gives a reason: a causal word of the episode's rules (`fix::is_explanation`)
+/// or a reason word of a decision (see [`REASONS`]).
+fn has_reason(title: &str) -> bool {
+    let l = title.to_lowercase();
+    is_explanation(title) || REASONS.iter().any(|w| l.contains(w))
 }

@@ -257,3 +257,27 @@ fn options_pasted_back_are_no_choice() {
         ep.snippets
     );
 }
+
+#[test]
+fn a_lesson_must_name_what_it_is_about() {
+    // A rule whose subject is "it": no reader can place it.
+    let ep = one_episode(&corrected(
+        "It should also check if it's the last of the unique commits",
+        "Adding the check for the last unique commit.",
+    ));
+    assert!(
+        titles(&ep, "learning_pattern").is_empty(),
+        "{:#?}",
+        ep.snippets
+    );
+    // A decision without its reason.
+    let ep = one_episode(&[
+        prompt(1, "Pick a way to apply the migration on the shared database"),
+        say(2, "I'll go with the cleanest fix: use --create-only to generate the migration SQL without applying it, then baseline it."),
+    ]);
+    assert!(
+        titles(&ep, "decision_rationale").is_empty(),
+        "{:#?}",
+        ep.snippets
+    );
+}

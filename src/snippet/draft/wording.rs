@@ -188,18 +188,19 @@ const LEADS: &[&str] = &[
 pub(super) fn without_lead(text: &str) -> &str {
     let mut t = text.trim();
     'strip: loop {
-        let lower = t.to_lowercase();
         for lead in LEADS {
+            // The text's own first bytes, compared without case (the leads are ASCII, so a
+            // text that starts with one has it as its first `lead.len()` bytes).
+            let Some(head) = t.get(..lead.len()) else {
+                continue;
+            };
             // A whole word: "ok" is no lead of "okapi".
-            let whole = lower[lead.len().min(lower.len())..]
-                .chars()
-                .next()
-                .is_none_or(|c| !c.is_alphanumeric());
-            if !lower.starts_with(lead) || !whole {
+            let rest = &t[lead.len()..];
+            let whole = rest.chars().next().is_none_or(|c| !c.is_alphanumeric());
+            if !head.eq_ignore_ascii_case(lead) || !whole {
                 continue;
             }
             // The lead ends at the first sentence end, colon or dash within a few words.
-            let rest = &t[lead.len().min(t.len())..];
             let Some(end) = rest.find(['.', '!', ':', '—', ',', '-']) else {
                 continue;
             };
@@ -283,7 +284,9 @@ pub(super) fn resolve(text: &str, open: &Open) -> String {
         found.dedup();
         (found.len() == 1).then(|| found[0])
     };
-    let lower = text.to_lowercase();
+    // Found case-blind, in ASCII lower case only, so that byte positions in `lower` are those
+    // of `text` (a full lower-casing may change a character's length).
+    let lower = text.to_ascii_lowercase();
     let mut out = text.to_string();
     // Longest forms first, so "the py file" is not read as "the file" after "py".
     for kind in KINDS {
@@ -358,6 +361,18 @@ mod tests {
         assert_eq!(finish("the fix was X:", None), "the fix was X.");
         assert_eq!(action("Bash `npm install`"), "run `npm install`");
         assert_eq!(action("Edit `config.go`"), "change `config.go`");
+    }
+
+    #[test]
+    fn text_that_is_not_ascii_is_cut_safely() {
+        // A Korean reason once made the lead test slice inside a character.
+        let ko =
+            "이는 material tailwind react v2의 타입 정의가 props를 필수로 요구하기 때문입니다.";
+        assert_eq!(without_lead(ko), ko);
+        assert_eq!(without_lead("é"), "é");
+        let open = crate::episode::tests::open_with_files(&["/x/a.py"]);
+        assert_eq!(resolve("İİ the py file 이는", &open), "İİ `a.py` 이는");
+        assert_eq!(rule_title("아니 the file 이는", &open), "아니 `a.py` 이는");
     }
 
     #[test]
