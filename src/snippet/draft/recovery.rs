@@ -94,10 +94,11 @@ pub(super) fn error_reasoning(open: &Open, r: &Recovery) -> Option<Draft> {
             .map(|s| (*l, s))
     });
     // Without a causal word, the first statement after the failure that names something in the
-    // error or in the command that then passed is its reason in context ("The theme name gets
-    // converted to lowercase with hyphens for the folder name.", "Need to activate the virtual
-    // environment."). A plan announced ("Let me check ..."), a question, or a sentence leading
-    // into what follows ("Need to rename it:") is none.
+    // error's own text is its reason in context ("The theme name gets converted to lowercase
+    // with hyphens for the folder name." after "Theme 'mission-control' does not exist"). Naming
+    // only the file or the command is not enough: a remark about `app.js` is no reason for
+    // "File content exceeds maximum allowed size". A plan announced ("Let me check ..."), a
+    // question, or a sentence leading into what follows ("Need to rename it:") is none.
     let explicit = reason.is_some();
     let reason = reason.or_else(|| {
         let (l, t) = f.tried.iter().find(|(_, t)| !is_announcement(t))?;
@@ -109,7 +110,7 @@ pub(super) fn error_reasoning(open: &Open, r: &Recovery) -> Option<Draft> {
                 crate::text::word_count(s) >= 6
                     && !s.ends_with([':', '?'])
                     && !is_announcement(s)
-                    && (shares_word(s, &context) || shares_word(s, &r.call))
+                    && shares_word(s, &f.error)
             })
             .map(|s| (*l, s))
     });
