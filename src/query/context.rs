@@ -150,6 +150,10 @@ fn correction_lines(rows: &[ContextCorrection]) -> Vec<String> {
     let mut out: Vec<(bool, String)> = Vec::new();
     for r in rows {
         match r.source.as_str() {
+            // Claude Code's own words to the assistant ("The user wants to clarify these
+            // questions ...", written when a question tool is turned down) are no reason the
+            // user typed.
+            "denial" if r.body.trim_start().starts_with("The user ") => {}
             "denial" => out.push((
                 true,
                 line(&format!("denied a tool call: {}", r.body), &r.session_id),
@@ -167,7 +171,9 @@ fn correction_lines(rows: &[ContextCorrection]) -> Vec<String> {
                     let signal = e["signal"].as_str().unwrap_or_default();
                     let words = signal.starts_with("phrase") || signal.starts_with("interruption");
                     let said = typed_words(text);
-                    if e["label"] == "user_correction" && words && !looks_pasted(text) {
+                    // A question asks; it sets no rule ("should i go through the tutorial?").
+                    let asks = said.trim_end().ends_with('?');
+                    if e["label"] == "user_correction" && words && !looks_pasted(text) && !asks {
                         out.push((
                             states_a_rule(said),
                             line(&format!("\"{said}\""), &r.session_id),
@@ -339,6 +345,19 @@ mod tests {
                 serde_json::json!([{"label": "user_correction", "signal": "phrase", "text": said}])
                     .to_string(),
         };
+        let denial = |id: &str, reason: &str| ContextCorrection {
+            session_id: id.into(),
+            at: None,
+            source: "denial".into(),
+            body: reason.into(),
+        };
+        let kept = correction_lines(&[
+            denial("dddddddd1", "The user wants to clarify these questions. This means they may have additional information"),
+            row("eeeeeeee1", "should i go through the tutorial?"),
+            denial("ffffffff1", "use pnpm, this repository has a pnpm lockfile"),
+        ]);
+        assert_eq!(kept.len(), 1, "{kept:?}");
+        assert!(kept[0].contains("use pnpm"), "{kept:?}");
         let lines = correction_lines(&[
             row("aaaaaaaa1", "i didnt see it before"),
             row("bbbbbbbb1", "lets just go back to solid orange"),

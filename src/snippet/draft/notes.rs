@@ -257,7 +257,12 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
     // consolidation would add complexity"); "The cleanest fix is to use --create-only" says
     // what, not why, and a reader cannot weigh it.
     if kind == NoteKind::Decision && !has_reason(&head) {
-        return None;
+        // The note's sentence that gives the reason ("I'll go with SQLite by default, because
+        // most users run one machine") names the decision with it.
+        let why = sentences(&n.text)
+            .into_iter()
+            .find(|s| has_reason(s) && crate::text::word_count(s) >= 6)?;
+        head = super::wording::as_title(&why, open);
     }
     // A change of approach is titled by why the first one failed ("relative paths resolve
     // from the config file's folder"), not by the announcement ("I need a different
@@ -379,6 +384,30 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
     })
 }
 
+/// Words that give a decision's reason in its title. Narrower than [`REASONS`], which score a
+/// note's whole text: "without", "keeps" or "trade-off" describe the choice, not why.
+const TITLE_REASONS: &[&str] = &[
+    "because",
+    "since ",
+    "so that",
+    "simpler",
+    "cleaner",
+    "faster",
+    "safer",
+    "avoids",
+    "avoid ",
+    "cheaper",
+    "more robust",
+    "easier",
+];
+
+/// Whether a title gives a reason: a causal word of the episode's rules (`fix::is_explanation`)
+/// or a reason word of a decision (see [`TITLE_REASONS`]).
+fn has_reason(title: &str) -> bool {
+    let l = title.to_lowercase();
+    is_explanation(title) || TITLE_REASONS.iter().any(|w| l.contains(w))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -420,11 +449,4 @@ mod tests {
             "Each checkpoint saves the full state of modified files."
         );
     }
-}
-
-/// Whether a title gives a reason: a causal word of the episode's rules (`fix::is_explanation`)
-/// or a reason word of a decision (see [`REASONS`]).
-fn has_reason(title: &str) -> bool {
-    let l = title.to_lowercase();
-    is_explanation(title) || REASONS.iter().any(|w| l.contains(w))
 }
