@@ -152,8 +152,10 @@ fn correction_lines(rows: &[ContextCorrection]) -> Vec<String> {
         match r.source.as_str() {
             // Claude Code's own words to the assistant ("The user wants to clarify these
             // questions ...", written when a question tool is turned down) are no reason the
-            // user typed.
-            "denial" if r.body.trim_start().starts_with("The user ") => {}
+            // user typed; a question typed as the reason sets no rule.
+            "denial"
+                if r.body.trim_start().starts_with("The user ")
+                    || r.body.trim_end().ends_with('?') => {}
             "denial" => out.push((
                 true,
                 line(&format!("denied a tool call: {}", r.body), &r.session_id),
@@ -355,6 +357,7 @@ mod tests {
             denial("dddddddd1", "The user wants to clarify these questions. This means they may have additional information"),
             row("eeeeeeee1", "should i go through the tutorial?"),
             denial("ffffffff1", "use pnpm, this repository has a pnpm lockfile"),
+            denial("gggggggg1", "should i clear the context?"),
         ]);
         assert_eq!(kept.len(), 1, "{kept:?}");
         assert!(kept[0].contains("use pnpm"), "{kept:?}");
