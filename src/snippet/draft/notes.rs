@@ -18,16 +18,16 @@ const REASONS: &[&str] = &[
     "cleaner",
     "faster",
     "safer",
-    "tradeoff",
-    "trade-off",
     "avoids",
     "avoid ",
-    "keeps",
-    "without",
     "cheaper",
     "more robust",
     "easier",
 ];
+
+/// Words that describe a choice without saying why ("keeps", "without", "trade-off"): they
+/// count for a decision note's score beside [`REASONS`], never as its title's reason.
+const TRAITS: &[&str] = &["tradeoff", "trade-off", "keeps", "without"];
 
 /// Whether a text lays out options: two or more list items, or words that set one thing
 /// against another.
@@ -286,7 +286,7 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
             if !has_options(&content) || prose < 80 {
                 score -= 0.3;
             }
-            if REASONS.iter().any(|w| body.contains(w)) {
+            if REASONS.iter().chain(TRAITS).any(|w| body.contains(w)) {
                 score += 0.2;
             }
         }
@@ -384,28 +384,11 @@ pub(super) fn note_draft(open: &Open, kind: NoteKind) -> Option<Draft> {
     })
 }
 
-/// Words that give a decision's reason in its title. Narrower than [`REASONS`], which score a
-/// note's whole text: "without", "keeps" or "trade-off" describe the choice, not why.
-const TITLE_REASONS: &[&str] = &[
-    "because",
-    "since ",
-    "so that",
-    "simpler",
-    "cleaner",
-    "faster",
-    "safer",
-    "avoids",
-    "avoid ",
-    "cheaper",
-    "more robust",
-    "easier",
-];
-
 /// Whether a title gives a reason: a causal word of the episode's rules (`fix::is_explanation`)
-/// or a reason word of a decision (see [`TITLE_REASONS`]).
+/// or a reason word of a decision (see [`REASONS`]).
 fn has_reason(title: &str) -> bool {
     let l = title.to_lowercase();
-    is_explanation(title) || TITLE_REASONS.iter().any(|w| l.contains(w))
+    is_explanation(title) || REASONS.iter().any(|w| l.contains(w))
 }
 
 #[cfg(test)]
