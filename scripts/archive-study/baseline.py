@@ -12,7 +12,7 @@ import os
 
 import zstandard as zstd
 
-from common import chunks, cpu, load, record, maxrss_mb
+from common import chunks, cpu, load, record, maxrss_mb, runs
 
 P = load()
 SUBSET = os.environ.get("SUBSET", "all")
@@ -59,16 +59,7 @@ def run():
             dctx = zstd.ZstdDecompressor(dict_data=dd)
         for cs in files:
             # pack_file: runs of whole chunks of <= 16 MiB
-            runs, cur, n = [], [], 0
-            for c in cs:
-                if cur and n + c[0] > BLOCK:
-                    runs.append(cur)
-                    cur, n = [], 0
-                cur.append(c)
-                n += c[0]
-            if cur:
-                runs.append(cur)
-            for r in runs:
+            for r in runs(cs, lambda c: c[0], BLOCK):
                 data = b"".join(plain.decompress(f) for _, f in r)
                 if dd is not None:
                     c = zstd.ZstdCompressor(dict_data=dd, level=PACK, write_checksum=True)

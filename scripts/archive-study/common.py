@@ -58,19 +58,25 @@ def lines(b):
     return res
 
 
+def runs(items, size, limit):
+    """`items` in order, grouped into runs whose `size`s sum to at most `limit` (a run holds at
+    least one item, so a larger item is a run of its own)."""
+    out, cur, n = [], [], 0
+    for it in items:
+        if cur and n + size(it) > limit:
+            out.append(cur)
+            cur, n = [], 0
+        cur.append(it)
+        n += size(it)
+    if cur:
+        out.append(cur)
+    return out
+
+
 def chunks(b, target):
     """Cut `b` into pieces of at most `target` bytes at line ends (at least one line each),
     as ingest's batches are cut."""
-    out, cur, n = [], [], 0
-    for l in lines(b):
-        if cur and n + len(l) > target:
-            out.append(b"".join(cur))
-            cur, n = [], 0
-        cur.append(l)
-        n += len(l)
-    if cur:
-        out.append(b"".join(cur))
-    return out
+    return [b"".join(r) for r in runs(lines(b), len, target)]
 
 
 def cpu():

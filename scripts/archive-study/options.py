@@ -7,7 +7,7 @@ import sys
 
 import zstandard as zstd
 
-from common import (best_of, chunks, cparams, cpu, decomp_time, load, record, lines)
+from common import (best_of, chunks, cparams, cpu, decomp_time, load, record, lines, runs)
 
 P = load()
 SUBSET = os.environ.get("SUBSET", "all")
@@ -52,17 +52,8 @@ def blocks_of(limit):
     """A project's files, in order, packed into blocks of at most `limit` bytes (whole files;
     a larger file is cut at line ends)."""
     def f(fs):
-        out, cur, n = [], [], 0
-        for _, b in fs:
-            for piece in (chunks(b, limit) if len(b) > limit else [b]):
-                if cur and n + len(piece) > limit:
-                    out.append(b"".join(cur))
-                    cur, n = [], 0
-                cur.append(piece)
-                n += len(piece)
-        if cur:
-            out.append(b"".join(cur))
-        return out
+        pieces = [p for _, b in fs for p in (chunks(b, limit) if len(b) > limit else [b])]
+        return [b"".join(r) for r in runs(pieces, len, limit)]
     return f
 
 

@@ -9,7 +9,7 @@ import os
 
 import zstandard as zstd
 
-from common import chunks, cparams, cpu, load, record
+from common import chunks, cparams, cpu, load, record, runs
 
 P = load()
 SUBSET = os.environ.get("SUBSET", "all")
@@ -35,20 +35,10 @@ def pipeline(ingest, pack, block, wlog, ldm=False, per_file=False):
     cctx = zstd.ZstdCompressor(compression_params=cparams(pack, ldm, wlog))
     stored = []
     for k, files in archived.items():
-        groups = [[c] for cs in files for c in cs] if per_file else None
         if per_file:
             groups = [cs for cs in files]
         else:
-            groups, cur, n = [], [], 0
-            for cs in files:
-                for c in cs:
-                    if cur and n + c[0] > block:
-                        groups.append(cur)
-                        cur, n = [], 0
-                    cur.append(c)
-                    n += c[0]
-            if cur:
-                groups.append(cur)
+            groups = runs([c for cs in files for c in cs], lambda c: c[0], block)
         for g in groups:
             raw = b"".join(dctx.decompress(f) for _, f in g)
             out = cctx.compress(raw)
