@@ -91,22 +91,23 @@ pub struct Auto;
 
 impl Drafter for Auto {
     fn snippets(&self, episode: &Closing<'_>, kept: &[f64], titles: &[String]) -> Vec<SnippetRow> {
-        let said: Vec<_> = titles.iter().map(|t| gist::words(t)).collect();
-        let scored = snippets(
+        let mut scored = snippets(
             episode.open,
             episode.triage,
             episode.version,
             episode.project,
             episode.end_line,
-        )
-        .into_iter()
+        );
         // An earlier episode of the file kept this lesson already (the same cause found
-        // twice, a resumed session replaying an exchange).
-        .filter(|(_, r)| {
-            let w = gist::words(&r.title);
-            !said.iter().any(|s| gist::says_again(&w, s))
-        })
-        .collect();
+        // twice, a resumed session replaying an exchange). Most episodes draft nothing, so the
+        // earlier titles are read only when there is a draft to compare.
+        if !scored.is_empty() && !titles.is_empty() {
+            let said: Vec<_> = titles.iter().map(|t| gist::words(t)).collect();
+            scored.retain(|(_, r)| {
+                let w = gist::words(&r.title);
+                !said.iter().any(|s| gist::says_again(&w, s))
+            });
+        }
         session_cap(kept, scored)
     }
 

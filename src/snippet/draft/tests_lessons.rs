@@ -281,3 +281,52 @@ fn a_lesson_must_name_what_it_is_about() {
         ep.snippets
     );
 }
+
+#[test]
+fn a_lesson_kept_by_an_earlier_episode_is_not_stored_again() {
+    // The same rule in two episodes of one file (a compaction between them), worded a little
+    // differently: the second episode stores no snippet saying it again.
+    let episode = |at: u32, words: &str, answer: &str| {
+        vec![
+            prompt(at, "Add a card for the weather on the dashboard view"),
+            call(
+                at + 1,
+                &format!("t{at}"),
+                "Edit",
+                r#"{"file_path":"/x/src/views/dash.vue","old_string":"<div>","new_string":"<div class=\"card\">"}"#,
+            ),
+            result(at + 2, &format!("t{at}"), false, "ok"),
+            say(
+                at + 3,
+                "Added the weather card to the dashboard view with a plain div wrapper.",
+            ),
+            prompt(at + 4, words),
+            say(at + 5, answer),
+        ]
+    };
+    let mut lines = episode(
+        1,
+        "No, use the md-card component like the other views do",
+        "Switching the weather card to md-card so it matches the other views.",
+    );
+    lines.push(compact(7));
+    lines.extend(episode(
+        8,
+        "no, please use the md-card component like other views do",
+        "Using md-card for the weather card, as the other views do.",
+    ));
+    let (b, rows) = run(&lines);
+    let last = b.finish(SID, &Auto).unwrap();
+    let all: Vec<&str> = rows
+        .iter()
+        .chain(std::iter::once(&last))
+        .flat_map(|e| e.snippets.iter())
+        .filter(|s| s.snippet_type == "learning_pattern")
+        .map(|s| s.title.as_str())
+        .collect();
+    assert_eq!(
+        all,
+        ["Use the md-card component like the other views do"],
+        "{all:?}"
+    );
+}
