@@ -123,38 +123,36 @@ pub fn batch_chunks(batch: &Batch, path: &Path) -> io::Result<Vec<ArchiveChunk>>
     Ok(out)
 }
 
-/// The zstd level of packing (see [`pack`]): 16 keeps 0.1 point more than 19 on the corpus and
-/// packs about twice as fast (10 against 4-6 MB/s a core here).
-pub const PACK_LEVEL: i32 = 16;
+/// The zstd level of packing (see [`pack`]).
+pub const PACK_LEVEL: i32 = 6;
 
-/// Raw bytes per packed block, at most (a block is made of whole chunks, so of whole lines; a
-/// larger file is several blocks): what packing holds in memory at once, with its copy
-/// decoded for the check.
+/// The window of a packed block, as a power of two: its whole length (a block is at most
+/// [`BLOCK_BYTES`]), so any session of the block can refer back to any earlier one. Decoders
+/// accept up to 2^27 without being told.
+pub const PACK_WINDOW_LOG: u32 = 24;
+
+/// Raw bytes per packed block, at most, unless one chunk alone is larger (a block is made of
+/// whole chunks, so of whole lines): what packing holds in memory at once, with its copy
+/// decoded for the check, and what a reader decodes to read any part of it.
 pub const BLOCK_BYTES: u64 = 16 << 20;
 
-/// Raw bytes of a project's dictionary: its first archived bytes, at most this many.
-pub const DICT_BYTES: usize = 4 << 20;
-
-/// A project with fewer archived bytes gets no dictionary (yet): its blocks are packed alone.
-pub const MIN_DICT_BYTES: usize = 64 << 10;
-
-/// One packed block: `raw` at [`PACK_LEVEL`] against `dict` (the project's dictionary, raw
-/// content), with a content checksum, checked by decoding it again before it replaces anything.
+/// One packed block: the bytes of one project's finished files, end to end (`raw`), at
+/// [`PACK_LEVEL`] with a window of the block's whole length, with a content checksum, checked
+/// by decoding it again before it replaces anything.
 ///
-/// Why this: measured on the real corpus (50.5 MB), each file whole at level 19 keeps 16.1% of
-/// the bytes; against a 4 MiB dictionary of its project's first bytes, 14.6% (level 16: 14.7%,
-/// level 12: 15.6%, level 3: 18.1%); level 1, what ingest writes, 18.8%. Sessions of one project read the same
-/// files and repeat the same prompts and tool output, which one file alone cannot share. The
-/// ~10% of base64 images barely compress either way (decoding them and storing each distinct
-/// one once measured no better than zstd on the text, 16.8%).
-pub fn pack(raw: &[u8], dict: Option<&PackDict>) -> io::Result<Vec<u8>> {
-    let mut c = match dict {
-        Some(d) => zstd::bulk::Compressor::with_prepared_dictionary(&d.prepared)?,
-        None => zstd::bulk::Compressor::new(PACK_LEVEL)?,
-    };
+/// Why this (issue 48, `docs/benchmarks.md`, measured by bytes saved per CPU second on the
+/// corpus): sessions of one project read the same files and repeat the same prompts and tool
+/// output, which one file alone cannot share; a window across many sessions is what buys size.
+/// Blocks of up to 16 MiB that span files at level 6 keep 15.2% of the bytes for 4.3 CPU s per
+/// 520 MB, where the former scheme (each file alone at level 16 against a 4 MiB dictionary of
+/// its project's first bytes) kept 15.5% for 90 CPU s. Long-distance matching, trained
+/// dictionaries and levels above 9 did not pay.
+pub fn pack(raw: &[u8]) -> io::Result<Vec<u8>> {
+    let mut c = zstd::bulk::Compressor::new(PACK_LEVEL)?;
     c.include_checksum(true)?;
+    c.set_parameter(zstd::stream::raw::CParameter::WindowLog(PACK_WINDOW_LOG))?;
     let data = c.compress(raw)?;
-    if decode(&data, raw.len() as u64, dict.map(PackDict::dict))? != raw {
+    if decode(&data, raw.len() as u64, None)? != raw {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             "a packed block does not decode to its bytes",
@@ -163,38 +161,9 @@ pub fn pack(raw: &[u8], dict: Option<&PackDict>) -> io::Result<Vec<u8>> {
     Ok(data)
 }
 
-/// A project's dictionary, prepared once for packing at [`PACK_LEVEL`]: loading 4 MiB of
-/// dictionary into a context at that level costs about what compressing them does, so it is done
-/// once per project, not once per file.
-pub struct PackDict {
-    dict: Dict,
-    prepared: zstd::dict::EncoderDictionary<'static>,
-}
-
-impl std::fmt::Debug for PackDict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "PackDict({} bytes)", self.dict.raw.len())
-    }
-}
-
-impl PackDict {
-    /// Prepare `raw` (blocking: a fraction of a second for 4 MiB).
-    pub fn new(raw: std::sync::Arc<[u8]>) -> PackDict {
-        let prepared = zstd::dict::EncoderDictionary::copy(&raw, PACK_LEVEL);
-        PackDict {
-            dict: Dict::new(raw),
-            prepared,
-        }
-    }
-
-    /// The same dictionary, for decoding.
-    pub fn dict(&self) -> &Dict {
-        &self.dict
-    }
-}
-
-/// A dictionary prepared for decoding once: loading 4 MiB into a decoder for every chunk made
-/// reading a packed archive several times slower.
+/// A dictionary prepared for decoding once. Packing no longer makes dictionaries (issue 48);
+/// chunks a store packed against one before are read with it until the packer has taken them
+/// into blocks (`run::pack::retire_dicts`).
 pub struct Dict {
     raw: std::sync::Arc<[u8]>,
     prepared: zstd::dict::DecoderDictionary<'static>,
@@ -217,11 +186,6 @@ impl Dict {
     pub fn raw(&self) -> &[u8] {
         &self.raw
     }
-}
-
-/// A project's dictionary as stored: its raw bytes compressed alone.
-pub fn dict_frame(raw: &[u8]) -> io::Result<Vec<u8>> {
-    compress(raw, PACK_LEVEL)
 }
 
 /// The chunk of a last line without its newline (`partial`), from the checkpoint on: archived
@@ -294,10 +258,60 @@ pub struct Encoded {
     pub start: u64,
     /// File offset past its last byte.
     pub end: u64,
-    /// The dictionary it was compressed against, if any.
-    pub dict: Option<std::sync::Arc<Dict>>,
-    /// The frame.
-    pub data: Vec<u8>,
+    /// Where its bytes are.
+    pub body: Body,
+}
+
+/// Where a chunk's bytes are.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// Its own frame, compressed against `dict` when it names one.
+    Frame {
+        /// The frame.
+        data: Vec<u8>,
+        /// The dictionary it was compressed against, if any.
+        dict: Option<std::sync::Arc<Dict>>,
+    },
+    /// A stretch of a packed block, decoded (a block holds several files' bytes).
+    Block {
+        /// The block's bytes.
+        raw: std::sync::Arc<[u8]>,
+        /// Where the chunk's bytes start in it.
+        at: u64,
+    },
+    /// Bytes that cannot be read (their dictionary or block is missing or damaged): why.
+    Unreadable(String),
+}
+
+impl Encoded {
+    /// The chunk's bytes.
+    pub fn bytes(&self) -> io::Result<std::borrow::Cow<'_, [u8]>> {
+        let len = self.end - self.start;
+        match &self.body {
+            Body::Frame { data, dict } => decode(data, len, dict.as_deref()).map(Into::into),
+            Body::Block { raw, at } => member(raw, *at, len).map(Into::into),
+            Body::Unreadable(why) => Err(io::Error::new(io::ErrorKind::InvalidData, why.clone())),
+        }
+    }
+}
+
+/// Bytes `[at, at + len)` of a decoded block; an error when the block is shorter (a member row
+/// that does not match its block is damage, never a short read).
+pub fn member(raw: &[u8], at: u64, len: u64) -> io::Result<&[u8]> {
+    usize::try_from(at)
+        .ok()
+        .zip(usize::try_from(at.saturating_add(len)).ok())
+        .and_then(|(a, b)| raw.get(a..b))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a packed block of {} bytes lacks bytes {at} to {}",
+                    raw.len(),
+                    at.saturating_add(len)
+                ),
+            )
+        })
 }
 
 /// A file's bytes read back from its chunks, in order, one chunk decoded at a time (a chunk is
@@ -337,7 +351,7 @@ impl Read for ChunkReader {
                     format!("the archive lacks bytes {} to {}", self.pos, c.start),
                 ));
             }
-            self.cur = io::Cursor::new(decode(&c.data, c.end - c.start, c.dict.as_deref())?);
+            self.cur = io::Cursor::new(c.bytes()?.into_owned());
             self.pos = c.end;
         }
     }

@@ -95,34 +95,41 @@ pub async fn run(cfg: &Config, args: PruneArgs) -> Outcome {
         }
     }
     let done = store.prune(&before, args.keep_knowledge).await?;
-    // The dictionaries of the pruned sessions' projects may hold their first bytes: gone too
-    // before this returns (an interrupted run leaves them to the next `pack` or daemon pass).
+    // The blocks that held the pruned sessions' bytes beside others' (and any dictionary of
+    // their projects, from before issue 48): gone too before this returns (an interrupted run
+    // leaves them to the next `pack` or daemon pass).
     let cancel = tokio_util::sync::CancellationToken::new();
-    let retired = match crate::run::pack::retire_dicts(&store, &cancel, None).await {
+    let retire = async {
+        let blocks = crate::run::pack::retire_blocks(&store, &cancel, None).await?;
+        let dicts = crate::run::pack::retire_dicts(&store, &cancel, None).await?;
+        Ok::<_, crate::run::pack::PackError>((blocks, dicts))
+    };
+    let (blocks, retired) = match retire.await {
         Ok(n) => n,
         Err(e) => {
             // The prune itself is committed: say what failed, then what was removed.
             eprintln!(
-                "gleaner: warning: retiring the archive dictionaries failed ({e}); the next \
-                 `gleaner pack` tries again"
+                "gleaner: warning: taking the pruned bytes out of the archive's shared blocks \
+                 failed ({e}); the next `gleaner pack` tries again"
             );
-            0
+            (0, 0)
         }
     };
     let backend = store.backend();
     store.close().await;
     if args.json {
         let mut v = serde_json::to_value(done)?;
+        v["blocks_retired"] = blocks.into();
         v["dictionaries_retired"] = retired.into();
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         println!("removed {what}");
-        if retired > 0 {
+        if blocks + retired > 0 {
             println!(
-                "emptied {retired} archive dictionar{} of their projects (made of the projects' \
-                 first bytes, which may be theirs); the other sessions of those projects are \
-                 packed again by `gleaner pack` or the daemon",
-                if retired == 1 { "y" } else { "ies" }
+                "rewrote the other sessions of {} archive block{} that also held pruned bytes; \
+                 `gleaner pack` or the daemon packs them again",
+                blocks + retired,
+                if blocks + retired == 1 { "" } else { "s" }
             );
         }
         if backend == query::store::Backend::Sqlite {

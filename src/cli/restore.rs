@@ -175,30 +175,29 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
 pub async fn pack(cfg: &Config, json: bool) -> Outcome {
     let store = super::open_store(cfg).await?;
     let cancel = tokio_util::sync::CancellationToken::new();
-    let r = crate::run::pack::pack_pending(&store, None, &cancel).await?;
+    let r =
+        crate::run::pack::pack_pending(&store, crate::run::pack::Which::All, None, &cancel).await?;
     store.close().await;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
         return Ok(EXIT_OK);
     }
-    if r.retired > 0 {
+    if r.retired + r.blocks_retired > 0 {
         println!(
-            "emptied {} retired dictionaries (a prune took sessions they were made of)",
-            r.retired
+            "rewrote {} archive blocks that held pruned bytes",
+            r.retired + r.blocks_retired
         );
     }
     if r.blocks == 0 {
         println!("nothing to pack");
     } else {
         println!(
-            "packed {} files ({:.1} MB of transcripts): {:.1} MB -> {:.1} MB, plus {} project \
-             dictionaries ({:.1} MB)",
+            "packed {} files ({:.1} MB of transcripts) into {} blocks: {:.1} MB -> {:.1} MB",
             r.files,
             r.raw_bytes as f64 / 1e6,
+            r.blocks,
             r.bytes_before as f64 / 1e6,
             r.bytes_after as f64 / 1e6,
-            r.dicts,
-            r.dict_bytes as f64 / 1e6
         );
     }
     Ok(EXIT_OK)

@@ -5,9 +5,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::archive::{ChunkReader, Encoded};
+use crate::archive::{Body, ChunkReader, Encoded};
 use crate::extract::redact::Redactor;
-use crate::run::restore::{DictError, Dicts};
+use crate::run::restore::{Shared, SharedError};
 use crate::snippet::excerpt::{self, Excerpt, Selection, SourceError};
 use crate::store::{Store, StoreError, TimelineFile};
 
@@ -118,32 +118,28 @@ pub async fn archived(
     path: PathBuf,
 ) -> Result<Option<Transcript>, StoreError> {
     let mut chunks = Vec::new();
-    let mut dicts = Dicts::default();
+    let mut shared = Shared::default();
     let mut from = 0;
     loop {
         let page = store.archive_chunks(id, generation, from).await?;
         let Some(last) = page.last() else { break };
         from = last.end_off;
         for c in page {
-            let dict = match c.dict_id {
-                None => None,
-                Some(d) => match dicts.get(store, d).await {
-                    Ok(d) => Some(d),
-                    Err(DictError::Store(e)) => return Err(e),
-                    // The chunks after a damaged dictionary's cannot be read: the reader stops
-                    // there with an error naming the gap.
-                    Err(e) => {
-                        tracing::warn!(file_id = id, error = %e, "archive dictionary unusable");
-                        break;
-                    }
-                },
-            };
-            chunks.push(Encoded {
-                start: c.start_off as u64,
-                end: c.end_off as u64,
-                dict,
-                data: c.data,
-            });
+            let (start, end) = (c.start_off as u64, c.end_off as u64);
+            match shared.encoded(store, c).await {
+                Ok(e) => chunks.push(e),
+                Err(SharedError::Store(e)) => return Err(e),
+                // An unreadable dictionary or block: the reader stops at its chunk with an
+                // error that says why.
+                Err(e) => {
+                    tracing::warn!(file_id = id, error = %e, "archive chunk unreadable");
+                    chunks.push(Encoded {
+                        start,
+                        end,
+                        body: Body::Unreadable(e.to_string()),
+                    });
+                }
+            }
         }
     }
     if chunks.is_empty() {

@@ -1,26 +1,47 @@
-//! Packing the archive: the chunks of finished sessions recompressed as few large blocks at a
-//! high level against their project's dictionary (`crate::archive::pack` says why and what it
-//! measured). Ingest writes each batch at a fast level on its critical path; this runs after,
-//! in the background of the daemon (time-boxed passes on a reading thread at low priority, so
-//! live ingest keeps the cores) and to completion in `gleaner pack`.
+//! Packing the archive (issue 48): the chunks of a project's finished sessions, which ingest
+//! wrote at a fast level batch by batch, taken end to end into blocks of up to
+//! [`BLOCK_BYTES`] compressed once at a moderate level with a window of the whole block
+//! (`crate::archive::pack` says why and what it measured). It runs in the background of the
+//! daemon (time-boxed passes on a reading thread at low priority, so live ingest keeps the
+//! cores) and to completion in `gleaner pack`.
 //!
-//! Each block replaces the chunks it covers in one transaction, only once it decodes to their
-//! bytes, and only if those chunks are all still there: a crash or a concurrent packer leaves
-//! either the old chunks or the new block, never neither.
+//! Each block replaces the frames it covers in one transaction, only once it decodes to their
+//! bytes, and only if those frames are all still there (`Store::add_block`): a crash or a
+//! concurrent packer leaves either the old frames or the new block, never neither.
+//!
+//! **When a project is packed.** A block is never added to once written, so a project packed
+//! after each of its sessions would get one small block per session, and blocks are what buy
+//! size. The daemon therefore packs a project once it has settled: none of its sessions is
+//! live and the last was active more than [`SETTLE`] ago; or as soon as its finished sessions
+//! fill a whole block (then only whole blocks). `gleaner pack` packs every finished session.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::archive::{self, PackDict, BLOCK_BYTES, DICT_BYTES, MIN_DICT_BYTES};
-use crate::extract::rows::ArchiveChunk;
-use crate::store::{PackCandidate, Store, StoreError, StoredChunk};
+use crate::archive::{self, BLOCK_BYTES};
+use crate::store::{NewMember, PackProject, Store, StoreError, StoredChunk};
+
+/// How long a project stays quiet before the daemon packs what it has (see the module docs).
+/// Meanwhile its bytes are kept as ingest wrote them (level 1: about 19% of their size, against
+/// about 15% packed).
+pub const SETTLE: Duration = Duration::from_secs(3600);
+
+/// Which projects a pass packs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Which {
+    /// Every finished session's chunks (`gleaner pack`).
+    All,
+    /// The daemon's rule (module docs).
+    Settled,
+}
 
 /// What a packing pass did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct PackReport {
-    /// File generations packed.
+    /// File generations with bytes packed.
     pub files: u64,
     /// Chunks replaced.
     pub chunks: u64,
@@ -32,15 +53,14 @@ pub struct PackReport {
     pub bytes_before: u64,
     /// Their stored size after.
     pub bytes_after: u64,
-    /// Dictionaries made (each is stored once per project).
-    pub dicts: u64,
-    /// Stored size of those dictionaries.
-    pub dict_bytes: u64,
-    /// Files left for later (their chunks changed meanwhile).
+    /// Blocks left for later (their chunks changed meanwhile).
     pub skipped: u64,
     /// Retired dictionaries emptied once their chunks were compressed again without them
     /// (`retire_dicts`).
     pub retired: u64,
+    /// Blocks a prune retired, deleted once their other chunks had frames of their own
+    /// (`retire_blocks`).
+    pub blocks_retired: u64,
 }
 
 /// Why packing stopped.
@@ -60,107 +80,256 @@ pub enum PackError {
     },
 }
 
-/// The last project's dictionary, prepared (`None`: the project has none). One at a time: a
-/// level-16 context prepared with 4 MiB holds tens of MB (holding every project's took 2 GB on
-/// the 1 GB bench tree), and candidates come project by project.
-type Dicts = Option<(String, Option<(i64, Arc<PackDict>)>)>;
+/// When a pass stops: `cancel`, or a deadline.
+struct Stop<'a> {
+    cancel: &'a CancellationToken,
+    deadline: Option<Instant>,
+}
 
-/// Pack what is waiting, until nothing is or `budget` has run out (`None`: no limit) or
-/// `cancel` fires.
+impl Stop<'_> {
+    fn now(&self) -> bool {
+        self.cancel.is_cancelled() || self.deadline.is_some_and(|d| Instant::now() > d)
+    }
+}
+
+/// Pack what is waiting (`which` projects), until nothing is or `budget` has run out (`None`:
+/// no limit) or `cancel` fires.
 pub async fn pack_pending(
     store: &Store,
+    which: Which,
     budget: Option<Duration>,
     cancel: &CancellationToken,
 ) -> Result<PackReport, PackError> {
-    let started = Instant::now();
-    // Dictionaries a prune retired first: until they are gone the archive still holds what
-    // was pruned (and a prune interrupted before it finished leaves them here).
-    let deadline = budget.map(|b| started + b);
-    let retired = match retire_dicts(store, cancel, deadline).await {
-        Ok(n) => n,
-        Err(e) => {
-            // Left retired: tried again by the next pass; packing goes on meanwhile.
-            tracing::warn!(error = %e, "retiring archive dictionaries failed");
-            0
-        }
+    let stop = Stop {
+        cancel,
+        deadline: budget.map(|b| Instant::now() + b),
     };
-    let mut report = PackReport {
-        retired,
-        ..PackReport::default()
-    };
-    let mut dicts: Dicts = None;
-    let mut after_skip = std::collections::HashSet::new();
-    loop {
-        let candidates = store.archive_pack_candidates(64).await?;
-        let fresh: Vec<PackCandidate> = candidates
-            .into_iter()
-            .filter(|c| !after_skip.contains(&c.file_id))
-            .collect();
-        if fresh.is_empty() {
-            return Ok(report);
+    let mut report = PackReport::default();
+    // What a prune retired first: until it is gone the archive still holds what was pruned
+    // (and a prune interrupted before it finished leaves it here). Left for the next pass when
+    // it fails; packing goes on meanwhile.
+    match retire_blocks(store, cancel, stop.deadline).await {
+        Ok(n) => report.blocks_retired = n,
+        Err(e) => tracing::warn!(error = %e, "retiring archive blocks failed"),
+    }
+    match retire_dicts(store, cancel, stop.deadline).await {
+        Ok(n) => report.retired = n,
+        Err(e) => tracing::warn!(error = %e, "retiring archive dictionaries failed"),
+    }
+    let settled_before =
+        chrono::Utc::now() - chrono::Duration::from_std(SETTLE).unwrap_or(chrono::Duration::zero());
+    let settled_before = settled_before.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let mut files = HashSet::new();
+    for p in store.pack_projects().await? {
+        if stop.now() {
+            break;
         }
-        for c in fresh {
-            if cancel.is_cancelled() || budget.is_some_and(|b| started.elapsed() > b) {
-                return Ok(report);
+        let whole_only = match which {
+            Which::All => false,
+            Which::Settled if settled(&p, &settled_before) => false,
+            Which::Settled if p.pending >= BLOCK_BYTES as i64 => true,
+            Which::Settled => continue,
+        };
+        pack_project(
+            store,
+            &p.project,
+            whole_only,
+            &stop,
+            &mut report,
+            &mut files,
+        )
+        .await?;
+    }
+    report.files = files.len() as u64;
+    Ok(report)
+}
+
+/// Whether project `p` has settled: no live session, and none active since `before`.
+fn settled(p: &PackProject, before: &str) -> bool {
+    !p.live && p.last_activity.as_deref().is_none_or(|at| at < before)
+}
+
+/// A block being gathered: the frames it takes (decoded only when it is sealed, off the
+/// runtime) and the files' stretches in it.
+#[derive(Default)]
+struct Gathered {
+    frames: Vec<(Vec<u8>, u64)>,
+    raw_len: u64,
+    members: Vec<NewMember>,
+}
+
+impl Gathered {
+    /// Take chunk `c` of file `file_id`'s generation `generation`: it extends the file's last
+    /// stretch when it follows it.
+    fn take(&mut self, file_id: i64, generation: i64, c: StoredChunk) {
+        let len = (c.end_off - c.start_off) as u64;
+        match self.members.last_mut() {
+            Some(m)
+                if m.file_id == file_id && m.generation == generation && m.end == c.start_off =>
+            {
+                m.end = c.end_off;
+                m.replaces.push(c.start_off);
             }
-            if !pack_file(store, &c, &mut dicts, &mut report).await? {
-                report.skipped += 1;
-                after_skip.insert(c.file_id);
-            }
+            _ => self.members.push(NewMember {
+                file_id,
+                generation,
+                start: c.start_off,
+                end: c.end_off,
+                block_off: self.raw_len as i64,
+                replaces: vec![c.start_off],
+            }),
         }
+        self.frames.push((c.data, len));
+        self.raw_len += len;
     }
 }
 
-/// The project's dictionary: the stored one, else one made of its first archived bytes (none
-/// while it has fewer than [`MIN_DICT_BYTES`]).
-async fn dict_for(
+/// Pack project `project`'s finished files into blocks, in file id order; with `whole_only`,
+/// only full blocks (the rest waits for the project to settle).
+async fn pack_project(
     store: &Store,
     project: &str,
-    dicts: &mut Dicts,
+    whole_only: bool,
+    stop: &Stop<'_>,
     report: &mut PackReport,
-) -> Result<Option<(i64, Arc<PackDict>)>, PackError> {
-    if let Some((p, d)) = dicts {
-        if p == project {
-            return Ok(d.clone());
+    files: &mut HashSet<(i64, i64)>,
+) -> Result<(), PackError> {
+    let mut block = Gathered::default();
+    let mut after = 0;
+    loop {
+        let page = store.pack_files(project, after, 64).await?;
+        let Some(&(last, _)) = page.last() else { break };
+        after = last;
+        for (file_id, generation) in page {
+            let mut from = 0;
+            loop {
+                let chunks = store.archive_unpacked(file_id, generation, from).await?;
+                if chunks.is_empty() {
+                    break;
+                }
+                for c in chunks {
+                    from = c.end_off;
+                    if c.dict_id.is_some() || c.block_id.is_some() {
+                        return Err(PackError::Data {
+                            file_id,
+                            source: std::io::Error::other(
+                                "an unpacked chunk names a dictionary or a block",
+                            ),
+                        });
+                    }
+                    let len = (c.end_off - c.start_off) as u64;
+                    if block.raw_len > 0 && block.raw_len + len > BLOCK_BYTES {
+                        seal(store, project, std::mem::take(&mut block), report, files).await?;
+                        if stop.now() {
+                            return Ok(());
+                        }
+                    }
+                    block.take(file_id, generation, c);
+                }
+            }
         }
     }
-    // The previous project's goes before this one's is prepared.
-    *dicts = None;
-    let made = match store.archive_dict_of(project).await? {
-        Some(d) => Some((d.id, prepare(d).await?)),
-        None => {
-            let (raw, sources) = first_bytes(store, project).await?;
-            if raw.len() < MIN_DICT_BYTES {
-                // Not cached: the project may grow enough by the next pass.
-                return Ok(None);
+    if block.raw_len > 0 && !whole_only {
+        seal(store, project, block, report, files).await?;
+    }
+    Ok(())
+}
+
+/// Compress a gathered block (off the runtime, at low priority) and store it in place of its
+/// frames; counted as skipped when they changed meanwhile.
+async fn seal(
+    store: &Store,
+    project: &str,
+    block: Gathered,
+    report: &mut PackReport,
+    files: &mut HashSet<(i64, i64)>,
+) -> Result<(), PackError> {
+    let Gathered {
+        frames,
+        raw_len,
+        members,
+    } = block;
+    let first = members.first().map_or(0, |m| m.file_id);
+    let before: u64 = frames.iter().map(|(d, _)| d.len() as u64).sum();
+    let data = off_runtime(first, move || {
+        super::priority::reading_thread();
+        let mut raw = Vec::with_capacity(usize::try_from(raw_len).unwrap_or(0));
+        for (data, len) in &frames {
+            archive::decode_into(data, *len, None, &mut raw)?;
+        }
+        archive::pack(&raw)
+    })
+    .await?;
+    if !store
+        .add_block(project, raw_len as i64, &data, &members)
+        .await?
+    {
+        report.skipped += 1;
+        return Ok(());
+    }
+    report.blocks += 1;
+    report.chunks += members.iter().map(|m| m.replaces.len() as u64).sum::<u64>();
+    report.raw_bytes += raw_len;
+    report.bytes_before += before;
+    report.bytes_after += data.len() as u64;
+    files.extend(members.iter().map(|m| (m.file_id, m.generation)));
+    Ok(())
+}
+
+/// Give the other chunks of every block a prune retired frames of their own (packing takes
+/// them again), then delete the block; the blocks deleted. Stops early on `cancel` or at
+/// `deadline`, leaving the rest for the next pass.
+pub async fn retire_blocks(
+    store: &Store,
+    cancel: &CancellationToken,
+    deadline: Option<Instant>,
+) -> Result<u64, PackError> {
+    let mut dropped = 0;
+    loop {
+        let ids = store.retired_blocks(16).await?;
+        if ids.is_empty() {
+            return Ok(dropped);
+        }
+        let mut progress = false;
+        for id in ids {
+            if cancel.is_cancelled() || deadline.is_some_and(|d| Instant::now() > d) {
+                return Ok(dropped);
             }
-            let frame = archive::dict_frame(&raw)
-                .map_err(|source| PackError::Data { file_id: 0, source })?;
-            let id = store
-                .add_archive_dict(project, raw.len() as i64, &frame)
+            let members = store.block_members(id).await?;
+            if let (Some(first), Some(block)) = (members.first(), store.archive_block(id).await?) {
+                let file_id = first.file_id;
+                let parts = members.clone();
+                let frames = off_runtime(file_id, move || {
+                    super::priority::reading_thread();
+                    let raw = archive::decode(&block.data, block.raw_len as u64, None)?;
+                    parts
+                        .iter()
+                        .map(|m| {
+                            let len = (m.end_off - m.start_off) as u64;
+                            let bytes = archive::member(&raw, m.block_off as u64, len)?;
+                            archive::compress(bytes, archive::LIVE_LEVEL)
+                        })
+                        .collect::<std::io::Result<Vec<_>>>()
+                })
                 .await?;
-            // A prune that removed some of those bytes meanwhile retired the dictionaries the
-            // project had then, not this one: it is retired here (`store::retire`).
-            if !store.dict_sources_present(&sources).await? {
-                store.retire_dict(id).await?;
-                *dicts = Some((project.to_string(), None));
-                return Ok(None);
+                for (m, data) in members.iter().zip(frames) {
+                    store.unpack_member(id, m, &data).await?;
+                }
             }
-            report.dicts += 1;
-            report.dict_bytes += frame.len() as u64;
-            // Another packer may have stored the first one: use whichever is first.
-            match store.archive_dict(id).await? {
-                Some(d) => Some((d.id, prepare(d).await?)),
-                None => None,
+            if store.drop_block(id).await? {
+                dropped += 1;
+                progress = true;
+                tracing::info!(block = id, "retired archive block deleted");
             }
         }
-    };
-    *dicts = Some((project.to_string(), made.clone()));
-    Ok(made)
+        if !progress {
+            return Ok(dropped);
+        }
+    }
 }
 
 /// The level a chunk of a retired dictionary is compressed again at, alone: fast, since packing
-/// takes it again against the project's next dictionary.
+/// takes it again into a block.
 const UNBOUND_LEVEL: i32 = 3;
 
 /// Compress every chunk packed against a retired dictionary again without it, then empty the
@@ -192,7 +361,7 @@ pub async fn retire_dicts(
                 let (chunk, data) = off_runtime(file_id, move || {
                     super::priority::reading_thread();
                     let len = (chunk.end_off - chunk.start_off) as u64;
-                    let raw = archive::decode(&chunk.data, len, Some(d.dict()))?;
+                    let raw = archive::decode(&chunk.data, len, Some(&d))?;
                     let data = archive::compress(&raw, UNBOUND_LEVEL)?;
                     Ok((chunk, data))
                 })
@@ -224,180 +393,12 @@ async fn off_runtime<T: Send + 'static>(
 }
 
 /// A stored dictionary, decoded and prepared off the runtime.
-async fn prepare(d: crate::store::StoredDict) -> Result<Arc<PackDict>, PackError> {
+async fn prepare(d: crate::store::StoredDict) -> Result<Arc<archive::Dict>, PackError> {
     off_runtime(0, move || {
         let raw = archive::decode(&d.data, d.raw_len as u64, None)?;
-        Ok(Arc::new(PackDict::new(Arc::from(raw))))
+        Ok(Arc::new(archive::Dict::new(Arc::from(raw))))
     })
     .await
-}
-
-/// Up to [`DICT_BYTES`] of the project's archived bytes, its files in id order, and the file
-/// generations they came from.
-async fn first_bytes(
-    store: &Store,
-    project: &str,
-) -> Result<(Vec<u8>, Vec<(i64, i64)>), PackError> {
-    let mut raw = Vec::new();
-    let mut sources = Vec::new();
-    let mut after = 0;
-    'files: loop {
-        let files = store.project_archived(project, after, 32).await?;
-        let Some(&(last, _)) = files.last() else {
-            break;
-        };
-        after = last;
-        for (id, generation) in files {
-            let mut from = 0;
-            loop {
-                let chunks = store.archive_chunks(id, generation, from).await?;
-                let Some(l) = chunks.last() else { break };
-                from = l.end_off;
-                for c in &chunks {
-                    if c.dict_id.is_some() {
-                        // A chunk already packed against a dictionary: this project has one.
-                        continue;
-                    }
-                    let bytes = decode_chunk(id, c)?;
-                    if sources.last() != Some(&(id, generation)) {
-                        sources.push((id, generation));
-                    }
-                    let room = DICT_BYTES - raw.len();
-                    raw.extend_from_slice(&bytes[..bytes.len().min(room)]);
-                    if raw.len() >= DICT_BYTES {
-                        break 'files;
-                    }
-                }
-            }
-        }
-    }
-    Ok((raw, sources))
-}
-
-/// A chunk compressed alone.
-fn decode_chunk(file_id: i64, c: &StoredChunk) -> Result<Vec<u8>, PackError> {
-    archive::decode(&c.data, (c.end_off - c.start_off) as u64, None)
-        .map_err(|source| PackError::Data { file_id, source })
-}
-
-/// Pack one file generation's unpacked chunks into blocks of at most [`BLOCK_BYTES`]; `false`
-/// when its chunks changed meanwhile (left for a later pass).
-async fn pack_file(
-    store: &Store,
-    c: &PackCandidate,
-    dicts: &mut Dicts,
-    report: &mut PackReport,
-) -> Result<bool, PackError> {
-    let dict = dict_for(store, &c.project, dicts, report).await?;
-    let prepared = dict.as_ref().map(|(_, d)| d.clone());
-    let mut from = 0;
-    let mut run: Vec<StoredChunk> = Vec::new();
-    let mut run_raw: u64 = 0;
-    let mut blocks = 0;
-    loop {
-        let chunks = store
-            .archive_unpacked(c.file_id, c.generation, from)
-            .await?;
-        let done = chunks.is_empty();
-        for ch in chunks {
-            from = ch.end_off;
-            // A block is a contiguous run of whole chunks.
-            let contiguous = run.last().is_none_or(|l| l.end_off == ch.start_off);
-            if !run.is_empty()
-                && (!contiguous || run_raw + (ch.end_off - ch.start_off) as u64 > BLOCK_BYTES)
-            {
-                let taken = std::mem::take(&mut run);
-                let id = dict.as_ref().map(|d| d.0);
-                if !pack_run(store, c, &taken, id, prepared.clone(), report).await? {
-                    return Ok(false);
-                }
-                blocks += 1;
-                run_raw = 0;
-            }
-            run_raw += (ch.end_off - ch.start_off) as u64;
-            run.push(ch);
-        }
-        if done {
-            break;
-        }
-    }
-    if !run.is_empty() {
-        let id = dict.as_ref().map(|d| d.0);
-        if !pack_run(store, c, &run, id, prepared, report).await? {
-            return Ok(false);
-        }
-        blocks += 1;
-    }
-    if blocks > 0 {
-        report.files += 1;
-    }
-    Ok(true)
-}
-
-/// Pack one run of chunks as one block, off the runtime; `false` when the swap found them
-/// changed.
-async fn pack_run(
-    store: &Store,
-    c: &PackCandidate,
-    run: &[StoredChunk],
-    dict_id: Option<i64>,
-    dict: Option<Arc<PackDict>>,
-    report: &mut PackReport,
-) -> Result<bool, PackError> {
-    let (Some(first), Some(last)) = (run.first(), run.last()) else {
-        return Ok(true);
-    };
-    // A single chunk packed already at this level and dictionary gains nothing: still it is
-    // marked packed, so that it is not taken again.
-    let file_id = c.file_id;
-    let frames: Vec<(Vec<u8>, u64, Option<i64>)> = run
-        .iter()
-        .map(|ch| {
-            (
-                ch.data.clone(),
-                (ch.end_off - ch.start_off) as u64,
-                ch.dict_id,
-            )
-        })
-        .collect();
-    let before: u64 = run.iter().map(|ch| ch.data.len() as u64).sum();
-    let packed = off_runtime(file_id, move || {
-        super::priority::reading_thread();
-        let mut raw = Vec::new();
-        for (data, len, id) in &frames {
-            if id.is_some() {
-                return Err(std::io::Error::other(
-                    "an unpacked chunk names a dictionary",
-                ));
-            }
-            archive::decode_into(data, *len, None, &mut raw)?;
-        }
-        archive::pack(&raw, dict.as_deref())
-    })
-    .await?;
-    let block = ArchiveChunk {
-        generation: c.generation,
-        start: first.start_off as u64,
-        end: last.end_off as u64,
-        data: packed,
-        packed: true,
-        partial: false,
-    };
-    let old: Vec<i64> = run.iter().map(|ch| ch.start_off).collect();
-    let after = block.data.len() as u64;
-    let raw = block.end - block.start;
-    if !store
-        .swap_archive_chunks(c.file_id, &old, std::slice::from_ref(&block), dict_id)
-        .await?
-    {
-        return Ok(false);
-    }
-    report.chunks += run.len() as u64;
-    report.blocks += 1;
-    report.raw_bytes += raw;
-    report.bytes_before += before;
-    report.bytes_after += after;
-    Ok(true)
 }
 
 /// The daemon's packer: a pass of at most a few seconds every `interval` until `cancel`.
@@ -407,7 +408,14 @@ pub async fn worker(store: Store, interval: Duration, cancel: CancellationToken)
             _ = cancel.cancelled() => return,
             _ = tokio::time::sleep(interval) => {}
         }
-        match pack_pending(&store, Some(Duration::from_secs(5)), &cancel).await {
+        match pack_pending(
+            &store,
+            Which::Settled,
+            Some(Duration::from_secs(5)),
+            &cancel,
+        )
+        .await
+        {
             Ok(r) if r.blocks > 0 => tracing::debug!(
                 files = r.files,
                 blocks = r.blocks,

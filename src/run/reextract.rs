@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use super::pump::{Pipeline, PumpEnd, Tracked};
-use super::restore::{materialize, Dicts, RestoreError};
+use super::restore::{materialize, RestoreError, Shared};
 use crate::config::Config;
 use crate::store::{ArchiveFilter, Store, StoreError};
 
@@ -110,12 +110,12 @@ pub async fn reextract(
             cancel.clone(),
         );
         tokio::spawn(async move {
-            let mut dicts = Dicts::default();
+            let mut shared = Shared::default();
             for id in ids {
                 if cancel.is_cancelled() {
                     break;
                 }
-                let r = prepare(&store, &id, &scratch, &mut dicts).await;
+                let r = prepare(&store, &id, &scratch, &mut shared).await;
                 if tx.send((id, r)).await.is_err() {
                     break;
                 }
@@ -198,7 +198,7 @@ async fn prepare(
     store: &Store,
     session_id: &str,
     scratch: &Path,
-    dicts: &mut Dicts,
+    shared: &mut Shared,
 ) -> Result<Option<Prepared>, ReextractError> {
     let filter = ArchiveFilter {
         session_ids: Some(vec![session_id.to_string()]),
@@ -224,7 +224,7 @@ async fn prepare(
     };
     for f in &archived {
         let copy = scratch.join(format!("{}.jsonl", f.id));
-        let written = materialize(store, f, dicts, &copy).await;
+        let written = materialize(store, f, shared, &copy).await;
         p.copies.push((f.id, copy));
         match written {
             Ok(Ok(n)) => p.bytes += n,

@@ -12,7 +12,7 @@ use super::{Store, StoreError};
 use crate::extract::rows::{ArchiveChunk, PreparedBatch, Sidecar};
 
 /// `archive_chunks.codec` of a zstd frame (`crate::archive::CODEC_ZSTD`).
-const CODEC_ZSTD: i64 = 1;
+pub(super) const CODEC_ZSTD: i64 = 1;
 
 /// The chunks and sidecars of the accepted batches of a group, in its transaction. A chunk that
 /// starts where a stored one does replaces it: only a partial last line (migration 0019) can be
@@ -136,21 +136,15 @@ pub struct StoredChunk {
     pub codec: i64,
     /// A last line without its newline.
     pub partial: bool,
-    /// The dictionary it was compressed against (`archive_dicts.id`).
+    /// The dictionary it was compressed against (`archive_dicts.id`; only chunks packed before
+    /// issue 48 name one).
     pub dict_id: Option<i64>,
+    /// The block that holds its bytes (`archive_blocks.id`; then `data` is empty).
+    pub block_id: Option<i64>,
+    /// Where its bytes start in that block.
+    pub block_off: Option<i64>,
     /// The encoded bytes.
     pub data: Vec<u8>,
-}
-
-/// A file generation with chunks packing has not reached, in a finished session.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct PackCandidate {
-    /// `files.id`.
-    pub file_id: i64,
-    /// Its current generation.
-    pub generation: i64,
-    /// Its project folder (the dictionary's).
-    pub project: String,
 }
 
 /// A stored dictionary.
@@ -242,7 +236,7 @@ impl Store {
         from: i64,
     ) -> Result<Vec<StoredChunk>, StoreError> {
         let q = Sql::new(
-            "SELECT start_off, end_off, codec, partial, dict_id, data FROM archive_chunks \
+            "SELECT start_off, end_off, codec, partial, dict_id, block_id, block_off, data FROM archive_chunks \
              WHERE file_id = $1 AND generation = $2 AND start_off >= $3 \
              ORDER BY start_off LIMIT $4",
         )
@@ -276,7 +270,8 @@ impl Store {
             self.fetch_optional(&q).await?.unwrap_or_default();
         let q = Sql::new(
             "SELECT CAST(COALESCE((SELECT SUM(LENGTH(data)) FROM archive_sidecars), 0) \
-             + COALESCE((SELECT SUM(LENGTH(data)) FROM archive_dicts), 0) AS BIGINT)",
+             + COALESCE((SELECT SUM(LENGTH(data)) FROM archive_dicts), 0) \
+             + COALESCE((SELECT SUM(LENGTH(data)) FROM archive_blocks), 0) AS BIGINT)",
         );
         let sidecars = self.fetch_i64(&q).await?;
         Ok(ArchiveTotals {
@@ -288,25 +283,9 @@ impl Store {
     }
 }
 
-/// Packing (`run::pack`): what is left to pack, the projects' dictionaries, and the swap.
+/// Packing (`run::pack`; the blocks are `store::blocks`'): what is left to pack, and the
+/// dictionaries of chunks packed before issue 48.
 impl Store {
-    /// Up to `limit` file generations of finished sessions with chunks not packed yet, project
-    /// by project (the packer holds one project's dictionary at a time).
-    pub async fn archive_pack_candidates(
-        &self,
-        limit: i64,
-    ) -> Result<Vec<PackCandidate>, StoreError> {
-        let q = Sql::new(
-            "SELECT f.id AS file_id, f.generation, f.project FROM files f \
-             WHERE EXISTS (SELECT 1 FROM archive_chunks a WHERE a.file_id = f.id \
-             AND a.generation = f.generation AND NOT a.packed AND NOT a.partial) \
-             AND EXISTS (SELECT 1 FROM sessions s WHERE s.session_id = f.session_id \
-             AND s.status = 'finished') ORDER BY f.project, f.id LIMIT $1",
-        )
-        .arg(limit);
-        self.fetch_all(&q).await
-    }
-
     /// The chunks of a file generation packing has not reached (partial lines left out), from
     /// offset `from` on, at most [`CHUNKS_PER_FETCH`].
     pub async fn archive_unpacked(
@@ -316,7 +295,7 @@ impl Store {
         from: i64,
     ) -> Result<Vec<StoredChunk>, StoreError> {
         let q = Sql::new(
-            "SELECT start_off, end_off, codec, partial, dict_id, data FROM archive_chunks \
+            "SELECT start_off, end_off, codec, partial, dict_id, block_id, block_off, data FROM archive_chunks \
              WHERE file_id = $1 AND generation = $2 AND start_off >= $3 AND NOT packed \
              AND NOT partial ORDER BY start_off LIMIT $4",
         )
@@ -327,129 +306,9 @@ impl Store {
         self.fetch_all(&q).await
     }
 
-    /// The first dictionary of `project`, if it has one.
-    pub async fn archive_dict_of(&self, project: &str) -> Result<Option<StoredDict>, StoreError> {
-        let q = Sql::new(format!(
-            "SELECT d.id, d.raw_len, d.data FROM archive_dicts d WHERE d.project = $1 AND {} \
-             ORDER BY d.id LIMIT 1",
-            super::retire::LIVE_DICT
-        ))
-        .arg(project);
-        self.fetch_optional(&q).await
-    }
-
     /// Dictionary `id`.
     pub async fn archive_dict(&self, id: i64) -> Result<Option<StoredDict>, StoreError> {
         let q = Sql::new("SELECT id, raw_len, data FROM archive_dicts WHERE id = $1").arg(id);
         self.fetch_optional(&q).await
-    }
-
-    /// Store a dictionary of `project`; the id of the project's first one (another packer may
-    /// have stored one meanwhile: every chunk of a project then names the same).
-    pub async fn add_archive_dict(
-        &self,
-        project: &str,
-        raw_len: i64,
-        data: &[u8],
-    ) -> Result<i64, StoreError> {
-        let q = Sql::new(
-            "INSERT INTO archive_dicts (project, raw_len, data, created_at) VALUES ($1, $2, $3, $4)",
-        )
-        .arg(project)
-        .arg(raw_len)
-        .arg(Cow::Borrowed(data))
-        .arg(crate::extract::rows::now_iso());
-        self.execute(&q).await?;
-        let q = Sql::new(format!(
-            "SELECT d.id FROM archive_dicts d WHERE d.project = $1 AND {} ORDER BY d.id LIMIT 1",
-            super::retire::LIVE_DICT
-        ))
-        .arg(project);
-        self.fetch_i64(&q).await
-    }
-
-    /// Up to `limit` archived file generations of finished sessions of `project` after file id
-    /// `after`, in id order (a dictionary is made of their first bytes). Why finished only:
-    /// those are what packing compresses against it; a live session's bytes in the dictionary
-    /// would be stored twice, in it and in the session's own chunks, until that session ends.
-    pub async fn project_archived(
-        &self,
-        project: &str,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<(i64, i64)>, StoreError> {
-        let q = Sql::new(
-            "SELECT f.id, f.generation FROM files f WHERE f.project = $1 AND f.id > $2 \
-             AND EXISTS (SELECT 1 FROM archive_chunks a WHERE a.file_id = f.id \
-             AND a.generation = f.generation) AND EXISTS (SELECT 1 FROM sessions s \
-             WHERE s.session_id = f.session_id AND s.status = 'finished') \
-             ORDER BY f.id LIMIT $3",
-        )
-        .arg(project)
-        .arg(after)
-        .arg(limit);
-        self.fetch_all(&q).await
-    }
-
-    /// Replace the unpacked chunks starting at `old` (of one file generation) by `blocks`, in
-    /// one transaction; `false` (nothing changed) when those chunks are no longer all there
-    /// unpacked (a restore or another packer got there first).
-    pub async fn swap_archive_chunks(
-        &self,
-        file_id: i64,
-        old: &[i64],
-        blocks: &[ArchiveChunk],
-        dict_id: Option<i64>,
-    ) -> Result<bool, StoreError> {
-        let Some(generation) = blocks.first().map(|b| b.generation) else {
-            return Ok(false);
-        };
-        let mut pooled = self.acquire().await?;
-        let mut tx = pooled.begin().await?;
-        let mut q = Sql::new("DELETE FROM archive_chunks WHERE file_id = ");
-        q.push_bind(file_id)
-            .push(" AND generation = ")
-            .push_bind(generation)
-            .push(" AND NOT packed AND NOT partial AND ")
-            .push_in("start_off", old.iter().copied());
-        let gone = tx.conn().execute(&q.not_persistent()).await?;
-        if gone != old.len() as u64 {
-            // Dropped, the transaction rolls back.
-            return Ok(false);
-        }
-        if let Some(d) = dict_id {
-            // The dictionary must still be in use: a prune may have retired it since the
-            // packer loaded it (`store::retire`; the shared lock orders this against emptying
-            // it on PostgreSQL, SQLite's write lock is held already).
-            let mut q = Sql::new(format!(
-                "SELECT d.id FROM archive_dicts d WHERE d.id = $1 AND {}",
-                super::retire::LIVE_DICT
-            ))
-            .arg(d);
-            if tx.conn().backend() == super::sql::Backend::Postgres {
-                q.push(" FOR SHARE OF d");
-            }
-            if tx.conn().fetch_all::<(i64,)>(&q).await?.is_empty() {
-                return Ok(false);
-            }
-        }
-        for b in blocks {
-            let q = Sql::new(
-                "INSERT INTO archive_chunks (file_id, generation, start_off, end_off, codec, \
-                 dict_id, packed, partial, data) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-            )
-            .arg(file_id)
-            .arg(b.generation)
-            .arg(b.start as i64)
-            .arg(b.end as i64)
-            .arg(CODEC_ZSTD)
-            .arg(dict_id)
-            .arg(true)
-            .arg(false)
-            .arg(Cow::Borrowed(b.data.as_slice()));
-            tx.conn().execute(&q).await?;
-        }
-        tx.commit().await?;
-        Ok(true)
     }
 }

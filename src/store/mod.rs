@@ -22,6 +22,7 @@
 //! are closed by `run` and handed to [`sessions`]).
 
 mod archive;
+mod blocks;
 mod commit;
 mod conn;
 mod copies;
@@ -62,8 +63,9 @@ pub use page::{Page, Paged};
 pub use vocab::{FeedbackType, SessionStatus, SummaryKind};
 
 pub use archive::{
-    ArchiveFilter, ArchiveTotals, ArchivedFile, BoundChunk, PackCandidate, StoredChunk, StoredDict,
+    ArchiveFilter, ArchiveTotals, ArchivedFile, BoundChunk, StoredChunk, StoredDict,
 };
+pub use blocks::{BlockMember, NewMember, PackProject, StoredBlock};
 pub use commit::WriterConn;
 pub use episodes::SnippetSource;
 pub use files::FileRecord;

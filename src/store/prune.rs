@@ -183,6 +183,14 @@ async fn prune_sessions(
         ") ON CONFLICT (dict_id) DO NOTHING",
     ))
     .await?;
+    super::blocks::retire_pruned(
+        c,
+        in_ids(
+            &format!("DELETE FROM archive_chunks WHERE block_id IS NOT NULL AND {files}"),
+            ") RETURNING block_id",
+        ),
+    )
+    .await?;
     for table in ["archive_chunks", "archive_sidecars", "messages"] {
         c.execute(&in_ids(&format!("DELETE FROM {table} WHERE {files}"), ")"))
             .await?;

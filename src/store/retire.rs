@@ -1,25 +1,18 @@
-//! Retired dictionaries (migration 0023, `archive_dicts_retired`): a project's dictionary holds
-//! its first archived bytes, so once `prune` removes sessions of that project it may hold
-//! theirs. `prune` marks it retired in the same transaction; `run::pack::retire_dicts` then
-//! compresses every chunk that names it again without it and empties it, so what was pruned is
-//! gone from the archive too. A retired dictionary is never used to pack again; the project
-//! gets a new one made of what is left.
+//! Retired dictionaries (migration 0023, `archive_dicts_retired`). Packing made a project's
+//! dictionary of its first archived bytes until issue 48; since then it makes none, and
+//! migration 0030 retired every one. `run::pack::retire_dicts` compresses every chunk that names
+//! a retired dictionary again without it (packing then takes it into a block) and empties the
+//! dictionary. A prune still retires its projects' dictionaries, in case one is left.
 //!
 //! Why emptied rather than deleted: SQLite gives a deleted row's id to the next row, and a
 //! reader holding the old dictionary by id (a restore in progress) would decode a new chunk
-//! with the wrong one. Why the row locks: the daemon's packer may hold a dictionary it loaded
-//! before the prune; a block it packs against it must either commit before the dictionary is
-//! emptied (and is then compressed again) or be refused (`Store::swap_archive_chunks` checks).
+//! with the wrong one.
 
 use std::borrow::Cow;
 
 use super::archive::BoundChunk;
 use super::sql::{Backend, Sql};
 use super::{Store, StoreError};
-
-/// `dict_id` is neither retired nor emptied (a condition on `archive_dicts` as `d`).
-pub(super) const LIVE_DICT: &str =
-    "d.raw_len > 0 AND d.id NOT IN (SELECT dict_id FROM archive_dicts_retired)";
 
 impl Store {
     /// The retired dictionaries not emptied yet, and their projects, oldest first.
@@ -108,38 +101,5 @@ impl Store {
         tx.conn().execute(&q).await?;
         tx.commit().await?;
         Ok(true)
-    }
-
-    /// Whether every file generation a dictionary was made of still has its chunks; on
-    /// PostgreSQL it waits for a prune deleting them to end. Why: a packer builds a dictionary
-    /// from chunks it read before a prune that then removed them, and stores it after: such a
-    /// dictionary holds pruned bytes, so the packer retires it (`run::pack`).
-    pub async fn dict_sources_present(&self, sources: &[(i64, i64)]) -> Result<bool, StoreError> {
-        for &(file_id, generation) in sources {
-            let mut q = Sql::new(
-                "SELECT start_off FROM archive_chunks WHERE file_id = $1 AND generation = $2 \
-                 ORDER BY start_off LIMIT 1",
-            )
-            .arg(file_id)
-            .arg(generation);
-            if self.backend() == Backend::Postgres {
-                q.push(" FOR SHARE");
-            }
-            if self.fetch_all::<(i64,)>(&q).await?.is_empty() {
-                return Ok(false);
-            }
-        }
-        Ok(true)
-    }
-
-    /// Retire dictionary `dict_id` (see the module docs).
-    pub async fn retire_dict(&self, dict_id: i64) -> Result<(), StoreError> {
-        let q = Sql::new(
-            "INSERT INTO archive_dicts_retired (dict_id) SELECT $1 WHERE true \
-             ON CONFLICT (dict_id) DO NOTHING",
-        )
-        .arg(dict_id);
-        self.execute(&q).await?;
-        Ok(())
     }
 }

@@ -1,11 +1,11 @@
-//! `prune` removes what it says from every place it was kept: the project dictionaries that
-//! packing made of the pruned sessions' first bytes, and the files' episode states.
+//! `prune` removes what it says from every place it was kept: the packed blocks that held the
+//! pruned sessions' bytes beside other sessions', and the files' episode states.
 
 use crate::both_backends;
 use crate::common::*;
 
-/// Two of the five sessions of the fixture project last active before 2026-04-10: the
-/// dictionary packing makes of the project's first bytes holds these.
+/// Two of the five sessions of the fixture project last active before 2026-04-10: packing puts
+/// them in a block with sessions that stay.
 const PRUNED: [&str; 2] = [
     "44ef5cbf-9cc3-4f7b-ac40-337a4d39713b",
     "5fbb940a-c7f3-404d-bf66-a028fcc250ec",
@@ -19,17 +19,17 @@ async fn scalar(store: &gleaner::store::Store, sql: &str) -> i64 {
     .expect(sql)
 }
 
-/// Every dictionary's raw bytes (a retired one is emptied, its row kept).
-async fn dictionaries(store: &gleaner::store::Store) -> Vec<Vec<u8>> {
-    let sql = "SELECT data FROM archive_dicts WHERE raw_len > 0 ORDER BY id";
+/// Every block's raw bytes.
+async fn blocks(store: &gleaner::store::Store) -> Vec<Vec<u8>> {
+    let sql = "SELECT data FROM archive_blocks ORDER BY id";
     let frames: Vec<Vec<u8>> = match store {
         gleaner::store::Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
         gleaner::store::Store::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
     }
-    .expect("dictionaries");
+    .expect("blocks");
     frames
         .iter()
-        .map(|f| zstd::decode_all(&f[..]).expect("a dictionary decodes"))
+        .map(|f| zstd::decode_all(&f[..]).expect("a block decodes"))
         .collect()
 }
 
@@ -53,26 +53,30 @@ async fn prune_everywhere(backend: Backend) {
     env.ingest();
     run(&env, &["pack", "--json"]);
     let store = env.store().await;
-    let before = dictionaries(&store).await;
-    assert!(
-        before.iter().any(|d| PRUNED.iter().any(|s| holds(d, s))),
-        "the fixture's dictionary holds a session to prune"
-    );
+    let before = blocks(&store).await;
+    let shared = before
+        .iter()
+        .filter(|b| PRUNED.iter().any(|s| holds(b, s)))
+        .count();
+    assert!(shared > 0, "a block holds a session to prune");
+    let loose = "SELECT COUNT(*) FROM archive_chunks WHERE NOT packed AND NOT partial";
+    let loose_before = scalar(&store, loose).await;
 
     let done = run(
         &env,
         &["prune", "--before", "2026-04-10", "--yes", "--json"],
     );
     assert_eq!(done["sessions"], 5, "{done}");
-    assert_eq!(done["dictionaries_retired"], before.len(), "{done}");
-    assert_eq!(
-        scalar(
-            &store,
-            "SELECT COUNT(*) FROM archive_dicts WHERE raw_len > 0"
-        )
-        .await,
-        0
+    assert_eq!(done["blocks_retired"], shared, "{done}");
+    assert!(
+        scalar(&store, loose).await > loose_before,
+        "the sessions that stay, taken out of those blocks, have frames of their own"
     );
+    for b in blocks(&store).await {
+        for s in PRUNED {
+            assert!(!holds(&b, s), "a block still holds pruned session {s}");
+        }
+    }
     assert_eq!(
         scalar(
             &store,
@@ -84,16 +88,16 @@ async fn prune_everywhere(backend: Backend) {
         "the pruned files' episode states are gone"
     );
 
-    // Packing again makes the project a dictionary of what is left.
+    // Packing again takes what is left into new blocks.
     let packed = run(&env, &["pack", "--json"]);
-    assert_eq!(packed["dicts"], 1, "{packed}");
-    for d in dictionaries(&store).await {
+    assert!(packed["blocks"].as_u64().is_some_and(|n| n > 0), "{packed}");
+    for b in blocks(&store).await {
         for s in PRUNED {
-            assert!(!holds(&d, s), "a dictionary still holds pruned session {s}");
+            assert!(!holds(&b, s), "a block still holds pruned session {s}");
         }
     }
 
-    // Every session left comes back byte for byte from chunks compressed again.
+    // Every session left comes back byte for byte from the new blocks.
     let out_dir = env.dir.path().join("restored");
     let out = env
         .cmd()
@@ -141,8 +145,7 @@ async fn prune_everywhere(backend: Backend) {
         "episode from line {first} of {lines}"
     );
 
-    // A packer that loaded the old dictionary before the prune cannot bind chunks to it now.
-    let retired: i64 = scalar(&store, "SELECT MIN(dict_id) FROM archive_dicts_retired").await;
+    // A packer that read frames before the prune took them cannot store a block of them.
     let (file_id, generation, start) = match &store {
         gleaner::store::Store::Sqlite(p) => {
             sqlx::query_as::<_, (i64, i64, i64)>(UNPACKED)
@@ -156,29 +159,25 @@ async fn prune_everywhere(backend: Backend) {
         }
     }
     .expect("an unpacked chunk");
-    let block = gleaner::extract::rows::ArchiveChunk {
+    let count = "SELECT COUNT(*) FROM archive_blocks";
+    let stored = scalar(&store, count).await;
+    let gone = gleaner::store::NewMember {
+        file_id,
         generation,
-        start: start as u64,
-        end: start as u64 + 1,
-        data: vec![0],
-        packed: true,
-        partial: false,
+        start,
+        end: start + 2,
+        block_off: 0,
+        replaces: vec![start, start + 1],
     };
-    let swapped = store
-        .swap_archive_chunks(file_id, &[start], &[block], Some(retired))
+    let added = store
+        .add_block("-home-vwestberg-Claude", 2, &[0, 0], &[gone])
         .await
-        .expect("swap");
-    assert!(
-        !swapped,
-        "a block packed against a retired dictionary is refused"
-    );
+        .expect("add a block");
+    assert!(!added, "a block whose frames are gone is refused");
     assert_eq!(
-        scalar(
-            &store,
-            &format!("SELECT COUNT(*) FROM archive_chunks WHERE dict_id = {retired}")
-        )
-        .await,
-        0
+        scalar(&store, count).await,
+        stored,
+        "and nothing is written"
     );
     store.close().await;
     env.cleanup().await;

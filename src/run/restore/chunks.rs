@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use super::{DictError, Dicts, FileReport, Outcome, RestoreError, RestoreReport, PAGE};
+use super::{FileReport, Outcome, RestoreError, RestoreReport, Shared, SharedError, PAGE};
 use crate::archive;
 use crate::store::{ArchiveFilter, ArchivedFile, Store, StoreError};
 
@@ -65,7 +65,7 @@ impl Problem {
 pub(super) async fn write_chunks(
     store: &Store,
     f: &ArchivedFile,
-    dicts: &mut Dicts,
+    shared: &mut Shared,
     out: &mut impl Write,
 ) -> Result<Result<u64, Problem>, ChunkError> {
     let mut pos: i64 = 0;
@@ -81,7 +81,7 @@ pub(super) async fn write_chunks(
         };
         let Some(last) = chunks.last() else { break };
         let next = last.end_off;
-        for c in &chunks {
+        for c in chunks {
             if c.start_off != pos {
                 return Ok(Err(Problem::missing(format!(
                     "the archive lacks bytes {pos} to {}",
@@ -94,28 +94,24 @@ pub(super) async fn write_chunks(
                     c.start_off, c.end_off, c.codec
                 ))));
             }
-            let want = (c.end_off - c.start_off) as u64;
-            let dict = match c.dict_id {
-                None => None,
-                Some(id) => match dicts.get(store, id).await {
-                    Ok(d) => Some(d),
-                    Err(DictError::Store(e)) if e.is_transient() && !e.is_corrupt() => {
-                        return Err(ChunkError::Store(e))
-                    }
-                    Err(e) => return Ok(Err(Problem::damaged(e.to_string()))),
-                },
+            let (start, end) = (c.start_off, c.end_off);
+            let enc = match shared.encoded(store, c).await {
+                Ok(e) => e,
+                Err(SharedError::Store(e)) if e.is_transient() && !e.is_corrupt() => {
+                    return Err(ChunkError::Store(e))
+                }
+                Err(e) => return Ok(Err(Problem::damaged(e.to_string()))),
             };
-            let bytes = match archive::decode(&c.data, want, dict.as_deref()) {
+            let bytes = match enc.bytes() {
                 Ok(b) => b,
                 Err(e) => {
                     return Ok(Err(Problem::damaged(format!(
-                        "the chunk of bytes {}-{} is damaged: {e}",
-                        c.start_off, c.end_off
+                        "the chunk of bytes {start}-{end} is damaged: {e}"
                     ))))
                 }
             };
             out.write_all(&bytes).map_err(ChunkError::Io)?;
-            pos = c.end_off;
+            pos = end;
         }
         if pos != next {
             break;
@@ -139,7 +135,7 @@ pub async fn verify(
     mut progress: impl FnMut(&FileReport),
 ) -> Result<RestoreReport, RestoreError> {
     let mut report = RestoreReport::default();
-    let mut dicts = Dicts::default();
+    let mut shared = Shared::default();
     let mut after = 0;
     loop {
         let files = store.archived_files(filter, after, PAGE).await?;
@@ -153,7 +149,7 @@ pub async fn verify(
                 bytes: 0,
                 detail: None,
             };
-            match write_chunks(store, f, &mut dicts, &mut io::sink()).await {
+            match write_chunks(store, f, &mut shared, &mut io::sink()).await {
                 Ok(Ok(n)) => {
                     r.bytes = n;
                     report.present += 1;

@@ -19,11 +19,13 @@ use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 
 mod chunks;
+mod shared;
 
 use crate::archive;
 use crate::store::{ArchiveFilter, ArchivedFile, Store, StoreError};
 pub use chunks::verify;
 use chunks::{write_chunks, ChunkError};
+pub use shared::{Shared, SharedError};
 
 /// What a restore is asked to do.
 #[derive(Debug, Clone)]
@@ -125,55 +127,6 @@ pub enum RestoreError {
 /// Files fetched per statement.
 const PAGE: i64 = 500;
 
-/// The archive's dictionaries met last, by id, prepared for decoding (at most [`DICTS_KEPT`]:
-/// each is 4 MiB, and a restore walks files in id order, so one project's files mostly come
-/// together).
-#[derive(Debug, Default)]
-pub struct Dicts(std::collections::HashMap<i64, std::sync::Arc<archive::Dict>>);
-
-/// Dictionaries a restore keeps at once.
-const DICTS_KEPT: usize = 4;
-
-impl Dicts {
-    /// Dictionary `id`, prepared (an error when it is missing or does not decode: the chunks
-    /// naming it cannot be read).
-    pub async fn get(
-        &mut self,
-        store: &Store,
-        id: i64,
-    ) -> Result<std::sync::Arc<archive::Dict>, DictError> {
-        if let Some(d) = self.0.get(&id) {
-            return Ok(d.clone());
-        }
-        let d = store
-            .archive_dict(id)
-            .await?
-            .ok_or(DictError::Missing(id))?;
-        let raw = archive::decode(&d.data, d.raw_len as u64, None)
-            .map_err(|e| DictError::Damaged(id, e))?;
-        let dict = std::sync::Arc::new(archive::Dict::new(raw.into()));
-        if self.0.len() >= DICTS_KEPT {
-            self.0.clear();
-        }
-        self.0.insert(id, dict.clone());
-        Ok(dict)
-    }
-}
-
-/// Why an archive dictionary cannot be used.
-#[derive(Debug, thiserror::Error)]
-pub enum DictError {
-    /// The database.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-    /// No such dictionary.
-    #[error("archive dictionary {0} is missing")]
-    Missing(i64),
-    /// It does not decode.
-    #[error("archive dictionary {0} does not decode: {1}")]
-    Damaged(i64, #[source] io::Error),
-}
-
 /// Restore what `opts` selects; `progress` is told each file's outcome.
 pub async fn restore(
     store: &Store,
@@ -181,14 +134,14 @@ pub async fn restore(
     mut progress: impl FnMut(&FileReport),
 ) -> Result<RestoreReport, RestoreError> {
     let mut report = RestoreReport::default();
-    let mut dicts = Dicts::default();
+    let mut shared = Shared::default();
     let mut after = 0;
     loop {
         let files = store.archived_files(&opts.filter, after, PAGE).await?;
         let Some(last) = files.last() else { break };
         after = last.id;
         for f in &files {
-            let r = restore_file(store, opts, f, &mut dicts).await?;
+            let r = restore_file(store, opts, f, &mut shared).await?;
             match r.outcome {
                 Outcome::Written | Outcome::WrittenBeside | Outcome::WrittenShort => {
                     report.written += 1;
@@ -270,7 +223,7 @@ async fn restore_file(
     store: &Store,
     opts: &RestoreOptions,
     f: &ArchivedFile,
-    dicts: &mut Dicts,
+    shared: &mut Shared,
 ) -> Result<FileReport, RestoreError> {
     let target = target_path(opts, f);
     let io_err = |path: &Path| {
@@ -291,7 +244,7 @@ async fn restore_file(
     let written = {
         let mut out =
             io::BufWriter::with_capacity(1 << 20, File::create(&tmp).map_err(io_err(&tmp))?);
-        let r = write_chunks(store, f, dicts, &mut out).await;
+        let r = write_chunks(store, f, shared, &mut out).await;
         let flushed = out
             .into_inner()
             .map_err(|e| e.into_error())
@@ -370,7 +323,7 @@ async fn restore_file(
 pub async fn materialize(
     store: &Store,
     f: &ArchivedFile,
-    dicts: &mut Dicts,
+    shared: &mut Shared,
     path: &Path,
 ) -> Result<Result<u64, String>, RestoreError> {
     let io_err = |source| RestoreError::Io {
@@ -378,7 +331,7 @@ pub async fn materialize(
         source,
     };
     let mut out = io::BufWriter::with_capacity(1 << 20, File::create(path).map_err(io_err)?);
-    let r = match write_chunks(store, f, dicts, &mut out).await {
+    let r = match write_chunks(store, f, shared, &mut out).await {
         Ok(r) => r.map_err(|p| p.why),
         Err(ChunkError::Store(e)) => return Err(e.into()),
         Err(ChunkError::Io(e)) => return Err(io_err(e)),
