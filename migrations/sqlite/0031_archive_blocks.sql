@@ -1,5 +1,5 @@
 -- Packing by project blocks (issue 48). A block is the bytes of several finished files of one
--- project, end to end, as one zstd frame (level 6, a window of the whole block): sessions of a
+-- project, end to end, as one zstd frame (level 9, a window of the whole block): sessions of a
 -- project repeat one another, and a window across them is what buys size. A chunk packed into a
 -- block keeps its row (its file, generation and byte range) with no data of its own: `block_id`
 -- names the block and `block_off` where its bytes start there. So a file's chunks still tile

@@ -352,10 +352,12 @@ fn archive_check(
             "archive",
             "ok",
             format!(
-                "{} files, {:.1} MB of transcripts in {:.1} MB{share}",
+                "{} files, {:.1} MB of transcripts in {:.1} MB{share}; {:.1} MB waiting to be \
+                 packed (live sessions, and projects active within the hour)",
                 t.files,
                 t.raw_bytes as f64 / 1e6,
-                t.stored_bytes as f64 / 1e6
+                t.stored_bytes as f64 / 1e6,
+                t.waiting_bytes as f64 / 1e6
             ),
             None,
         )

@@ -133,8 +133,8 @@ enum Command {
     /// Write archived transcripts back to disk, byte for byte (after Claude Code deleted them,
     /// or elsewhere with --to), sub-agents included; an existing file is never overwritten.
     Restore(restore::RestoreArgs),
-    /// Pack the archive now: the transcripts of finished sessions recompressed as large blocks
-    /// against their project's dictionary (the daemon does it in the background).
+    /// Pack the archive now: each project's finished transcripts compressed together in blocks
+    /// of up to 16 MiB (the daemon does it in the background once a project has settled).
     Pack {
         /// Print what was packed as JSON.
         #[arg(long)]

@@ -230,10 +230,12 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
         if a.files > 0 {
             writeln!(
                 out,
-                "archive   {} files, {:.1} MB of transcripts in {:.1} MB",
+                "archive   {} files, {:.1} MB of transcripts in {:.1} MB ({:.1} MB waiting to \
+                 be packed)",
                 a.files,
                 a.raw_bytes as f64 / 1e6,
-                a.stored_bytes as f64 / 1e6
+                a.stored_bytes as f64 / 1e6,
+                a.waiting_bytes as f64 / 1e6
             )?;
         }
     }

@@ -94,7 +94,7 @@ pub async fn reextract(
     // session, and the sessions in groups of `at_once`: a group is rewound in one transaction,
     // its files read concurrently (the writer commits them together), and recorded as current
     // in one more, while a reader prepares the next group's copies out of the archive (reads
-    // only, one dictionary cache for all). A pipeline per session, each step waiting on the
+    // only, one cache of blocks and dictionaries for all). A pipeline per session, each step waiting on the
     // one before, took five times the corpus's ingest; sessions written concurrently, each in
     // its own transactions, spent their time in SQLite's busy waits.
     let (pipeline, writer) = Pipeline::new(quiet.clone(), store.clone());
@@ -204,7 +204,7 @@ async fn prepare(
         session_ids: Some(vec![session_id.to_string()]),
         ..ArchiveFilter::default()
     };
-    let archived = store.archived_files(&filter, 0, 10_000).await?;
+    let archived = store.archived_files(&filter, ("", 0), 10_000).await?;
     let records = store.files_of_session(session_id).await?;
     // Every file of the session must come from the archive: one that does not would lose its
     // rows.

@@ -182,27 +182,38 @@ pub struct ArchiveTotals {
     pub chunks: i64,
     /// Transcript bytes they hold.
     pub raw_bytes: i64,
-    /// Their compressed size (sidecars and dictionaries included).
+    /// Their compressed size (sidecars, blocks and dictionaries included).
     pub stored_bytes: i64,
+    /// Transcript bytes packing has not reached yet (kept as ingest wrote them).
+    #[serde(default)]
+    pub waiting_bytes: i64,
 }
 
 /// Chunks fetched per statement while a file is walked (a packed block can be megabytes).
 const CHUNKS_PER_FETCH: i64 = 8;
 
 impl Store {
-    /// The archived transcripts the filter selects (empty ones included), after file id `after`, at most `limit`, in
-    /// id order (a restore walks them page by page: its memory does not grow with the store).
+    /// The archived transcripts the filter selects (empty ones included), after `after`
+    /// (project folder and file id; start from `("", 0)`), at most `limit`, in project then id
+    /// order: a restore walks them page by page (its memory does not grow with the store), and
+    /// one project's files together, as packing put them in its blocks, so each block is
+    /// decoded once.
     pub async fn archived_files(
         &self,
         f: &ArchiveFilter,
-        after: i64,
+        after: (&str, i64),
         limit: i64,
     ) -> Result<Vec<ArchivedFile>, StoreError> {
         let mut q = Sql::new(
             "SELECT f.id, f.machine, f.path, f.project, f.session_id, f.generation, \
-             f.byte_offset, f.size FROM files f WHERE f.id > ",
+             f.byte_offset, f.size FROM files f WHERE (f.project > ",
         );
-        q.push_bind(after);
+        q.push_bind(after.0)
+            .push(" OR (f.project = ")
+            .push_bind(after.0)
+            .push(" AND f.id > ")
+            .push_bind(after.1)
+            .push("))");
         // An empty transcript has no chunk: it is restored empty (unless its session was
         // pruned: then there is nothing to restore).
         q.push(
@@ -223,7 +234,7 @@ impl Store {
             }
             q.push(")");
         }
-        q.push(" ORDER BY f.id LIMIT ").push_bind(limit);
+        q.push(" ORDER BY f.project, f.id LIMIT ").push_bind(limit);
         self.fetch_all(&q.not_persistent()).await
     }
 
@@ -264,9 +275,11 @@ impl Store {
         let q = Sql::new(
             "SELECT COUNT(DISTINCT file_id), COUNT(*), \
              CAST(COALESCE(SUM(end_off - start_off), 0) AS BIGINT), \
-             CAST(COALESCE(SUM(LENGTH(data)), 0) AS BIGINT) FROM archive_chunks",
+             CAST(COALESCE(SUM(LENGTH(data)), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN packed THEN 0 ELSE end_off - start_off END), 0) \
+             AS BIGINT) FROM archive_chunks",
         );
-        let (files, chunks, raw_bytes, stored): (i64, i64, i64, i64) =
+        let (files, chunks, raw_bytes, stored, waiting_bytes): (i64, i64, i64, i64, i64) =
             self.fetch_optional(&q).await?.unwrap_or_default();
         let q = Sql::new(
             "SELECT CAST(COALESCE((SELECT SUM(LENGTH(data)) FROM archive_sidecars), 0) \
@@ -279,6 +292,7 @@ impl Store {
             chunks,
             raw_bytes,
             stored_bytes: stored + sidecars,
+            waiting_bytes,
         })
     }
 }

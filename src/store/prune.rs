@@ -5,9 +5,9 @@
 //! was kept about it (summaries, feedback, tool calls, token usage, episodes, snippets and their
 //! refinements, diagnostics, tallies) and the session row. Either way the files' episode states
 //! go (they hold the last words of the conversation, and a line appended to a pruned transcript
-//! would otherwise bring its pruned episode back) and the dictionaries of the sessions'
-//! projects are retired (they may hold the sessions' first bytes: `store::retire`; `prune`
-//! finishes retiring them before it returns). What stays: each file's row and checkpoint, so a
+//! would otherwise bring its pruned episode back), and the packed blocks that held the sessions'
+//! bytes beside others' are retired (`store::blocks`; `gleaner prune` rewrites them without the
+//! pruned bytes before it returns), as are any dictionaries of their projects (`store::retire`). What stays: each file's row and checkpoint, so a
 //! transcript still on disk is not read again (its rows would come back).
 //!
 //! Sessions go a hundred at a time, each hundred in one transaction: an interrupted prune has
@@ -91,7 +91,9 @@ impl Store {
              CAST(COALESCE((SELECT SUM(a.end_off - a.start_off) FROM archive_chunks a \
               JOIN files f ON f.id = a.file_id WHERE f.session_id IN ({sel})), 0) AS BIGINT) \
               AS archived_bytes, \
-             CAST(COALESCE((SELECT SUM(LENGTH(a.data)) FROM archive_chunks a \
+             CAST(COALESCE((SELECT SUM(CASE WHEN a.block_id IS NULL THEN LENGTH(a.data) \
+              ELSE (SELECT LENGTH(b.data) * (a.end_off - a.start_off) / b.raw_len \
+              FROM archive_blocks b WHERE b.id = a.block_id) END) FROM archive_chunks a \
               JOIN files f ON f.id = a.file_id WHERE f.session_id IN ({sel})), 0) AS BIGINT) \
               AS stored_bytes, \
              CAST({knowledge} AS BIGINT) AS knowledge, \

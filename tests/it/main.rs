@@ -46,6 +46,7 @@ mod mcp;
 mod mcp_paging;
 mod output;
 mod outage;
+mod pack_crash;
 mod prune;
 mod redact;
 mod reextract;

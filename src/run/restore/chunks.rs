@@ -136,11 +136,13 @@ pub async fn verify(
 ) -> Result<RestoreReport, RestoreError> {
     let mut report = RestoreReport::default();
     let mut shared = Shared::default();
-    let mut after = 0;
+    let mut after = (String::new(), 0);
     loop {
-        let files = store.archived_files(filter, after, PAGE).await?;
+        let files = store
+            .archived_files(filter, (&after.0, after.1), PAGE)
+            .await?;
         let Some(last) = files.last() else { break };
-        after = last.id;
+        after = (last.project.clone(), last.id);
         for f in &files {
             let mut r = FileReport {
                 session_id: f.session_id.clone(),

@@ -135,11 +135,13 @@ pub async fn restore(
 ) -> Result<RestoreReport, RestoreError> {
     let mut report = RestoreReport::default();
     let mut shared = Shared::default();
-    let mut after = 0;
+    let mut after = (String::new(), 0);
     loop {
-        let files = store.archived_files(&opts.filter, after, PAGE).await?;
+        let files = store
+            .archived_files(&opts.filter, (&after.0, after.1), PAGE)
+            .await?;
         let Some(last) = files.last() else { break };
-        after = last.id;
+        after = (last.project.clone(), last.id);
         for f in &files {
             let r = restore_file(store, opts, f, &mut shared).await?;
             match r.outcome {
