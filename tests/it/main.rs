@@ -47,6 +47,7 @@ mod mcp_paging;
 mod output;
 mod outage;
 mod pack_crash;
+mod pack_upgrade;
 mod prune;
 mod redact;
 mod reextract;
