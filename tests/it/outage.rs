@@ -393,8 +393,8 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
     // Room for a new database's schema (16 KB pages: about 0.9 MB, and its write-ahead log
     // while it is made) and the files' rows, not for the backlog (its database and log peak at
     // about 7 MB). 5 MB since migrations 0030-0031: at 4 MB the disk could fill while the files
-    // were registered, under load, and the daemon then never caught up (a failure path of its
-    // own, left open: docs in the closing note of 2026-11-29).
+    // were registered, under load, and the daemon then never caught up: every batch refused as
+    // "checkpoint moved" after one "database is locked". That failure path is not fixed yet.
     let disk = SmallDisk::mount(&env.dir.path().join("data"), "5m");
     let backlog = add_backlog(&env.projects, "c", 6, 1_000_000);
     let total: u64 = backlog
