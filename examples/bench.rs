@@ -110,6 +110,10 @@ struct Summary {
     /// Seconds per stage, summed over threads (older builds print none).
     #[serde(default)]
     stage_seconds: std::collections::BTreeMap<String, f64>,
+    /// Of `seconds`, the time spent archiving what was deferred, after everything was
+    /// searchable (issue 48; older builds print none).
+    #[serde(default)]
+    archive_seconds: f64,
 }
 
 /// One `gleaner ingest` run: its summary and what `wait4` says (wall s, CPU s, peak RSS bytes).

@@ -9,9 +9,22 @@
 //! be byte-identical, for `claude --resume`); `[archive] enabled = false` keeps it out.
 //!
 //! Why zstd level 1 for a batch: it runs on the reading threads, on ingest's critical path
-//! (about 1 GB/s a core, against 3 for level 3 here), and a backfilled file is one batch anyway.
-//! Every frame carries zstd's content checksum, so a damaged chunk fails to decode instead of
-//! restoring wrong bytes.
+//! (about 1 GB/s a core, against 3 for level 3 here). Every frame carries zstd's content
+//! checksum, so a damaged chunk fails to decode instead of restoring wrong bytes.
+//!
+//! **Each byte compressed once** (issue 48). A file idle past the session timeout when it is
+//! read (a backfill's history, a session that ended) will not change again, and packing will
+//! take its bytes into a project block (`pack`) soon after: compressing them at level 1 first
+//! only to decode them for the block was half of a backfill's CPU. Its batches are therefore
+//! *deferred*: the chunk row is written with the batch, as any other, but holds the 64-bit XXH3
+//! digest of the bytes instead of a frame (`CODEC_DEFERRED`), and packing reads them again from
+//! the file, checks the digest and compresses them once, into the block. A live file's bytes
+//! are at risk and are framed as they are read, as before. Until packing has taken it, a
+//! deferred chunk is read from the file (`Body::Disk`); if the file no longer holds those bytes
+//! (deleted, rewritten) they are lost, which is why the daemon archives deferred chunks right
+//! after its catch-up, oldest files first (Claude Code deletes the oldest first), and
+//! `gleaner ingest` does before it exits. The digest, like the frames' own checksums, derives
+//! from the raw bytes: it is part of the archive, the one stored value that is not redacted.
 
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
@@ -22,6 +35,54 @@ use crate::tail::Batch;
 
 /// `archive_chunks.codec` of a zstd frame.
 pub const CODEC_ZSTD: i64 = 1;
+
+/// `archive_chunks.codec` of bytes read but left in the file for packing to archive (module
+/// docs): `data` is [`digest`] of them, little-endian.
+pub const CODEC_DEFERRED: i64 = 0;
+
+/// `archive_chunks.codec` of deferred bytes their file no longer held when packing came to read
+/// them again (deleted or rewritten first): the row says what is missing, and why.
+pub const CODEC_LOST: i64 = 2;
+
+/// The digest a deferred chunk keeps of its bytes: XXH3, 64 bits (about 30 GB/s a core, so
+/// deferring costs ingest almost nothing).
+pub fn digest(raw: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(raw)
+}
+
+/// The bytes `[start, end)` of a deferred chunk (stored `data`, its digest) read again from the
+/// file at `path`: an error when the file is gone or shorter (`NotFound`, `UnexpectedEof`) or
+/// holds other bytes there now (`InvalidData`).
+pub fn read_deferred(path: &Path, start: u64, end: u64, data: &[u8]) -> io::Result<Vec<u8>> {
+    let want = stored_digest(data)?;
+    let len = usize::try_from(end.saturating_sub(start))
+        .map_err(|_| io::Error::other("a deferred chunk larger than memory"))?;
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(start))?;
+    let mut raw = vec![0u8; len];
+    f.read_exact(&mut raw)?;
+    if digest(&raw) != want {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "{} no longer holds the bytes {start}-{end} read from it (not archived yet)",
+                path.display()
+            ),
+        ));
+    }
+    Ok(raw)
+}
+
+/// The digest a deferred chunk stored.
+fn stored_digest(data: &[u8]) -> io::Result<u64> {
+    let bytes: [u8; 8] = data.try_into().map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("a deferred chunk holds {} bytes, not a digest", data.len()),
+        )
+    })?;
+    Ok(u64::from_le_bytes(bytes))
+}
 
 /// The zstd level of a batch's chunk (see the module docs).
 pub const LIVE_LEVEL: i32 = 1;
@@ -77,7 +138,9 @@ fn compress_live(raw: &[u8]) -> io::Result<Vec<u8>> {
 /// started at to its checkpoint. The batch holds them all unless the tailer skipped an
 /// over-long line (its bytes were dropped as they came, so they are read again from `path`, in
 /// pieces of at most 4 MiB); `batch.data` is always the stretch just before the checkpoint.
-pub fn batch_chunks(batch: &Batch, path: &Path) -> io::Result<Vec<ArchiveChunk>> {
+/// With `defer` (the file is idle: module docs) what the batch holds is a deferred chunk, its
+/// digest only; a stretch read again for a skipped line is framed as ever.
+pub fn batch_chunks(batch: &Batch, path: &Path, defer: bool) -> io::Result<Vec<ArchiveChunk>> {
     let (start, end) = (batch.start_offset, batch.checkpoint.offset);
     let generation = batch.checkpoint.generation;
     let held = batch.data.len() as u64;
@@ -111,7 +174,16 @@ pub fn batch_chunks(batch: &Batch, path: &Path) -> io::Result<Vec<ArchiveChunk>>
             pos += want as u64;
         }
     }
-    if held > 0 {
+    if held > 0 && defer {
+        out.push(ArchiveChunk {
+            generation,
+            start: gap_end,
+            end,
+            data: digest(&batch.data).to_le_bytes().to_vec(),
+            deferred: true,
+            ..ArchiveChunk::default()
+        });
+    } else if held > 0 {
         out.push(ArchiveChunk {
             generation,
             start: gap_end,
@@ -200,6 +272,7 @@ pub fn unfinished_chunk(generation: i64, offset: u64, line: &[u8]) -> io::Result
         data: compress(line, LIVE_LEVEL)?,
         packed: false,
         partial: true,
+        deferred: false,
     })
 }
 
@@ -281,6 +354,13 @@ pub enum Body {
         /// Where the chunk's bytes start in it.
         at: u64,
     },
+    /// A deferred chunk: its bytes are still only in the file at `path`, with this digest.
+    Disk {
+        /// Where the file is.
+        path: std::sync::Arc<Path>,
+        /// The chunk's stored data (the digest).
+        data: Vec<u8>,
+    },
     /// Bytes that cannot be read (their dictionary or block is missing or damaged): why.
     Unreadable(String),
 }
@@ -292,6 +372,9 @@ impl Encoded {
         match &self.body {
             Body::Frame { data, dict } => decode(data, len, dict.as_deref()).map(Into::into),
             Body::Block { raw, at } => member(raw, *at, len).map(Into::into),
+            Body::Disk { path, data } => {
+                read_deferred(path, self.start, self.end, data).map(Into::into)
+            }
             Body::Unreadable(why) => Err(io::Error::new(io::ErrorKind::InvalidData, why.clone())),
         }
     }

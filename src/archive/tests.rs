@@ -9,12 +9,25 @@ use proptest::prelude::*;
 use super::*;
 use crate::tail::{Tailer, TailerConfig};
 
-/// Every chunk of every batch until the tailer has nothing more, decoded in offset order.
-fn drain(t: &mut Tailer, path: &Path, max_bytes: usize, into: &mut Vec<(u64, Vec<u8>)>) {
+/// Every chunk of every batch until the tailer has nothing more, decoded (or, deferred, read
+/// again from the file) in offset order.
+fn drain(
+    t: &mut Tailer,
+    path: &Path,
+    max_bytes: usize,
+    defer: bool,
+    into: &mut Vec<(u64, Vec<u8>)>,
+) {
     while let Some(b) = t.read_batch(max_bytes, 1_000).unwrap() {
-        for c in batch_chunks(&b, path).unwrap() {
+        for c in batch_chunks(&b, path, defer).unwrap() {
             assert_eq!(c.generation, b.checkpoint.generation);
-            into.push((c.start, decode(&c.data, c.end - c.start, None).unwrap()));
+            let bytes = if c.deferred {
+                assert_eq!(c.data.len(), 8, "a deferred chunk holds its digest only");
+                read_deferred(path, c.start, c.end, &c.data).unwrap()
+            } else {
+                decode(&c.data, c.end - c.start, None).unwrap()
+            };
+            into.push((c.start, bytes));
         }
     }
 }
@@ -50,6 +63,7 @@ proptest! {
         lines in prop::collection::vec(line(), 1..40),
         cuts in prop::collection::vec(1usize..120, 0..12),
         max_bytes in 16usize..300,
+        defer in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.jsonl");
@@ -71,7 +85,7 @@ proptest! {
             let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
             f.write_all(&all[at..to]).unwrap();
             at = to;
-            drain(&mut t, &path, max_bytes, &mut chunks);
+            drain(&mut t, &path, max_bytes, defer, &mut chunks);
         }
         let got = reassembled(&chunks);
         // Everything up to the last newline is archived, nothing after it.
@@ -90,4 +104,33 @@ fn a_damaged_chunk_does_not_decode() {
     let ok = compress(b"abc\n", LIVE_LEVEL).unwrap();
     assert!(decode(&ok, 5, None).is_err());
     assert_eq!(decode(&ok, 4, None).unwrap(), b"abc\n");
+}
+
+#[test]
+fn a_deferred_chunk_is_read_again_only_while_the_file_holds_its_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("t.jsonl");
+    std::fs::write(&path, b"{\"a\":1}\n{\"b\":2}\n").unwrap();
+    let digest = digest(b"{\"b\":2}\n").to_le_bytes();
+    assert_eq!(
+        read_deferred(&path, 8, 16, &digest).unwrap(),
+        b"{\"b\":2}\n"
+    );
+    // Rewritten in place: the same length, other bytes.
+    std::fs::write(&path, b"{\"a\":1}\n{\"b\":3}\n").unwrap();
+    let e = read_deferred(&path, 8, 16, &digest).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    assert!(
+        e.to_string().contains("no longer holds the bytes 8-16"),
+        "{e}"
+    );
+    // Cut short, then gone.
+    std::fs::write(&path, b"{\"a\":1}\n").unwrap();
+    let e = read_deferred(&path, 8, 16, &digest).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+    std::fs::remove_file(&path).unwrap();
+    let e = read_deferred(&path, 8, 16, &digest).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::NotFound);
+    // Stored data that is not a digest is damage.
+    assert!(read_deferred(&path, 8, 16, b"xyz").is_err());
 }

@@ -119,9 +119,8 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
         ),
     });
 
-    if let Some(totals) = archive {
-        checks.push(archive_check(cfg, totals));
-    }
+    // Placed here, made once Claude Code's retention is known (below).
+    let archive_at = checks.len();
     if let Some(r) = rules {
         let mut c = if r.older == 0 {
             check(
@@ -264,6 +263,10 @@ pub async fn run(cfg: &Config, config_problem: Option<String>, json: bool) -> Ou
         ),
     ));
 
+    if let Some(totals) = archive {
+        checks.insert(archive_at, archive_check(cfg, totals, days));
+    }
+
     let failed = checks.iter().any(|c| c.verdict == "fail");
     if json {
         println!("{}", serde_json::to_string_pretty(&checks)?);
@@ -321,9 +324,15 @@ fn readable_check(dir: &std::path::Path) -> Check {
     )
 }
 
+/// Days before Claude Code's cleanup from which a transcript whose bytes are not archived yet
+/// is a warning (the daemon archives them within minutes of reading them: one left this long
+/// means no daemon runs, or its packer fails).
+const UNARCHIVED_WARN_MARGIN_DAYS: i64 = 5;
+
 fn archive_check(
     cfg: &Config,
     totals: Result<crate::query::store::ArchiveTotals, StoreError>,
+    cleanup_days: i64,
 ) -> Check {
     let t = match totals {
         Ok(t) => t,
@@ -362,6 +371,28 @@ fn archive_check(
             None,
         )
     };
+    if t.unarchived_bytes > 0 {
+        let age_days = (chrono::Utc::now().timestamp_millis() - t.unarchived_oldest_mtime_ms)
+            / (24 * 3600 * 1000);
+        let detail = format!(
+            "{:.1} MB read but not archived yet (left in their transcripts to be archived once, \
+             straight into blocks); the oldest such transcript was last written {age_days} days \
+             ago",
+            t.unarchived_bytes as f64 / 1e6
+        );
+        if age_days >= cleanup_days - UNARCHIVED_WARN_MARGIN_DAYS {
+            c.verdict = "warn";
+            c.detail = format!(
+                "{}; {detail}, and Claude Code deletes transcripts after {cleanup_days} days",
+                c.detail
+            );
+            c.hint = Some(
+                "start the daemon (`gleaner service install`) or run `gleaner pack` now".into(),
+            );
+        } else {
+            c.detail = format!("{}; {detail}", c.detail);
+        }
+    }
     c.figures = serde_json::to_value(t).ok();
     c
 }

@@ -237,6 +237,14 @@ pub fn print_status(r: &StatusReport, json: bool) -> std::io::Result<()> {
                 a.stored_bytes as f64 / 1e6,
                 a.waiting_bytes as f64 / 1e6
             )?;
+            if a.unarchived_bytes > 0 {
+                writeln!(
+                    out,
+                    "          {:.1} MB read but not archived yet (read again from their \
+                     transcripts and archived once, straight into blocks)",
+                    a.unarchived_bytes as f64 / 1e6
+                )?;
+            }
         }
     }
     if let Some(t) = &r.today {
@@ -486,6 +494,15 @@ pub fn print_ingest(s: &IngestSummary, json: bool) -> std::io::Result<()> {
             .map(|b| format!(", peak RSS {:.0} MB", b as f64 / 1e6))
             .unwrap_or_default()
     )?;
+    if s.archived_bytes > 0 {
+        writeln!(
+            out,
+            "archived {:.1} MB of finished transcripts straight into blocks in {:.2} s (of the \
+             above; searchable before)",
+            s.archived_bytes as f64 / 1e6,
+            s.archive_seconds
+        )?;
+    }
     if s.errors > 0 {
         writeln!(
             out,

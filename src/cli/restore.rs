@@ -175,8 +175,14 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
 pub async fn pack(cfg: &Config, json: bool) -> Outcome {
     let store = super::open_store(cfg).await?;
     let cancel = tokio_util::sync::CancellationToken::new();
-    let r =
-        crate::run::pack::pack_pending(&store, crate::run::pack::Which::All, None, &cancel).await?;
+    let r = crate::run::pack::pack_pending(
+        &store,
+        &cfg.machine_id,
+        crate::run::pack::Which::All,
+        None,
+        &cancel,
+    )
+    .await?;
     store.close().await;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);
@@ -198,6 +204,19 @@ pub async fn pack(cfg: &Config, json: bool) -> Outcome {
             r.blocks,
             r.bytes_before as f64 / 1e6,
             r.bytes_after as f64 / 1e6,
+        );
+        if r.archived_bytes > 0 {
+            println!(
+                "{:.1} MB of them were read again from their transcripts (not archived before)",
+                r.archived_bytes as f64 / 1e6
+            );
+        }
+    }
+    if r.lost_bytes > 0 {
+        println!(
+            "{:.1} MB read before were gone from their transcripts (deleted or rewritten) before \
+             they could be archived",
+            r.lost_bytes as f64 / 1e6
         );
     }
     Ok(EXIT_OK)

@@ -458,6 +458,7 @@ impl Config {
             },
             archive: ArchiveConfig {
                 enabled: raw.archive.enabled,
+                defer_finished: raw.archive.defer_finished,
                 pack_interval: secs_at_least(
                     "archive.pack_interval_secs",
                     raw.archive.pack_interval_secs,

@@ -145,6 +145,8 @@ pub struct BatchConfig {
 pub struct ArchiveConfig {
     /// Archive what ingest reads.
     pub enabled: bool,
+    /// Leave an idle file's bytes in it for packing to archive once (`crate::archive`: deferred).
+    pub defer_finished: bool,
     /// Time between the daemon's packing passes.
     pub pack_interval: Duration,
 }

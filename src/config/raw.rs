@@ -48,6 +48,7 @@ pub(super) struct RawWeb {
 #[derive(Debug, Clone, Deserialize)]
 pub(super) struct RawArchive {
     pub(super) enabled: bool,
+    pub(super) defer_finished: bool,
     pub(super) pack_interval_secs: u64,
 }
 

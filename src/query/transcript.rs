@@ -119,6 +119,7 @@ pub async fn archived(
 ) -> Result<Option<Transcript>, StoreError> {
     let mut chunks = Vec::new();
     let mut shared = Shared::default();
+    let at: std::sync::Arc<std::path::Path> = path.as_path().into();
     let mut from = 0;
     loop {
         let page = store.archive_chunks(id, generation, from).await?;
@@ -126,7 +127,7 @@ pub async fn archived(
         from = last.end_off;
         for c in page {
             let (start, end) = (c.start_off as u64, c.end_off as u64);
-            match shared.encoded(store, c).await {
+            match shared.encoded(store, c, &at).await {
                 Ok(e) => chunks.push(e),
                 Err(SharedError::Store(e)) => return Err(e),
                 // An unreadable dictionary or block: the reader stops at its chunk with an

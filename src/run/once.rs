@@ -44,6 +44,11 @@ pub struct IngestSummary {
     pub peak_rss_bytes: Option<u64>,
     /// Time per stage, summed over threads (see `metrics::Stage`).
     pub stage_seconds: std::collections::BTreeMap<String, f64>,
+    /// Bytes of idle transcripts left in their files at reading and archived at the end, read
+    /// again straight into project blocks (`crate::archive`: deferred).
+    pub archived_bytes: u64,
+    /// Of `seconds`, the time that took (everything was searchable before it).
+    pub archive_seconds: f64,
 }
 
 /// Progress callback: `(bytes done, bytes total)`.
@@ -114,7 +119,33 @@ pub async fn run_once(
     if let Err(e) = sweep_idle_sessions(&store, &cfg, |_, _| false).await {
         tracing::warn!(error = %e, "idle-session sweep failed");
     }
-    Ok(summary(&stats, files, start.elapsed()))
+    // What was left in the files to be archived once is archived now, before this command
+    // returns: no daemon may run to do it, and Claude Code may delete the files.
+    let archived = Instant::now();
+    let mut packed = None;
+    if cfg.archive.enabled {
+        let r = super::pack::pack_pending(
+            &store,
+            &cfg.machine_id,
+            super::pack::Which::Deferred,
+            None,
+            &CancellationToken::new(),
+        )
+        .await;
+        match r {
+            Ok(r) => packed = Some(r),
+            Err(e) => {
+                tracing::warn!(error = %e, "archiving what was read failed; the daemon or `gleaner pack` will");
+                stats.errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    let mut s = summary(&stats, files, start.elapsed());
+    if let Some(r) = packed {
+        s.archived_bytes = r.archived_bytes;
+        s.archive_seconds = archived.elapsed().as_secs_f64();
+    }
+    Ok(s)
 }
 
 /// Ingest one session's files and mark it finished: what `gleaner hook session-end` does when no
@@ -174,6 +205,8 @@ fn summary(s: &Stats, files: u64, elapsed: Duration) -> IngestSummary {
             .into_iter()
             .map(|(k, v)| (k.to_string(), v))
             .collect(),
+        archived_bytes: 0,
+        archive_seconds: 0.0,
     }
 }
 

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
 use crate::archive::{self, BLOCK_BYTES};
-use crate::store::{NewMember, PackProject, Store, StoreError, StoredChunk};
+use crate::store::{NewMember, PackFile, PackProject, Store, StoreError, StoredChunk};
 
 /// How long a project stays quiet before the daemon packs what it has (see the module docs).
 /// Meanwhile its bytes are kept as ingest wrote them (level 1: about 19% of their size, against
@@ -36,6 +36,8 @@ pub enum Which {
     All,
     /// The daemon's rule (module docs).
     Settled,
+    /// Only the projects with bytes not archived yet, whole (`gleaner ingest` before it exits).
+    Deferred,
 }
 
 /// What a packing pass did.
@@ -61,6 +63,13 @@ pub struct PackReport {
     /// Blocks a prune retired, deleted once their other chunks had frames of their own
     /// (`retire_blocks`).
     pub blocks_retired: u64,
+    /// Of `raw_bytes`, those read again from their files (deferred at ingest).
+    pub archived_bytes: u64,
+    /// Deferred bytes their files no longer held (deleted or rewritten first): lost.
+    pub lost_bytes: u64,
+    /// The pass stopped on its deadline with work left.
+    #[serde(skip)]
+    pub more: bool,
 }
 
 /// Why packing stopped.
@@ -93,9 +102,11 @@ impl Stop<'_> {
 }
 
 /// Pack what is waiting (`which` projects), until nothing is or `budget` has run out (`None`:
-/// no limit) or `cancel` fires.
+/// no limit) or `cancel` fires. `machine` is this machine's id: only it reads again the bytes it
+/// deferred.
 pub async fn pack_pending(
     store: &Store,
+    machine: &str,
     which: Which,
     budget: Option<Duration>,
     cancel: &CancellationToken,
@@ -120,28 +131,37 @@ pub async fn pack_pending(
         chrono::Utc::now() - chrono::Duration::from_std(SETTLE).unwrap_or(chrono::Duration::zero());
     let settled_before = settled_before.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let mut files = HashSet::new();
-    for p in store.pack_projects().await? {
+    for p in store.pack_projects(machine).await? {
         if stop.now() {
+            report.more = true;
             break;
         }
+        // Bytes not archived yet are taken at once, and with them the project's other
+        // finished sessions (one block rather than two).
         let whole_only = match which {
             Which::All => false,
+            _ if p.deferred > 0 => false,
+            Which::Deferred => continue,
             Which::Settled if settled(&p, &settled_before) => false,
             Which::Settled if p.pending >= BLOCK_BYTES as i64 => true,
             Which::Settled => continue,
         };
-        pack_project(
-            store,
-            &p.project,
-            whole_only,
-            &stop,
-            &mut report,
-            &mut files,
-        )
-        .await?;
+        let at = Place {
+            machine,
+            project: &p.project,
+        };
+        pack_project(store, at, whole_only, &stop, &mut report, &mut files).await?;
     }
+    report.more |= stop.now();
     report.files = files.len() as u64;
     Ok(report)
+}
+
+/// Where a pass packs: the project, and the machine it runs on.
+#[derive(Clone, Copy)]
+struct Place<'a> {
+    machine: &'a str,
+    project: &'a str,
 }
 
 /// Whether project `p` has settled: no live session, and none active since `before`.
@@ -149,37 +169,42 @@ fn settled(p: &PackProject, before: &str) -> bool {
     !p.live && p.last_activity.as_deref().is_none_or(|at| at < before)
 }
 
-/// A block being gathered: the frames it takes (decoded only when it is sealed, off the
-/// runtime) and the files' stretches in it.
+/// A chunk's bytes in a block being gathered.
+enum Piece {
+    /// A frame, decoded only when the block is sealed (off the runtime): its data and length.
+    Frame(Vec<u8>, u64),
+    /// Bytes read again from their file (a deferred chunk), checked against its digest.
+    Raw(Vec<u8>),
+}
+
+/// A block being gathered: the pieces it takes and the files' stretches in it.
 #[derive(Default)]
 struct Gathered {
-    frames: Vec<(Vec<u8>, u64)>,
+    pieces: Vec<Piece>,
     raw_len: u64,
     members: Vec<NewMember>,
 }
 
 impl Gathered {
-    /// Take chunk `c` of file `file_id`'s generation `generation`: it extends the file's last
-    /// stretch when it follows it.
-    fn take(&mut self, file_id: i64, generation: i64, c: StoredChunk) {
-        let len = (c.end_off - c.start_off) as u64;
+    /// Take the chunk `[start, end)` of file `file_id`'s generation `generation` (its bytes
+    /// `piece`): it extends the file's last stretch when it follows it.
+    fn take(&mut self, file_id: i64, generation: i64, start: i64, end: i64, piece: Piece) {
+        let len = (end - start) as u64;
         match self.members.last_mut() {
-            Some(m)
-                if m.file_id == file_id && m.generation == generation && m.end == c.start_off =>
-            {
-                m.end = c.end_off;
-                m.replaces.push(c.start_off);
+            Some(m) if m.file_id == file_id && m.generation == generation && m.end == start => {
+                m.end = end;
+                m.replaces.push(start);
             }
             _ => self.members.push(NewMember {
                 file_id,
                 generation,
-                start: c.start_off,
-                end: c.end_off,
+                start,
+                end,
                 block_off: self.raw_len as i64,
-                replaces: vec![c.start_off],
+                replaces: vec![start],
             }),
         }
-        self.frames.push((c.data, len));
+        self.pieces.push(piece);
         self.raw_len += len;
     }
 }
@@ -188,19 +213,22 @@ impl Gathered {
 /// only full blocks (the rest waits for the project to settle).
 async fn pack_project(
     store: &Store,
-    project: &str,
+    at: Place<'_>,
     whole_only: bool,
     stop: &Stop<'_>,
     report: &mut PackReport,
     files: &mut HashSet<(i64, i64)>,
 ) -> Result<(), PackError> {
+    let project = at.project;
     let mut block = Gathered::default();
     let mut after = 0;
     loop {
-        let page = store.pack_files(project, after, 64).await?;
-        let Some(&(last, _)) = page.last() else { break };
-        after = last;
-        for (file_id, generation) in page {
+        let page = store.pack_files(at.machine, project, after, 64).await?;
+        let Some(last) = page.last() else { break };
+        after = last.file_id;
+        for f in page {
+            let (file_id, generation) = (f.file_id, f.generation);
+            let path: Arc<std::path::Path> = std::path::Path::new(&f.path).into();
             let mut from = 0;
             loop {
                 let chunks = store.archive_unpacked(file_id, generation, from).await?;
@@ -217,6 +245,11 @@ async fn pack_project(
                             ),
                         });
                     }
+                    let deferred = c.codec == archive::CODEC_DEFERRED;
+                    if deferred && f.machine != at.machine {
+                        // Another machine's to read again: a gap in this file's stretch.
+                        continue;
+                    }
                     let len = (c.end_off - c.start_off) as u64;
                     if block.raw_len > 0 && block.raw_len + len > BLOCK_BYTES {
                         seal(store, project, std::mem::take(&mut block), report, files).await?;
@@ -224,7 +257,16 @@ async fn pack_project(
                             return Ok(());
                         }
                     }
-                    block.take(file_id, generation, c);
+                    let (start, end) = (c.start_off, c.end_off);
+                    let piece = if deferred {
+                        match reread(store, &f, &path, c, report).await? {
+                            Some(raw) => Piece::Raw(raw),
+                            None => continue,
+                        }
+                    } else {
+                        Piece::Frame(c.data, len)
+                    };
+                    block.take(file_id, generation, start, end, piece);
                 }
             }
         }
@@ -245,17 +287,28 @@ async fn seal(
     files: &mut HashSet<(i64, i64)>,
 ) -> Result<(), PackError> {
     let Gathered {
-        frames,
+        pieces,
         raw_len,
         members,
     } = block;
     let first = members.first().map_or(0, |m| m.file_id);
-    let before: u64 = frames.iter().map(|(d, _)| d.len() as u64).sum();
+    let before: u64 = pieces
+        .iter()
+        .map(|p| match p {
+            Piece::Frame(d, _) => d.len() as u64,
+            Piece::Raw(_) => 0,
+        })
+        .sum();
     let data = off_runtime(first, move || {
         super::priority::reading_thread();
         let mut raw = Vec::with_capacity(usize::try_from(raw_len).unwrap_or(0));
-        for (data, len) in &frames {
-            archive::decode_into(data, *len, None, &mut raw)?;
+        for p in pieces {
+            match p {
+                Piece::Frame(data, len) => {
+                    archive::decode_into(&data, len, None, &mut raw)?;
+                }
+                Piece::Raw(bytes) => raw.extend_from_slice(&bytes),
+            }
         }
         archive::pack(&raw)
     })
@@ -274,6 +327,60 @@ async fn seal(
     report.bytes_after += data.len() as u64;
     files.extend(members.iter().map(|m| (m.file_id, m.generation)));
     Ok(())
+}
+
+/// A deferred chunk's bytes read again from its file `f` (at `path`), checked against its
+/// digest (off the runtime); `None` when they cannot be had now: lost (the file no longer holds
+/// them: the chunk is forgotten, and restore reports the gap) or unreadable for now (left for
+/// the next pass).
+async fn reread(
+    store: &Store,
+    f: &PackFile,
+    path: &Arc<std::path::Path>,
+    c: StoredChunk,
+    report: &mut PackReport,
+) -> Result<Option<Vec<u8>>, PackError> {
+    let (start, end) = (c.start_off, c.end_off);
+    let p = path.clone();
+    let read = super::blocking(move || {
+        super::priority::reading_thread();
+        archive::read_deferred(&p, start as u64, end as u64, &c.data)
+    })
+    .await
+    .map_err(|e| PackError::Data {
+        file_id: f.file_id,
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    match read {
+        Ok(raw) => {
+            report.archived_bytes += raw.len() as u64;
+            Ok(Some(raw))
+        }
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound
+                    | std::io::ErrorKind::UnexpectedEof
+                    | std::io::ErrorKind::InvalidData
+            ) =>
+        {
+            tracing::warn!(
+                path = %path.display(),
+                start,
+                end,
+                error = %e,
+                "bytes read but not archived are gone from the transcript; the archive lacks them"
+            );
+            if store.lose_deferred(f.file_id, f.generation, start).await? {
+                report.lost_bytes += (end - start) as u64;
+            }
+            Ok(None)
+        }
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot read a transcript again to archive it; retrying later");
+            Ok(None)
+        }
+    }
 }
 
 /// Give the other chunks of every block a prune retired frames of their own (packing takes
@@ -401,30 +508,45 @@ async fn prepare(d: crate::store::StoredDict) -> Result<Arc<archive::Dict>, Pack
     .await
 }
 
-/// The daemon's packer: a pass of at most a few seconds every `interval` until `cancel`.
-pub async fn worker(store: Store, interval: Duration, cancel: CancellationToken) {
+/// The daemon's packer: a pass of at most a few seconds every `interval` until `cancel`, and
+/// the next one a second later while a pass runs out of time with work left (bytes not
+/// archived yet are at risk until it has read them again; at low priority, live ingest still
+/// comes first). So a backfill's deferred bytes are archived from `interval` after the daemon
+/// starts, a minute by default, for as long as packing them takes.
+pub async fn worker(store: Store, machine: String, interval: Duration, cancel: CancellationToken) {
+    let mut wait = interval;
     loop {
         tokio::select! {
             _ = cancel.cancelled() => return,
-            _ = tokio::time::sleep(interval) => {}
+            _ = tokio::time::sleep(wait) => {}
         }
+        wait = interval;
         match pack_pending(
             &store,
+            &machine,
             Which::Settled,
             Some(Duration::from_secs(5)),
             &cancel,
         )
         .await
         {
-            Ok(r) if r.blocks > 0 => tracing::debug!(
-                files = r.files,
-                blocks = r.blocks,
-                raw_bytes = r.raw_bytes,
-                bytes_before = r.bytes_before,
-                bytes_after = r.bytes_after,
-                "archive packed"
-            ),
-            Ok(_) => {}
+            Ok(r) => {
+                if r.more {
+                    wait = Duration::from_secs(1).min(interval);
+                }
+                if r.blocks > 0 {
+                    tracing::debug!(
+                        files = r.files,
+                        blocks = r.blocks,
+                        raw_bytes = r.raw_bytes,
+                        archived_bytes = r.archived_bytes,
+                        lost_bytes = r.lost_bytes,
+                        bytes_before = r.bytes_before,
+                        bytes_after = r.bytes_after,
+                        "archive packed"
+                    );
+                }
+            }
             Err(e) => tracing::warn!(error = %e, "archive packing failed; retrying later"),
         }
     }

@@ -14,6 +14,13 @@ use crate::extract::rows::{ArchiveChunk, PreparedBatch, Sidecar};
 /// `archive_chunks.codec` of a zstd frame (`crate::archive::CODEC_ZSTD`).
 pub(super) const CODEC_ZSTD: i64 = 1;
 
+/// `archive_chunks.codec` of a deferred chunk (`crate::archive::CODEC_DEFERRED`): bytes read but
+/// left in the file for packing; `data` is their digest.
+pub(super) const CODEC_DEFERRED: i64 = 0;
+
+/// `archive_chunks.codec` of deferred bytes lost (`crate::archive::CODEC_LOST`).
+pub(super) const CODEC_LOST: i64 = 2;
+
 /// The chunks and sidecars of the accepted batches of a group, in its transaction. A chunk that
 /// starts where a stored one does replaces it: only a partial last line (migration 0019) can be
 /// there, since a batch starts at its file's committed checkpoint.
@@ -33,7 +40,11 @@ pub(super) async fn write(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Resu
                 .bind(a.generation)
                 .bind(a.start as i64)
                 .bind(a.end as i64)
-                .bind(CODEC_ZSTD)
+                .bind(if a.deferred {
+                    CODEC_DEFERRED
+                } else {
+                    CODEC_ZSTD
+                })
                 .bind(a.packed)
                 .bind(a.partial)
                 .bind(Cow::Borrowed(a.data.as_slice()));
@@ -187,6 +198,14 @@ pub struct ArchiveTotals {
     /// Transcript bytes packing has not reached yet (kept as ingest wrote them).
     #[serde(default)]
     pub waiting_bytes: i64,
+    /// Transcript bytes read but not archived yet: deferred chunks, still only in their files
+    /// until packing takes them (not counted in `raw_bytes`).
+    #[serde(default)]
+    pub unarchived_bytes: i64,
+    /// When the oldest file holding such bytes was last modified (ms since the epoch; 0: none):
+    /// Claude Code deletes a transcript some 30 days after that.
+    #[serde(default)]
+    pub unarchived_oldest_mtime_ms: i64,
 }
 
 /// Chunks fetched per statement while a file is walked (a packed block can be megabytes).
@@ -274,13 +293,33 @@ impl Store {
     pub async fn archive_totals(&self) -> Result<ArchiveTotals, StoreError> {
         let q = Sql::new(
             "SELECT COUNT(DISTINCT file_id), COUNT(*), \
-             CAST(COALESCE(SUM(end_off - start_off), 0) AS BIGINT), \
-             CAST(COALESCE(SUM(LENGTH(data)), 0) AS BIGINT), \
-             CAST(COALESCE(SUM(CASE WHEN packed THEN 0 ELSE end_off - start_off END), 0) \
+             CAST(COALESCE(SUM(CASE WHEN codec IN (0, 2) THEN 0 ELSE end_off - start_off END), \
+             0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN codec IN (0, 2) THEN 0 ELSE LENGTH(data) END), 0) \
+             AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN packed OR codec = 0 THEN 0 ELSE end_off - start_off END), \
+             0) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN codec = 0 THEN end_off - start_off ELSE 0 END), 0) \
              AS BIGINT) FROM archive_chunks",
         );
-        let (files, chunks, raw_bytes, stored, waiting_bytes): (i64, i64, i64, i64, i64) =
-            self.fetch_optional(&q).await?.unwrap_or_default();
+        let (files, chunks, raw_bytes, stored, waiting_bytes, unarchived_bytes): (
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+            i64,
+        ) = self.fetch_optional(&q).await?.unwrap_or_default();
+        let unarchived_oldest_mtime_ms = if unarchived_bytes > 0 {
+            // Through the partial index of unpacked chunks: deferred ones are among them.
+            let q = Sql::new(
+                "SELECT CAST(COALESCE(MIN(f.mtime_ms), 0) AS BIGINT) FROM archive_chunks a \
+                 JOIN files f ON f.id = a.file_id WHERE NOT a.packed AND a.codec = 0",
+            );
+            self.fetch_i64(&q).await?
+        } else {
+            0
+        };
         let q = Sql::new(
             "SELECT CAST(COALESCE((SELECT SUM(LENGTH(data)) FROM archive_sidecars), 0) \
              + COALESCE((SELECT SUM(LENGTH(data)) FROM archive_dicts), 0) \
@@ -293,6 +332,8 @@ impl Store {
             raw_bytes,
             stored_bytes: stored + sidecars,
             waiting_bytes,
+            unarchived_bytes,
+            unarchived_oldest_mtime_ms,
         })
     }
 }

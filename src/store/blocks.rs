@@ -28,6 +28,23 @@ pub struct PackProject {
     pub live: bool,
     /// Its sessions' last activity (ISO-8601 UTC).
     pub last_activity: Option<String>,
+    /// Bytes read but not archived yet (deferred chunks, whatever their sessions' state).
+    pub deferred: i64,
+    /// The oldest modification time of a file holding them (ms since the epoch).
+    pub oldest_deferred: Option<i64>,
+}
+
+/// A file generation packing takes chunks of.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PackFile {
+    /// `files.id`.
+    pub file_id: i64,
+    /// The generation.
+    pub generation: i64,
+    /// The machine that read it: only it can read a deferred chunk again.
+    pub machine: String,
+    /// Its path there.
+    pub path: String,
 }
 
 /// A file's stretch in a block being written: the frames it replaces (their start offsets) and
@@ -79,40 +96,75 @@ pub struct StoredBlock {
 impl Store {
     /// The projects with unpacked chunks (partial last lines aside) in their files' current
     /// generations, with what the packer decides on: bytes of finished sessions waiting, whether
-    /// a session is live, and when they were last active. Its cost is that of the chunks waiting
-    /// (the partial index `archive_unpacked`), not of the archive.
-    pub async fn pack_projects(&self) -> Result<Vec<PackProject>, StoreError> {
+    /// a session is live, when they were last active, and bytes `machine` read but has not
+    /// archived yet (only it can read them again). Those with such bytes come first, the oldest
+    /// file first (Claude Code deletes the oldest first); then the others by name. Its cost is
+    /// that of the chunks waiting (the partial index `archive_unpacked`), not of the archive.
+    pub async fn pack_projects(&self, machine: &str) -> Result<Vec<PackProject>, StoreError> {
         let q = Sql::new(
             "SELECT f.project, CAST(COALESCE(SUM(CASE WHEN s.status = 'finished' \
              THEN a.end_off - a.start_off ELSE 0 END), 0) AS BIGINT) AS pending, \
              MAX(CASE WHEN s.status = 'finished' THEN 0 ELSE 1 END) = 1 AS live, \
-             MAX(s.last_activity_at) AS last_activity FROM archive_chunks a \
+             MAX(s.last_activity_at) AS last_activity, \
+             CAST(COALESCE(SUM(CASE WHEN a.codec = 0 AND f.machine = $1 \
+             THEN a.end_off - a.start_off ELSE 0 END), 0) AS BIGINT) AS deferred, \
+             CAST(MIN(CASE WHEN a.codec = 0 AND f.machine = $1 THEN f.mtime_ms END) AS BIGINT) \
+             AS oldest_deferred FROM archive_chunks a \
              JOIN files f ON f.id = a.file_id AND f.generation = a.generation \
              JOIN sessions s ON s.session_id = f.session_id \
              WHERE NOT a.packed AND NOT a.partial GROUP BY f.project ORDER BY f.project",
-        );
-        self.fetch_all(&q).await
+        )
+        .arg(machine);
+        let mut projects: Vec<PackProject> = self.fetch_all(&q).await?;
+        projects.sort_by_key(|p| (p.oldest_deferred.is_none(), p.oldest_deferred));
+        Ok(projects)
     }
 
-    /// Up to `limit` file generations of finished sessions of `project` with unpacked chunks,
-    /// after file id `after`, in id order (about the order the sessions were first read).
+    /// Up to `limit` file generations of `project` with unpacked chunks, after file id `after`,
+    /// in id order (about the order the sessions were first read): those of finished sessions,
+    /// and any with bytes `machine` has not archived yet (archived whatever the session).
     pub async fn pack_files(
         &self,
+        machine: &str,
         project: &str,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<(i64, i64)>, StoreError> {
+    ) -> Result<Vec<PackFile>, StoreError> {
         let q = Sql::new(
-            "SELECT DISTINCT a.file_id, a.generation FROM archive_chunks a \
+            "SELECT DISTINCT a.file_id, a.generation, f.machine, f.path FROM archive_chunks a \
              JOIN files f ON f.id = a.file_id AND f.generation = a.generation \
              JOIN sessions s ON s.session_id = f.session_id \
              WHERE NOT a.packed AND NOT a.partial AND f.project = $1 AND a.file_id > $2 \
-             AND s.status = 'finished' ORDER BY a.file_id LIMIT $3",
+             AND (s.status = 'finished' OR (a.codec = 0 AND f.machine = $4)) \
+             ORDER BY a.file_id LIMIT $3",
         )
         .arg(project)
         .arg(after)
-        .arg(limit);
+        .arg(limit)
+        .arg(machine);
         self.fetch_all(&q).await
+    }
+
+    /// Mark deferred chunk `start` of file `file_id`'s generation `generation` lost: its file no
+    /// longer holds the bytes it names (deleted or rewritten before packing read them again).
+    /// The row stays (`CODEC_LOST`, counted as packed so packing passes it by), so a restore
+    /// names the bytes missing and why. `false` when it is no longer deferred.
+    pub async fn lose_deferred(
+        &self,
+        file_id: i64,
+        generation: i64,
+        start: i64,
+    ) -> Result<bool, StoreError> {
+        let q = Sql::new(
+            "UPDATE archive_chunks SET codec = $4, packed = $5 WHERE file_id = $1 \
+             AND generation = $2 AND start_off = $3 AND codec = 0 AND NOT packed",
+        )
+        .arg(file_id)
+        .arg(generation)
+        .arg(start)
+        .arg(super::archive::CODEC_LOST)
+        .arg(true);
+        Ok(self.execute(&q).await? > 0)
     }
 
     /// Store a block of `project` (`data`, `raw_len` bytes once decoded) in place of the frames

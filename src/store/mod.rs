@@ -65,7 +65,7 @@ pub use vocab::{FeedbackType, SessionStatus, SummaryKind};
 pub use archive::{
     ArchiveFilter, ArchiveTotals, ArchivedFile, BoundChunk, StoredChunk, StoredDict,
 };
-pub use blocks::{BlockMember, NewMember, PackProject, StoredBlock};
+pub use blocks::{BlockMember, NewMember, PackFile, PackProject, StoredBlock};
 pub use commit::WriterConn;
 pub use episodes::SnippetSource;
 pub use files::FileRecord;

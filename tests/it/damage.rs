@@ -42,7 +42,11 @@ async fn damaged_archive(backend: Backend) {
         &env.projects,
     );
     let before = tree(&env.projects);
-    env.ingest();
+    // Each chunk a frame of its own (old files are otherwise archived straight into blocks).
+    env.ingest_dir_env(
+        &env.projects,
+        &[("GLEANER_ARCHIVE__DEFER_FINISHED", "false")],
+    );
     let store = env.store().await;
     // Three files damaged three ways: the largest main transcript's first chunk has a byte
     // flipped, another's chunk is cut in half, a sub-agent's .meta.json is damaged.

@@ -32,6 +32,7 @@ mod copies;
 mod corpus;
 mod crash;
 mod damage;
+mod deferred;
 mod daemon;
 mod doctor;
 mod doors;

@@ -95,7 +95,11 @@ async fn upgrade(backend: Backend) {
     let dst = copy_clockhelp(&env);
     age_a_day(&dst);
     let original = std::fs::read(&dst).expect("read");
-    let summary = env.ingest();
+    // Framed as read (the former packing's input), not deferred.
+    let summary = env.ingest_dir_env(
+        &env.projects,
+        &[("GLEANER_ARCHIVE__DEFER_FINISHED", "false")],
+    );
     assert_eq!(summary["errors"], 0, "{summary}");
     let store = env.store().await;
     let id = pack_the_old_way(&store, "-x-clock", &original).await;

@@ -106,7 +106,8 @@ impl PreparedBatch {
 }
 
 /// One stretch of a transcript's bytes as the archive keeps it: `[start, end)` of generation
-/// `generation`, as one zstd frame (`data`) of exactly `end - start` bytes.
+/// `generation`, as one zstd frame (`data`) of exactly `end - start` bytes; or, `deferred`, the
+/// digest of bytes left in the file to be archived straight into a block (`crate::archive`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ArchiveChunk {
     /// Generation of the file the bytes belong to.
@@ -121,6 +122,9 @@ pub struct ArchiveChunk {
     pub packed: bool,
     /// A last line without its newline (see migration 0019).
     pub partial: bool,
+    /// Not archived yet: `data` is the digest of the bytes, which packing reads again from the
+    /// file (`crate::archive::CODEC_DEFERRED`).
+    pub deferred: bool,
 }
 
 /// A file kept beside a transcript, compressed whole.

@@ -323,7 +323,12 @@ async fn start_generation(
         // only larger).
         workers.spawn(
             "pack",
-            super::pack::worker(store.clone(), cfg.archive.pack_interval, cancel.clone()),
+            super::pack::worker(
+                store.clone(),
+                cfg.machine_id.clone(),
+                cfg.archive.pack_interval,
+                cancel.clone(),
+            ),
         );
         // After an upgrade whose rules read transcripts differently: finished sessions derived
         // again from the archive, a few seconds per pass.

@@ -234,6 +234,7 @@ impl Pipeline {
         let lexemes = self.store.backend() == crate::store::Backend::Postgres;
         let wait_for_sessions = self.wait_for_sessions;
         let archive = self.cfg.archive.enabled;
+        let defer = self.cfg.archive.defer_finished;
         let stats = self.stats.clone();
         move || {
             // A new tailer's count starts at zero (its opening checks included).
@@ -328,7 +329,10 @@ impl Pipeline {
                     }
                     if archive {
                         prepared.archive = timed(Stage::Archive, || {
-                            let mut chunks = archive::batch_chunks(&batch, tailer.path())?;
+                            // An idle file's bytes are left in it for packing to archive
+                            // once, into a block (`crate::archive`'s docs: deferred).
+                            let mut chunks =
+                                archive::batch_chunks(&batch, tailer.path(), idle && defer)?;
                             // A file idle past the session timeout whose last line has no
                             // newline: that line is archived too (some transcripts end so).
                             if at_eof && idle {

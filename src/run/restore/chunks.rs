@@ -69,6 +69,7 @@ pub(super) async fn write_chunks(
     out: &mut impl Write,
 ) -> Result<Result<u64, Problem>, ChunkError> {
     let mut pos: i64 = 0;
+    let path: std::sync::Arc<std::path::Path> = std::path::Path::new(&f.path).into();
     loop {
         let chunks = match store.archive_chunks(f.id, f.generation, pos).await {
             Ok(c) => c,
@@ -88,14 +89,22 @@ pub(super) async fn write_chunks(
                     c.start_off
                 ))));
             }
-            if c.codec != archive::CODEC_ZSTD {
+            if c.codec == archive::CODEC_LOST {
+                return Ok(Err(Problem::missing(format!(
+                    "bytes {}-{} were read but their transcript lost them before they were \
+                     archived (deleted or rewritten)",
+                    c.start_off, c.end_off
+                ))));
+            }
+            if c.codec != archive::CODEC_ZSTD && c.codec != archive::CODEC_DEFERRED {
                 return Ok(Err(Problem::damaged(format!(
                     "the chunk of bytes {}-{} has unknown codec {}",
                     c.start_off, c.end_off, c.codec
                 ))));
             }
             let (start, end) = (c.start_off, c.end_off);
-            let enc = match shared.encoded(store, c).await {
+            let deferred = c.codec == archive::CODEC_DEFERRED;
+            let enc = match shared.encoded(store, c, &path).await {
                 Ok(e) => e,
                 Err(SharedError::Store(e)) if e.is_transient() && !e.is_corrupt() => {
                     return Err(ChunkError::Store(e))
@@ -104,6 +113,13 @@ pub(super) async fn write_chunks(
             };
             let bytes = match enc.bytes() {
                 Ok(b) => b,
+                // Not archived yet, and the transcript no longer holds them: missing, not
+                // damaged.
+                Err(e) if deferred => {
+                    return Ok(Err(Problem::missing(format!(
+                        "bytes {start}-{end} were read but not archived yet, and: {e}"
+                    ))))
+                }
                 Err(e) => {
                     return Ok(Err(Problem::damaged(format!(
                         "the chunk of bytes {start}-{end} is damaged: {e}"

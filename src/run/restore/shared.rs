@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::io;
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::archive::{self, Body, Encoded};
@@ -23,9 +24,34 @@ pub struct Shared {
 }
 
 impl Shared {
-    /// A stored chunk as a reader takes it: its frame with its dictionary, or its stretch of
-    /// its block (decoded).
-    pub async fn encoded(&mut self, store: &Store, c: StoredChunk) -> Result<Encoded, SharedError> {
+    /// A stored chunk of the file at `path` as a reader takes it: its frame with its
+    /// dictionary, its stretch of its block (decoded), or, not archived yet, the file's bytes.
+    pub async fn encoded(
+        &mut self,
+        store: &Store,
+        c: StoredChunk,
+        path: &Arc<Path>,
+    ) -> Result<Encoded, SharedError> {
+        if c.codec == archive::CODEC_LOST {
+            return Ok(Encoded {
+                start: c.start_off as u64,
+                end: c.end_off as u64,
+                body: Body::Unreadable(format!(
+                    "bytes {}-{} were lost from the transcript before they were archived",
+                    c.start_off, c.end_off
+                )),
+            });
+        }
+        if c.codec == archive::CODEC_DEFERRED && c.block_id.is_none() {
+            return Ok(Encoded {
+                start: c.start_off as u64,
+                end: c.end_off as u64,
+                body: Body::Disk {
+                    path: path.clone(),
+                    data: c.data,
+                },
+            });
+        }
         let body = match (c.block_id, c.dict_id) {
             (Some(id), _) => Body::Block {
                 raw: self.block(store, id).await?,
