@@ -54,14 +54,34 @@ pub fn digest(raw: &[u8]) -> u64 {
 /// file at `path`: an error when the file is gone or shorter (`NotFound`, `UnexpectedEof`) or
 /// holds other bytes there now (`InvalidData`).
 pub fn read_deferred(path: &Path, start: u64, end: u64, data: &[u8]) -> io::Result<Vec<u8>> {
+    let mut raw = Vec::new();
+    read_deferred_into(path, start, end, data, &mut raw)?;
+    Ok(raw)
+}
+
+/// [`read_deferred`] appended to `out` (left as it was on an error): packing reads a block's
+/// bytes straight into the block.
+pub fn read_deferred_into(
+    path: &Path,
+    start: u64,
+    end: u64,
+    data: &[u8],
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
     let want = stored_digest(data)?;
     let len = usize::try_from(end.saturating_sub(start))
         .map_err(|_| io::Error::other("a deferred chunk larger than memory"))?;
     let mut f = File::open(path)?;
     f.seek(SeekFrom::Start(start))?;
-    let mut raw = vec![0u8; len];
-    f.read_exact(&mut raw)?;
-    if digest(&raw) != want {
+    let at = out.len();
+    out.resize(at + len, 0);
+    let read = f.read_exact(&mut out[at..]);
+    if let Err(e) = read {
+        out.truncate(at);
+        return Err(e);
+    }
+    if digest(&out[at..]) != want {
+        out.truncate(at);
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!(
@@ -70,7 +90,7 @@ pub fn read_deferred(path: &Path, start: u64, end: u64, data: &[u8]) -> io::Resu
             ),
         ));
     }
-    Ok(raw)
+    Ok(())
 }
 
 /// The digest a deferred chunk stored.
@@ -195,9 +215,10 @@ pub fn batch_chunks(batch: &Batch, path: &Path, defer: bool) -> io::Result<Vec<A
     Ok(out)
 }
 
-/// The zstd level of packing (see [`pack`]): 9, not 6, to keep the archive within issue 29's
-/// 15 % of the transcript bytes on the corpus (level 6 measured 15.4 % there; the study: 9
-/// keeps 0.5 point more for 1.4 times the CPU, still a twentieth of the former packing's).
+/// The zstd level of packing by default (see [`pack`]; `[archive] pack_level`): 9, not 6, to
+/// keep the archive within issue 29's 15 % of the transcript bytes on the corpus (level 6
+/// measured 15.4 % there; the study: 9 keeps 0.5 point more for 1.4 times the CPU, still a
+/// twentieth of the former packing's).
 pub const PACK_LEVEL: i32 = 9;
 
 /// The window of a packed block, as a power of two: its whole length (a block is at most
@@ -221,16 +242,36 @@ pub const BLOCK_BYTES: u64 = 16 << 20;
 /// 9 for 4.3 and 6.0 CPU s per 520 MB, where the former scheme (each file alone at level 16
 /// against a 4 MiB dictionary of its project's first bytes) kept 15.5% for 90 CPU s.
 /// Long-distance matching, trained dictionaries and levels above 9 did not pay.
-pub fn pack(raw: &[u8]) -> io::Result<Vec<u8>> {
-    let mut c = zstd::bulk::Compressor::new(PACK_LEVEL)?;
+///
+/// The check decodes the block as a stream and compares it with `raw` piece by piece: a second
+/// copy of the block would be 16 MiB more of peak memory.
+pub fn pack(raw: &[u8], level: i32) -> io::Result<Vec<u8>> {
+    let mut c = zstd::bulk::Compressor::new(level)?;
     c.include_checksum(true)?;
     c.set_parameter(zstd::stream::raw::CParameter::WindowLog(PACK_WINDOW_LOG))?;
     let data = c.compress(raw)?;
-    if decode(&data, raw.len() as u64, None)? != raw {
-        return Err(io::Error::new(
+    drop(c);
+    let mismatch = || {
+        io::Error::new(
             io::ErrorKind::InvalidData,
             "a packed block does not decode to its bytes",
-        ));
+        )
+    };
+    let mut d = zstd::stream::read::Decoder::new(&data[..])?;
+    let mut buf = vec![0u8; 1 << 16];
+    let mut at = 0;
+    loop {
+        let n = d.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        if raw.get(at..at + n) != Some(&buf[..n]) {
+            return Err(mismatch());
+        }
+        at += n;
+    }
+    if at != raw.len() {
+        return Err(mismatch());
     }
     Ok(data)
 }

@@ -175,14 +175,13 @@ pub async fn run(cfg: &Config, args: RestoreArgs) -> Outcome {
 pub async fn pack(cfg: &Config, json: bool) -> Outcome {
     let store = super::open_store(cfg).await?;
     let cancel = tokio_util::sync::CancellationToken::new();
-    let r = crate::run::pack::pack_pending(
-        &store,
-        &cfg.machine_id,
-        crate::run::pack::Which::All,
-        None,
-        &cancel,
-    )
-    .await?;
+    let packer = crate::run::pack::Packer {
+        machine: &cfg.machine_id,
+        level: cfg.archive.pack_level,
+    };
+    let r =
+        crate::run::pack::pack_pending(&store, packer, crate::run::pack::Which::All, None, &cancel)
+            .await?;
     store.close().await;
     if json {
         println!("{}", serde_json::to_string_pretty(&r)?);

@@ -284,6 +284,18 @@ fn positive(key: &str, v: u64, min: u64) -> Result<u64, ConfigError> {
     }
 }
 
+/// A zstd level of packing: 1 to 19 (zstd's "ultra" levels above need more memory than the
+/// packer's bound allows).
+fn zstd_level(key: &str, v: i64) -> Result<i32, ConfigError> {
+    match i32::try_from(v) {
+        Ok(l @ 1..=19) => Ok(l),
+        _ => Err(ConfigError::Invalid {
+            key: key.into(),
+            message: format!("must be a zstd level from 1 to 19, got {v}"),
+        }),
+    }
+}
+
 /// `v` seconds, at least `min`.
 fn secs_at_least(key: &str, v: u64, min: u64) -> Result<Duration, ConfigError> {
     Ok(Duration::from_secs(positive(key, v, min)?))
@@ -464,6 +476,7 @@ impl Config {
                     raw.archive.pack_interval_secs,
                     1,
                 )?,
+                pack_level: zstd_level("archive.pack_level", raw.archive.pack_level)?,
             },
             context: ContextConfig {
                 max_bytes: usize_at_least("context.max_bytes", raw.context.max_bytes, 256)?,

@@ -149,6 +149,8 @@ pub struct ArchiveConfig {
     pub defer_finished: bool,
     /// Time between the daemon's packing passes.
     pub pack_interval: Duration,
+    /// The zstd level of packed blocks.
+    pub pack_level: i32,
 }
 
 /// Daemon timing.

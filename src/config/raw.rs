@@ -50,6 +50,7 @@ pub(super) struct RawArchive {
     pub(super) enabled: bool,
     pub(super) defer_finished: bool,
     pub(super) pack_interval_secs: u64,
+    pub(super) pack_level: i64,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -124,9 +124,13 @@ pub async fn run_once(
     let archived = Instant::now();
     let mut packed = None;
     if cfg.archive.enabled {
+        let packer = super::pack::Packer {
+            machine: &cfg.machine_id,
+            level: cfg.archive.pack_level,
+        };
         let r = super::pack::pack_pending(
             &store,
-            &cfg.machine_id,
+            packer,
             super::pack::Which::Deferred,
             None,
             &CancellationToken::new(),

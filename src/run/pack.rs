@@ -101,12 +101,20 @@ impl Stop<'_> {
     }
 }
 
+/// Who packs, and how hard.
+#[derive(Debug, Clone, Copy)]
+pub struct Packer<'a> {
+    /// This machine's id: only it reads again the bytes it deferred.
+    pub machine: &'a str,
+    /// The zstd level of blocks (`[archive] pack_level`).
+    pub level: i32,
+}
+
 /// Pack what is waiting (`which` projects), until nothing is or `budget` has run out (`None`:
-/// no limit) or `cancel` fires. `machine` is this machine's id: only it reads again the bytes it
-/// deferred.
+/// no limit) or `cancel` fires.
 pub async fn pack_pending(
     store: &Store,
-    machine: &str,
+    packer: Packer<'_>,
     which: Which,
     budget: Option<Duration>,
     cancel: &CancellationToken,
@@ -131,7 +139,7 @@ pub async fn pack_pending(
         chrono::Utc::now() - chrono::Duration::from_std(SETTLE).unwrap_or(chrono::Duration::zero());
     let settled_before = settled_before.to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
     let mut files = HashSet::new();
-    for p in store.pack_projects(machine).await? {
+    for p in store.pack_projects(packer.machine).await? {
         if stop.now() {
             report.more = true;
             break;
@@ -147,7 +155,7 @@ pub async fn pack_pending(
             Which::Settled => continue,
         };
         let at = Place {
-            machine,
+            packer,
             project: &p.project,
         };
         pack_project(store, at, whole_only, &stop, &mut report, &mut files).await?;
@@ -157,10 +165,10 @@ pub async fn pack_pending(
     Ok(report)
 }
 
-/// Where a pass packs: the project, and the machine it runs on.
+/// Where a pass packs: the project, this machine and the level.
 #[derive(Clone, Copy)]
 struct Place<'a> {
-    machine: &'a str,
+    packer: Packer<'a>,
     project: &'a str,
 }
 
@@ -169,27 +177,21 @@ fn settled(p: &PackProject, before: &str) -> bool {
     !p.live && p.last_activity.as_deref().is_none_or(|at| at < before)
 }
 
-/// A chunk's bytes in a block being gathered.
-enum Piece {
-    /// A frame, decoded only when the block is sealed (off the runtime): its data and length.
-    Frame(Vec<u8>, u64),
-    /// Bytes read again from their file (a deferred chunk), checked against its digest.
-    Raw(Vec<u8>),
-}
-
-/// A block being gathered: the pieces it takes and the files' stretches in it.
+/// A block being gathered: its bytes so far, read straight into it (a frame decoded, a deferred
+/// chunk read again from its file), and the files' stretches in it.
 #[derive(Default)]
 struct Gathered {
-    pieces: Vec<Piece>,
-    raw_len: u64,
+    raw: Vec<u8>,
+    /// What the frames it takes held (their stored size).
+    before: u64,
     members: Vec<NewMember>,
 }
 
 impl Gathered {
-    /// Take the chunk `[start, end)` of file `file_id`'s generation `generation` (its bytes
-    /// `piece`): it extends the file's last stretch when it follows it.
-    fn take(&mut self, file_id: i64, generation: i64, start: i64, end: i64, piece: Piece) {
-        let len = (end - start) as u64;
+    /// Note the chunk `[start, end)` of file `file_id`'s generation `generation`, its bytes
+    /// just appended: it extends the file's last stretch when it follows it.
+    fn took(&mut self, file_id: i64, generation: i64, start: i64, end: i64) {
+        let block_off = self.raw.len() as i64 - (end - start);
         match self.members.last_mut() {
             Some(m) if m.file_id == file_id && m.generation == generation && m.end == start => {
                 m.end = end;
@@ -200,12 +202,10 @@ impl Gathered {
                 generation,
                 start,
                 end,
-                block_off: self.raw_len as i64,
+                block_off,
                 replaces: vec![start],
             }),
         }
-        self.pieces.push(piece);
-        self.raw_len += len;
     }
 }
 
@@ -223,7 +223,9 @@ async fn pack_project(
     let mut block = Gathered::default();
     let mut after = 0;
     loop {
-        let page = store.pack_files(at.machine, project, after, 64).await?;
+        let page = store
+            .pack_files(at.packer.machine, project, after, 64)
+            .await?;
         let Some(last) = page.last() else { break };
         after = last.file_id;
         for f in page {
@@ -246,75 +248,129 @@ async fn pack_project(
                         });
                     }
                     let deferred = c.codec == archive::CODEC_DEFERRED;
-                    if deferred && f.machine != at.machine {
+                    if deferred && f.machine != at.packer.machine {
                         // Another machine's to read again: a gap in this file's stretch.
                         continue;
                     }
                     let len = (c.end_off - c.start_off) as u64;
-                    if block.raw_len > 0 && block.raw_len + len > BLOCK_BYTES {
-                        seal(store, project, std::mem::take(&mut block), report, files).await?;
+                    let held = block.raw.len() as u64;
+                    if held > 0 && held + len > BLOCK_BYTES {
+                        let full = std::mem::take(&mut block);
+                        seal(store, at, full, report, files).await?;
                         if stop.now() {
                             return Ok(());
                         }
                     }
                     let (start, end) = (c.start_off, c.end_off);
-                    let piece = if deferred {
-                        match reread(store, &f, &path, c, report).await? {
-                            Some(raw) => Piece::Raw(raw),
-                            None => continue,
-                        }
-                    } else {
-                        Piece::Frame(c.data, len)
-                    };
-                    block.take(file_id, generation, start, end, piece);
+                    if append(store, &mut block, &f, &path, c, report).await? {
+                        block.took(file_id, generation, start, end);
+                    }
                 }
             }
         }
     }
-    if block.raw_len > 0 && !whole_only {
-        seal(store, project, block, report, files).await?;
+    if !block.raw.is_empty() && !whole_only {
+        seal(store, at, block, report, files).await?;
     }
     Ok(())
+}
+
+/// Append chunk `c` of file `f` (at `path`) to `block` (off the runtime): its frame decoded, or,
+/// deferred, its bytes read again from the file and checked against its digest. `false` when a
+/// deferred chunk's bytes cannot be had now: lost (the file no longer holds them: the chunk is
+/// marked so, and restore names the gap) or unreadable for now (left for the next pass).
+async fn append(
+    store: &Store,
+    block: &mut Gathered,
+    f: &PackFile,
+    path: &Arc<std::path::Path>,
+    c: StoredChunk,
+    report: &mut PackReport,
+) -> Result<bool, PackError> {
+    let (start, end) = (c.start_off, c.end_off);
+    let len = (end - start) as u64;
+    let deferred = c.codec == archive::CODEC_DEFERRED;
+    let stored = c.data.len() as u64;
+    let mut raw = std::mem::take(&mut block.raw);
+    if raw.capacity() == 0 {
+        // One allocation per block (pages are touched as they fill), not a doubling one.
+        raw.reserve_exact(usize::try_from(BLOCK_BYTES.max(len)).unwrap_or(0));
+    }
+    let p = path.clone();
+    let (raw, read) = super::blocking(move || {
+        super::priority::reading_thread();
+        let read = if deferred {
+            archive::read_deferred_into(&p, start as u64, end as u64, &c.data, &mut raw)
+        } else {
+            archive::decode_into(&c.data, len, None, &mut raw).map(drop)
+        };
+        (raw, read)
+    })
+    .await
+    .map_err(|e| PackError::Data {
+        file_id: f.file_id,
+        source: std::io::Error::other(e.to_string()),
+    })?;
+    block.raw = raw;
+    let e = match read {
+        Ok(()) if deferred => {
+            report.archived_bytes += len;
+            return Ok(true);
+        }
+        Ok(()) => {
+            block.before += stored;
+            return Ok(true);
+        }
+        Err(source) if !deferred => {
+            return Err(PackError::Data {
+                file_id: f.file_id,
+                source,
+            })
+        }
+        Err(e) => e,
+    };
+    use std::io::ErrorKind::{InvalidData, NotFound, UnexpectedEof};
+    if matches!(e.kind(), NotFound | UnexpectedEof | InvalidData) {
+        tracing::warn!(
+            path = %path.display(),
+            start,
+            end,
+            error = %e,
+            "bytes read but not archived are gone from the transcript; the archive lacks them"
+        );
+        if store.lose_deferred(f.file_id, f.generation, start).await? {
+            report.lost_bytes += len;
+        }
+    } else {
+        tracing::warn!(path = %path.display(), error = %e, "cannot read a transcript again to archive it; retrying later");
+    }
+    Ok(false)
 }
 
 /// Compress a gathered block (off the runtime, at low priority) and store it in place of its
 /// frames; counted as skipped when they changed meanwhile.
 async fn seal(
     store: &Store,
-    project: &str,
+    at: Place<'_>,
     block: Gathered,
     report: &mut PackReport,
     files: &mut HashSet<(i64, i64)>,
 ) -> Result<(), PackError> {
     let Gathered {
-        pieces,
-        raw_len,
+        raw,
+        before,
         members,
     } = block;
     let first = members.first().map_or(0, |m| m.file_id);
-    let before: u64 = pieces
-        .iter()
-        .map(|p| match p {
-            Piece::Frame(d, _) => d.len() as u64,
-            Piece::Raw(_) => 0,
-        })
-        .sum();
+    let raw_len = raw.len() as u64;
+    let level = at.packer.level;
     let data = off_runtime(first, move || {
         super::priority::reading_thread();
-        let mut raw = Vec::with_capacity(usize::try_from(raw_len).unwrap_or(0));
-        for p in pieces {
-            match p {
-                Piece::Frame(data, len) => {
-                    archive::decode_into(&data, len, None, &mut raw)?;
-                }
-                Piece::Raw(bytes) => raw.extend_from_slice(&bytes),
-            }
-        }
-        archive::pack(&raw)
+        archive::pack(&raw, level)
     })
     .await?;
     if !store
-        .add_block(project, raw_len as i64, &data, &members)
+        .add_block(at.project, raw_len as i64, &data, &members)
         .await?
     {
         report.skipped += 1;
@@ -327,60 +383,6 @@ async fn seal(
     report.bytes_after += data.len() as u64;
     files.extend(members.iter().map(|m| (m.file_id, m.generation)));
     Ok(())
-}
-
-/// A deferred chunk's bytes read again from its file `f` (at `path`), checked against its
-/// digest (off the runtime); `None` when they cannot be had now: lost (the file no longer holds
-/// them: the chunk is forgotten, and restore reports the gap) or unreadable for now (left for
-/// the next pass).
-async fn reread(
-    store: &Store,
-    f: &PackFile,
-    path: &Arc<std::path::Path>,
-    c: StoredChunk,
-    report: &mut PackReport,
-) -> Result<Option<Vec<u8>>, PackError> {
-    let (start, end) = (c.start_off, c.end_off);
-    let p = path.clone();
-    let read = super::blocking(move || {
-        super::priority::reading_thread();
-        archive::read_deferred(&p, start as u64, end as u64, &c.data)
-    })
-    .await
-    .map_err(|e| PackError::Data {
-        file_id: f.file_id,
-        source: std::io::Error::other(e.to_string()),
-    })?;
-    match read {
-        Ok(raw) => {
-            report.archived_bytes += raw.len() as u64;
-            Ok(Some(raw))
-        }
-        Err(e)
-            if matches!(
-                e.kind(),
-                std::io::ErrorKind::NotFound
-                    | std::io::ErrorKind::UnexpectedEof
-                    | std::io::ErrorKind::InvalidData
-            ) =>
-        {
-            tracing::warn!(
-                path = %path.display(),
-                start,
-                end,
-                error = %e,
-                "bytes read but not archived are gone from the transcript; the archive lacks them"
-            );
-            if store.lose_deferred(f.file_id, f.generation, start).await? {
-                report.lost_bytes += (end - start) as u64;
-            }
-            Ok(None)
-        }
-        Err(e) => {
-            tracing::warn!(path = %path.display(), error = %e, "cannot read a transcript again to archive it; retrying later");
-            Ok(None)
-        }
-    }
 }
 
 /// Give the other chunks of every block a prune retired frames of their own (packing takes
@@ -513,7 +515,13 @@ async fn prepare(d: crate::store::StoredDict) -> Result<Arc<archive::Dict>, Pack
 /// archived yet are at risk until it has read them again; at low priority, live ingest still
 /// comes first). So a backfill's deferred bytes are archived from `interval` after the daemon
 /// starts, a minute by default, for as long as packing them takes.
-pub async fn worker(store: Store, machine: String, interval: Duration, cancel: CancellationToken) {
+pub async fn worker(
+    store: Store,
+    machine: String,
+    level: i32,
+    interval: Duration,
+    cancel: CancellationToken,
+) {
     let mut wait = interval;
     loop {
         tokio::select! {
@@ -521,9 +529,13 @@ pub async fn worker(store: Store, machine: String, interval: Duration, cancel: C
             _ = tokio::time::sleep(wait) => {}
         }
         wait = interval;
+        let packer = Packer {
+            machine: &machine,
+            level,
+        };
         match pack_pending(
             &store,
-            &machine,
+            packer,
             Which::Settled,
             Some(Duration::from_secs(5)),
             &cancel,

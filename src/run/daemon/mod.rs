@@ -326,6 +326,7 @@ async fn start_generation(
             super::pack::worker(
                 store.clone(),
                 cfg.machine_id.clone(),
+                cfg.archive.pack_level,
                 cfg.archive.pack_interval,
                 cancel.clone(),
             ),
