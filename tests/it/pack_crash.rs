@@ -88,6 +88,20 @@ async fn kill_packing(backend: Backend) {
     let out = env.cmd().args(["pack", "--json"]).output().expect("pack");
     let again: serde_json::Value = serde_json::from_slice(&out.stdout).expect("pack JSON");
     assert_eq!(again["blocks"], 0, "everything packed: {again}");
+    restores_all(&env, &before, seed);
+    store.close().await;
+    env.cleanup().await;
+}
+
+both_backends!(kill_nine_while_packing_loses_nothing, kill_packing);
+
+/// `restore --all` to a new folder writes every file of `before` (the tree as copied) byte for
+/// byte, and nothing else.
+fn restores_all(
+    env: &TestEnv,
+    before: &std::collections::BTreeMap<std::path::PathBuf, Vec<u8>>,
+    seed: u64,
+) {
     let to = env.dir.path().join("restored");
     let out = env
         .cmd()
@@ -98,19 +112,15 @@ async fn kill_packing(backend: Backend) {
     assert_ok(&out);
     let after = crate::archive::tree(&to);
     assert_eq!(after.len(), before.len(), "files restored; seed {seed}");
-    for (p, bytes) in &before {
+    for (p, bytes) in before {
         let rel = p.strip_prefix(&env.projects).expect("below projects");
         assert!(
             after.get(&to.join(rel)) == Some(bytes),
-            "{} differs after {kills} kills; seed {seed}",
+            "{} differs after 20 kills; seed {seed}",
             rel.display()
         );
     }
-    store.close().await;
-    env.cleanup().await;
 }
-
-both_backends!(kill_nine_while_packing_loses_nothing, kill_packing);
 
 /// Where an ingest stands: bytes committed, chunks deferred (read, not archived yet), blocks.
 async fn progress(store: &Store) -> (i64, i64, i64) {
@@ -196,24 +206,7 @@ async fn ingest_kills(backend: Backend) {
         reading >= 2 && archiving >= 5,
         "kills landed {reading} times while reading and {archiving} while archiving; seed {seed}"
     );
-    let to = env.dir.path().join("restored");
-    let out = env
-        .cmd()
-        .args(["restore", "--all", "--to"])
-        .arg(&to)
-        .output()
-        .expect("restore");
-    assert_ok(&out);
-    let after = crate::archive::tree(&to);
-    assert_eq!(after.len(), before.len(), "files restored; seed {seed}");
-    for (p, bytes) in &before {
-        let rel = p.strip_prefix(&env.projects).expect("below projects");
-        assert!(
-            after.get(&to.join(rel)) == Some(bytes),
-            "{} differs after 20 kills; seed {seed}",
-            rel.display()
-        );
-    }
+    restores_all(&env, &before, seed);
     store.close().await;
     env.cleanup().await;
 }
