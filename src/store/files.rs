@@ -105,36 +105,18 @@ impl Store {
             .map(|i| i.path.to_string_lossy().into_owned())
             .collect();
         let rows: Vec<(&FileInfo, &String)> = infos.iter().zip(paths.iter()).collect();
-        let mut tx = self.begin().await?;
         let backend = self.backend();
-        let mut out = Vec::with_capacity(infos.len());
-        for chunk in row_chunks(backend, &rows) {
-            let mut q = Sql::new(
-                "INSERT INTO files (machine, path, project, kind, session_id, agent_id, \
-                 first_seen_at, updated_at, user_name) ",
-            );
-            q.push_rows(backend, chunk, |row, (info, path)| {
-                row.bind(machine)
-                    .bind(path.as_str())
-                    .bind(&*info.project)
-                    .bind(info.kind.as_str())
-                    .bind(info.session_id.as_deref())
-                    .bind(info.agent_id.as_deref())
-                    .bind(now.as_str())
-                    .bind(now.as_str())
-                    .bind(user);
-            });
-            // An update so RETURNING also yields rows that already existed; the user is the
-            // machine's current one (a row from before migration 0015 has none).
-            q.push(
-                " ON CONFLICT (machine, path) DO UPDATE SET user_name = excluded.user_name \
-                 RETURNING ",
-            );
-            q.push(FILE_COLUMNS);
-            out.append(&mut tx.conn().fetch_all::<FileRecord>(&q).await?);
+        // On its own connection, closed if the transaction fails: SQLite may end a transaction
+        // itself on a full disk, and a connection whose driver still counts it open would go
+        // back to the pool holding the write lock, its next "transaction" a savepoint inside
+        // one that is never committed (measured: the files' rows lost, every batch then
+        // refused as "checkpoint moved", in the disk-full outage test at 4 MB).
+        let mut pooled = self.acquire().await?;
+        let result = register_in(&mut pooled, backend, (machine, user), &rows, &now).await;
+        if result.is_err() {
+            pooled.close().await;
         }
-        tx.commit().await?;
-        Ok(out)
+        result
     }
 
     /// Mark a file whose path no longer exists. Its rows are kept.
@@ -167,4 +149,43 @@ impl Store {
         .arg(session_id);
         Ok(self.fetch_optional::<(String,)>(&q).await?.map(|(p,)| p))
     }
+}
+
+/// [`Store::register_files`]'s transaction on `pooled`.
+async fn register_in(
+    pooled: &mut super::conn::Pooled,
+    backend: super::Backend,
+    (machine, user): (&str, &str),
+    rows: &[(&FileInfo, &String)],
+    now: &str,
+) -> Result<Vec<FileRecord>, StoreError> {
+    let mut tx = pooled.begin().await?;
+    let mut out = Vec::with_capacity(rows.len());
+    for chunk in row_chunks(backend, rows) {
+        let mut q = Sql::new(
+            "INSERT INTO files (machine, path, project, kind, session_id, agent_id, \
+         first_seen_at, updated_at, user_name) ",
+        );
+        q.push_rows(backend, chunk, |row, (info, path)| {
+            row.bind(machine)
+                .bind(path.as_str())
+                .bind(&*info.project)
+                .bind(info.kind.as_str())
+                .bind(info.session_id.as_deref())
+                .bind(info.agent_id.as_deref())
+                .bind(now)
+                .bind(now)
+                .bind(user);
+        });
+        // An update so RETURNING also yields rows that already existed; the user is the
+        // machine's current one (a row from before migration 0015 has none).
+        q.push(
+            " ON CONFLICT (machine, path) DO UPDATE SET user_name = excluded.user_name \
+         RETURNING ",
+        );
+        q.push(FILE_COLUMNS);
+        out.append(&mut tx.conn().fetch_all::<FileRecord>(&q).await?);
+    }
+    tx.commit().await?;
+    Ok(out)
 }

@@ -382,20 +382,36 @@ impl Drop for SmallDisk {
 
 /// SQLite's disk fills up during a backlog: the daemon pauses, says so, and once the disk has
 /// room again it catches up with rows identical to a clean run.
+/// The disk fills while batches are committed (5 MB: room for the schema and the files' rows).
 #[cfg(target_os = "linux")]
 #[tokio::test]
 async fn sqlite_disk_full_then_room_again_loses_nothing() {
+    sqlite_disk_full("5m", "failed_retries").await;
+}
+
+/// The disk fills while the files are registered (4 MB): a failed registration's connection is
+/// closed, not returned to the pool still holding a transaction SQLite had ended (that lost the
+/// files' rows and refused every batch as "checkpoint moved" before).
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn sqlite_disk_full_while_registering_loses_nothing() {
+    sqlite_disk_full("4m", "errors").await;
+}
+
+/// A daemon on a SQLite database in a tmpfs of `size`, too small for the backlog: it reports the
+/// outage, stays up while the disk stays full (the status counter `retried` grows: a failed
+/// commit's probe is a failed retry; a registration is retried every 2 s, each failure an
+/// error), and once the disk grows catches up with exactly the rows a clean ingest makes.
+#[cfg(target_os = "linux")]
+async fn sqlite_disk_full(size: &str, retried: &str) {
     assert!(
         is_root(),
         "this test mounts a small tmpfs: run the tests as root (CI does)"
     );
     let env = TestEnv::new(Backend::Sqlite).await;
     // Room for a new database's schema (16 KB pages: about 0.9 MB, and its write-ahead log
-    // while it is made) and the files' rows, not for the backlog (its database and log peak at
-    // about 7 MB). 5 MB since migrations 0030-0031: at 4 MB the disk could fill while the files
-    // were registered, under load, and the daemon then never caught up: every batch refused as
-    // "checkpoint moved" after one "database is locked". That failure path is not fixed yet.
-    let disk = SmallDisk::mount(&env.dir.path().join("data"), "5m");
+    // while it is made), not for the backlog (its database and log peak at about 7 MB).
+    let disk = SmallDisk::mount(&env.dir.path().join("data"), size);
     let backlog = add_backlog(&env.projects, "c", 6, 1_000_000);
     let total: u64 = backlog
         .iter()
@@ -425,11 +441,11 @@ async fn sqlite_disk_full_then_room_again_loses_nothing() {
     assert!(msg.contains("full") || msg.contains("disk"), "{s}");
     // The daemon must not exit while the disk stays full: it is still there after another of
     // its retries has failed (the backoff doubles with every failure, up to 30 s).
-    let retries = env.status_u64("failed_retries");
+    let before = env.status_u64(retried);
     wait_for(
         Duration::from_secs(90),
         "a failed retry on the full disk",
-        || async { env.status_u64("failed_retries") > retries },
+        || async { env.status_u64(retried) > before },
     )
     .await;
     assert!(status_pid(&sock) == Some(daemon.id()), "daemon stayed up");

@@ -108,10 +108,24 @@ impl Pipeline {
     /// Take the file's checkpoint from the database again (after it moved under us, or after
     /// a commit whose outcome is unknown).
     pub(super) async fn reload_checkpoint(&self, t: &mut Tracked) {
-        if let Ok(files) = self.store.files_of(&self.cfg.machine_id).await {
-            if let Some(r) = files.iter().find(|r| r.id == t.ctx.file_id) {
-                t.stored = r.checkpoint();
-                t.expected = (r.generation, r.byte_offset as u64);
+        match self.store.files_of(&self.cfg.machine_id).await {
+            Ok(files) => match files.iter().find(|r| r.id == t.ctx.file_id) {
+                Some(r) => {
+                    t.stored = r.checkpoint();
+                    t.expected = (r.generation, r.byte_offset as u64);
+                }
+                // Its row is gone (a registration the database did not keep): nothing to
+                // reload; said, since every batch of the file is then refused.
+                None => {
+                    if let Some(repeated) =
+                        crate::metrics::should_log(&format!("unregistered:{}", t.ctx.file_id))
+                    {
+                        tracing::error!(path = %t.path().display(), file_id = t.ctx.file_id, repeated, "the file's row is missing from the database");
+                    }
+                }
+            },
+            Err(e) => {
+                tracing::warn!(path = %t.path().display(), error = %e, "cannot reload the checkpoint; retried with the next batch");
             }
         }
     }
