@@ -7,6 +7,8 @@
 use crate::tail::Checkpoint;
 
 mod stored;
+mod archive;
+pub use archive::{ArchiveChunk, Sidecar};
 pub use stored::{pack_state, unpack_state, uuid_bytes, uuid_from_bytes, uuid_stored, StoredUuid};
 
 /// The version of the rules that turn transcript lines into derived rows (summaries, feedback,
@@ -103,37 +105,6 @@ impl PreparedBatch {
         self.episodes.shrink_to_fit();
         self.archive.shrink_to_fit();
     }
-}
-
-/// One stretch of a transcript's bytes as the archive keeps it: `[start, end)` of generation
-/// `generation`, as one zstd frame (`data`) of exactly `end - start` bytes; or, `deferred`, the
-/// digest of bytes left in the file to be archived straight into a block (`crate::archive`).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ArchiveChunk {
-    /// Generation of the file the bytes belong to.
-    pub generation: i64,
-    /// File offset of the first byte.
-    pub start: u64,
-    /// File offset just past the last byte.
-    pub end: u64,
-    /// The compressed bytes.
-    pub data: Vec<u8>,
-    /// A block made by packing several chunks (not a batch's own).
-    pub packed: bool,
-    /// A last line without its newline (see migration 0019).
-    pub partial: bool,
-    /// Not archived yet: `data` is the digest of the bytes, which packing reads again from the
-    /// file (`crate::archive::CODEC_DEFERRED`).
-    pub deferred: bool,
-}
-
-/// A file kept beside a transcript, compressed whole.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Sidecar {
-    /// Its file name, in the transcript's folder.
-    pub name: String,
-    /// The compressed bytes.
-    pub data: Vec<u8>,
 }
 
 /// Facts about a session learnt from one batch; merged with `min`/`max`/first-wins rules.
