@@ -49,11 +49,12 @@ struct Opts {
     skip_postgres: bool,
 }
 
-/// One query of the table: its label, text, kinds and project.
+/// One query of the table: its label, text, kinds, tool and project.
 struct Case {
     label: &'static str,
     query: &'static str,
     kinds: Vec<SearchKind>,
+    tool: Option<&'static str>,
     project: Option<&'static str>,
 }
 
@@ -62,6 +63,7 @@ fn cases() -> Vec<Case> {
         label,
         query,
         kinds: Vec::new(),
+        tool: None,
         project: None,
     };
     vec![
@@ -75,12 +77,28 @@ fn cases() -> Vec<Case> {
             label: "kind: summary",
             query: "error",
             kinds: vec![SearchKind::Summary],
+            tool: None,
+            project: None,
+        },
+        Case {
+            label: "kind: tool",
+            query: "error",
+            kinds: vec![SearchKind::Tool],
+            tool: None,
+            project: None,
+        },
+        Case {
+            label: "tool: Bash",
+            query: "\"exit code\"",
+            kinds: vec![SearchKind::Tool],
+            tool: Some("Bash"),
             project: None,
         },
         Case {
             label: "project filter",
             query: "error",
             kinds: Vec::new(),
+            tool: None,
             project: Some("UTAGE3"),
         },
     ]
@@ -198,6 +216,7 @@ async fn bench_backend(name: &str, url: &str, runs: usize, sqlite: Option<&Path>
         let filter = SearchFilter {
             query: parse(c.query)?,
             kinds: c.kinds.clone(),
+            tool: c.tool.map(str::to_string),
             project: c.project.map(str::to_string),
             origin: Default::default(),
             session_ids: None,

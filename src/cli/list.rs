@@ -176,6 +176,19 @@ pub struct SessionsArgs {
     /// Only sessions with this status: active or finished.
     #[arg(long, value_name = "S")]
     pub status: Option<String>,
+    /// Only sessions whose tools read, edited or wrote this file (a path, or its tail such
+    /// as src/auth.rs).
+    #[arg(long, value_name = "PATH")]
+    pub file: Option<String>,
+    /// Only sessions on this git branch.
+    #[arg(long, value_name = "B")]
+    pub branch: Option<String>,
+    /// Only sessions with replies from a model whose name contains this text (opus, sonnet-4-5).
+    #[arg(long, value_name = "M")]
+    pub model: Option<String>,
+    /// Also sessions with no typed prompt (warm-ups, empty ones), hidden by default.
+    #[arg(long)]
+    pub all: bool,
     /// Least recent activity first (default: most recent first).
     #[arg(long)]
     pub reverse: bool,
@@ -200,6 +213,10 @@ pub async fn sessions(cfg: &Config, a: SessionsArgs) -> Outcome {
             .map(|s| query::choice::<SessionStatus>("--status", s))
             .transpose()?,
         origin: a.origin.origin()?,
+        file: query::file_path(("--file", a.file))?,
+        branch: query::nonblank(("--branch", a.branch), "a git branch name")?,
+        model: query::nonblank(("--model", a.model), "a part of a model name, such as opus")?,
+        hide_unprompted: !a.all,
         sort: if a.reverse {
             SessionSort::Oldest
         } else {

@@ -450,7 +450,12 @@ pub fn print_search(page: &SearchPage, offset: u32, json: bool) -> std::io::Resu
             h.score,
         );
         writeln!(out, "{}", table::line_left(&head, &place))?;
-        for l in table::wrap(&h.marked(open, close), "    ", width) {
+        // A tool hit's excerpt starts with its tool's name: `Bash: npm test ...`.
+        let text = match &h.tool {
+            Some(t) => format!("{t}: {}", h.marked(open, close)),
+            None => h.marked(open, close),
+        };
+        for l in table::wrap(&text, "    ", width) {
             writeln!(out, "{l}")?;
         }
     }

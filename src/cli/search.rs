@@ -1,4 +1,5 @@
-//! `gleaner search`: full-text search over messages, summaries, feedback and snippets.
+//! `gleaner search`: full-text search over messages, summaries, feedback, snippets and what
+//! tools did.
 //!
 //! The query is parsed before the database is opened: a query that means nothing is one line
 //! naming the problem and exit 2, whatever the backend.
@@ -17,6 +18,7 @@ pub(crate) enum KindArg {
     Summary,
     Feedback,
     Snippet,
+    Tool,
 }
 
 impl From<KindArg> for SearchKind {
@@ -26,6 +28,7 @@ impl From<KindArg> for SearchKind {
             KindArg::Summary => SearchKind::Summary,
             KindArg::Feedback => SearchKind::Feedback,
             KindArg::Snippet => SearchKind::Snippet,
+            KindArg::Tool => SearchKind::Tool,
         }
     }
 }
@@ -40,6 +43,10 @@ pub struct SearchArgs {
     /// Only this kind; repeat for several (default: all).
     #[arg(long = "kind", value_name = "K")]
     pub kinds: Vec<KindArg>,
+    /// Only what this tool did (its calls and results): Bash, Edit, Read, mcp__server__tool...
+    /// (any case; implies --kind tool).
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
     /// Only sessions whose project folder or working directory contains this text.
     #[arg(long, value_name = "P", allow_hyphen_values = true)]
     pub project: Option<String>,
@@ -72,6 +79,14 @@ pub async fn run(cfg: &Config, args: SearchArgs) -> Outcome {
     let since = crate::query::time_opt("--since", args.since.as_deref())?;
     let until = crate::query::time_opt("--until", args.until.as_deref())?;
     let origin = args.origin.origin()?;
+    let (kinds, tool) = crate::query::tool_kinds(
+        (
+            "--kind",
+            args.kinds.into_iter().map(SearchKind::from).collect(),
+        ),
+        ("--tool", args.tool),
+    )?;
+    let project = crate::query::project(("--project", args.project))?;
     let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
         Ok(ids) => ids,
@@ -79,8 +94,9 @@ pub async fn run(cfg: &Config, args: SearchArgs) -> Outcome {
     };
     let filter = SearchFilter {
         query,
-        kinds: args.kinds.into_iter().map(SearchKind::from).collect(),
-        project: crate::query::project(("--project", args.project))?,
+        kinds,
+        tool,
+        project,
         origin,
         session_ids,
         since,

@@ -1,5 +1,6 @@
-//! `gleaner show SESSION_PREFIX`: one session at a glance (times, place, size, tokens,
-//! summaries, feedback, episodes with their labels and evidence, snippets, sub-agents);
+//! `gleaner show SESSION_PREFIX`: one session at a glance (times, place, the line that resumes
+//! it, size, tokens, summaries, feedback, episodes with their labels and evidence, snippets,
+//! files touched, sub-agents);
 //! `--json` prints what MCP `get_session` answers (the same view: `query::overview`).
 
 use std::io::Write;
@@ -71,6 +72,7 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
     field("When", when(&start, &end, &span));
     field("Project", s.project.clone());
     field("Cwd", s.cwd.clone().unwrap_or_default());
+    field("Resume", o.resume.clone().unwrap_or_default());
     field("Branch", s.git_branch.clone().unwrap_or_default());
     // Where each copy is held (a shared store may hold a session on several machines).
     field(
@@ -182,6 +184,22 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
             l.push(format!("  [{}] {:<10} {}", x.id, x.snippet_type, x.title));
         }
     }
+    if !o.files.is_empty() {
+        section(&mut l, "Files touched", o.files.len());
+        for f in &o.files {
+            let mut ways = Vec::new();
+            for (n, what) in [
+                (f.edits, "edited"),
+                (f.writes, "written"),
+                (f.reads, "read"),
+            ] {
+                if n > 0 {
+                    ways.push(format!("{what} {n}x"));
+                }
+            }
+            l.push(format!("  {:<24} {}", ways.join(", "), f.path));
+        }
+    }
     if !s.subagents.is_empty() {
         section(&mut l, "Sub-agents", s.subagents.len());
         for a in &s.subagents {
@@ -196,8 +214,9 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
     if o.truncated {
         l.push(String::new());
         l.push(format!(
-            "(more than {} items of a kind: see `gleaner summaries`, `episodes`, `snippets` with --session)",
-            crate::query::overview::OVERVIEW_ITEMS
+            "(more than {} items of a kind, or {} files: see `gleaner summaries`, `episodes`, `snippets` with --session)",
+            crate::query::overview::OVERVIEW_ITEMS,
+            crate::query::store::MAX_TOUCHED
         ));
     }
     match width {

@@ -456,6 +456,13 @@ pub fn index_batch(b: &mut PreparedBatch) {
             f.reason.as_deref(),
         )));
     }
+    for t in &mut b.tool_uses {
+        t.search_vec = crate::extract::tools::call_text(t.name.as_deref(), t.target.as_deref())
+            .map(|c| tsvector_binary(&c));
+    }
+    for t in &mut b.tool_results {
+        t.search_vec = t.result.as_deref().map(tsvector_binary);
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ pub mod lexemes;
 pub mod prompt;
 pub mod redact;
 pub mod rows;
+pub mod tools;
 mod usage;
 
 use crate::metrics::{timed, Stage};
@@ -20,9 +21,9 @@ use std::sync::Arc;
 use crate::extract::redact::Redactor;
 use crate::extract::rows::{
     DiagnosticRow, FeedbackRow, KindCount, MessageRow, PreparedBatch, SessionUpdate, SummaryRow,
-    ToolUseRow, UsageRow,
+    UsageRow,
 };
-use crate::parse::{parse_line, Block, Kind, LineError, Parsed, Record};
+use crate::parse::{parse_line, Kind, LineError, Parsed, Record};
 use crate::tail::discovery::{FileInfo, FileKind};
 use crate::tail::{Batch, Line, TailDiagnostic};
 
@@ -147,8 +148,8 @@ fn first_session_id(parsed: &[(&Line, Parsed<'_>)]) -> Option<String> {
 }
 
 /// Replace secrets in every text a batch would store: message text, feedback, summaries, the
-/// session's title, working directory, branch and slug, and tool targets (commands can carry
-/// tokens). Keys built from text are rebuilt from the redacted text afterwards: a summary's
+/// session's title, working directory, branch and slug, tool targets (commands can carry
+/// tokens) and tool results. Keys built from text are rebuilt from the redacted text afterwards: a summary's
 /// de-duplication key is its leaf uuid and text, and must not keep what the text lost.
 fn scrub_batch(out: &mut PreparedBatch, r: &Redactor, counts: &mut BTreeMap<&'static str, u64>) {
     let mut scrub = |s: &mut String| {
@@ -174,6 +175,9 @@ fn scrub_batch(out: &mut PreparedBatch, r: &Redactor, counts: &mut BTreeMap<&'st
     }
     for t in &mut out.tool_uses {
         t.target.as_mut().map(&mut scrub);
+    }
+    for t in &mut out.tool_results {
+        t.result.as_mut().map(&mut scrub);
     }
     if let Some(s) = &mut out.session {
         s.title.as_mut().map(&mut scrub);
@@ -419,34 +423,13 @@ fn knowledge(
         }
     }
 
-    for block in rec.blocks() {
-        match block {
-            Block::ToolUse {
-                id, name, target, ..
-            } if rec.kind == Kind::Assistant => {
-                out.tool_uses.push(ToolUseRow {
-                    tool_use_id: id.to_string(),
-                    session_id: session_id.to_string(),
-                    name: Some(name.to_string()),
-                    target: target.as_deref().map(str::to_string),
-                    ts: ts(),
-                    line_no: at.line_no,
-                });
-            }
-            Block::ToolResult {
-                tool_use_id,
-                is_error: true,
-                ..
-            } => out.tool_errors.push(ToolUseRow {
-                tool_use_id: tool_use_id.to_string(),
-                session_id: session_id.to_string(),
-                ts: ts(),
-                line_no: at.line_no,
-                ..ToolUseRow::default()
-            }),
-            _ => {}
-        }
-    }
+    tools::collect(
+        &mut out.tool_uses,
+        &mut out.tool_results,
+        rec,
+        session_id,
+        at.line_no,
+    );
 
     usage::collect(usage, rec, session_id);
 }

@@ -181,8 +181,9 @@ fn knowledge_rows() {
     assert_eq!(b.tool_uses.len(), 1);
     assert_eq!(b.tool_uses[0].name.as_deref(), Some("Edit"));
     assert_eq!(b.tool_uses[0].target.as_deref(), Some("/src/a.rs"));
-    assert_eq!(b.tool_errors.len(), 1);
-    assert_eq!(b.tool_errors[0].tool_use_id, "toolu_1");
+    let errors: Vec<_> = b.tool_results.iter().filter(|t| t.is_error).collect();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].tool_use_id, "toolu_1");
 
     // One reply over two lines: counted once, with the larger usage.
     assert_eq!(b.usage.len(), 1);

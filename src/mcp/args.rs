@@ -96,9 +96,14 @@ pub struct SearchArgs {
     /// Words (all must match), "exact phrases" in double quotes, prefixes like migrat*, OR,
     /// NOT or -word, parentheses. Example: `"flaky test" auth -windows`.
     pub query: String,
-    /// Only these kinds: message, summary, feedback, snippet (default: all). Summaries are
-    /// compaction summaries, the best overview of a session.
+    /// Only these kinds: message, summary, feedback, snippet, tool (default: all). Summaries
+    /// are compaction summaries, the best overview of a session; tool is what tools did (a
+    /// call's command, file path, pattern or URL, and its output: errors whole, other output
+    /// by its head and tail).
     pub kinds: Option<Vec<String>>,
+    /// Only what this tool did: Bash, Edit, Read, Grep, mcp__server__tool... (any case; the
+    /// kinds are then tool).
+    pub tool: Option<String>,
     /// Only sessions whose project folder or working directory contains this text.
     pub project: Option<String>,
     /// Only sessions with a transcript on this machine (its machine id; a shared store holds
@@ -124,6 +129,15 @@ pub struct SearchArgs {
 pub struct ListSessionsArgs {
     /// Only sessions whose project folder or working directory contains this text.
     pub project: Option<String>,
+    /// Only sessions whose tools read, edited or wrote this file: a path, or its tail such as
+    /// `src/auth.rs`.
+    pub file: Option<String>,
+    /// Only sessions on this git branch.
+    pub branch: Option<String>,
+    /// Only sessions with replies from a model whose name contains this text (`opus`).
+    pub model: Option<String>,
+    /// Also sessions with no typed prompt (warm-ups, empty ones), left out by default.
+    pub all: Option<bool>,
     /// Only sessions with a transcript on this machine (its machine id; a shared store holds
     /// several: `list_sessions` shows each session's machines).
     pub machine: Option<String>,

@@ -23,7 +23,7 @@ type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
 #[tool_router(router = listing_router, vis = "pub(super)")]
 impl Gleaner {
     #[tool(
-        description = "Full-text search over past Claude Code sessions: user and assistant messages, compaction summaries, user feedback and snippets, best match first, each with its session, time, transcript file and line, and an excerpt (highlights give the matched character ranges). Use it first when looking for when something was done, said or decided. Query: words (all must match), \"exact phrase\", prefix*, OR, NOT / -word, parentheses.",
+        description = "Full-text search over past Claude Code sessions: user and assistant messages, compaction summaries, user feedback, snippets and what tools did (commands, file paths, patterns, URLs and their output; filter with kinds [\"tool\"] or tool: \"Bash\"), best match first, each with its session, time, transcript file and line, and an excerpt (highlights give the matched character ranges). Use it first when looking for when something was done, said or decided. Query: words (all must match), \"exact phrase\", prefix*, OR, NOT / -word, parentheses.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn search(&self, Parameters(a): Parameters<SearchArgs>) -> Result {
@@ -76,10 +76,13 @@ impl Gleaner {
         let query = search::parse(&a.query).map_err(|e| e.to_string())?;
         let kinds = query::choices::<SearchKind>("kinds", &a.kinds.unwrap_or_default())
             .map_err(|e| e.to_string())?;
+        let (kinds, tool) =
+            query::tool_kinds(("kinds", kinds), ("tool", a.tool)).map_err(|e| e.to_string())?;
         let p = page_of(a.limit, a.offset, 20, MAX_LIMIT)?;
         let filter = SearchFilter {
             query,
             kinds,
+            tool,
             project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
@@ -111,6 +114,12 @@ impl Gleaner {
             until: time("until", a.until.as_deref())?,
             status: choice::<SessionStatus>("status", a.status.as_deref())?,
             origin: origin(a.machine, a.user)?,
+            file: query::file_path(("file", a.file)).map_err(|e| e.to_string())?,
+            branch: query::nonblank(("branch", a.branch), "a git branch name")
+                .map_err(|e| e.to_string())?,
+            model: query::nonblank(("model", a.model), "a part of a model name, such as opus")
+                .map_err(|e| e.to_string())?,
+            hide_unprompted: !a.all.unwrap_or(false),
             ..SessionFilter::default()
         };
         let p = page_of(a.limit, a.offset, 20, MAX_LISTING)?;

@@ -14,7 +14,7 @@ type Result = std::result::Result<rmcp::model::CallToolResult, rmcp::ErrorData>;
 #[tool_router(router = session_router, vis = "pub(super)")]
 impl Gleaner {
     #[tool(
-        description = "A compact overview of one session: metadata and counts, its summaries, its episodes with their labels (error_recovery, user_correction, pivot, design_decision, routine) and the titles of its snippets. Read it before asking for more (get_conversation, get_transcript_lines, query_snippets).",
+        description = "A compact overview of one session: metadata and counts, the shell line that resumes it (resume: cd <cwd> && claude --resume <id>), its summaries, its episodes with their labels (error_recovery, user_correction, pivot, design_decision, routine), the titles of its snippets and the files its tools read, edited and wrote (files_touched). Read it before asking for more (get_conversation, get_transcript_lines, query_snippets).",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn get_session(&self, Parameters(a): Parameters<SessionArgs>) -> Result {

@@ -45,7 +45,7 @@ pub mod store {
         SessionSort, SessionStatus, SnippetFilter, SnippetListing, SnippetPage, Store, StoreError,
         SubAgent, SummaryCounts, SummaryFilter, SummaryKind, SummaryListing, Timeline,
         TimelineFeedback, TimelineFile, TimelineMessage, TimelineSummary, TimelineTool,
-        TokenTotals, Totals, COUNT_CAP,
+        TokenTotals, Totals, TouchedFile, COUNT_CAP, MAX_TOUCHED,
     };
 }
 
@@ -200,6 +200,66 @@ pub fn project((field, v): (&str, Option<String>)) -> Result<Option<String>, Err
         }),
         v => Ok(v.map(|v| v.trim().to_string())),
     }
+}
+
+/// A text filter as the door names it (`("--branch", b)`), trimmed; a blank one is an error
+/// naming it (it would match nothing, or everything).
+pub fn nonblank(
+    (field, v): (&str, Option<String>),
+    expected: &str,
+) -> Result<Option<String>, Error> {
+    match v {
+        Some(v) if v.trim().is_empty() => Err(Error::BadValue {
+            field: field.to_string(),
+            value: v,
+            expected: expected.to_string(),
+        }),
+        v => Ok(v.map(|v| v.trim().to_string())),
+    }
+}
+
+/// A file filter (`("--file", path)`): a path or its tail, with a letter or digit in it (the
+/// sessions of a file are found by its words).
+pub fn file_path((field, v): (&str, Option<String>)) -> Result<Option<String>, Error> {
+    let v = nonblank((field, v), "a file path or its tail, such as src/auth.rs")?;
+    match v {
+        Some(p) if !p.chars().any(char::is_alphanumeric) => Err(Error::BadValue {
+            field: field.to_string(),
+            value: p,
+            expected: "a file path or its tail, such as src/auth.rs".to_string(),
+        }),
+        v => Ok(v),
+    }
+}
+
+/// A search's kinds and tool filter as the door names them (`("--kind", kinds)`,
+/// `("--tool", name)`): a tool name makes the search one of tool documents, so the kinds must
+/// be none or include `tool` (`--kind message --tool Bash` could only answer nothing); a blank
+/// name is an error naming it.
+pub fn tool_kinds(
+    (kinds_field, kinds): (&str, Vec<store::search::SearchKind>),
+    (tool_field, tool): (&str, Option<String>),
+) -> Result<(Vec<store::search::SearchKind>, Option<String>), Error> {
+    use store::search::SearchKind;
+    let Some(tool) = tool else {
+        return Ok((kinds, None));
+    };
+    if tool.trim().is_empty() {
+        return Err(Error::BadValue {
+            field: tool_field.to_string(),
+            value: tool,
+            expected: "a tool name such as Bash, Edit or mcp__server__tool".to_string(),
+        });
+    }
+    if !kinds.is_empty() && !kinds.contains(&SearchKind::Tool) {
+        let given: Vec<&str> = kinds.iter().map(|k| k.as_str()).collect();
+        return Err(Error::BadValue {
+            field: kinds_field.to_string(),
+            value: given.join(","),
+            expected: format!("tool (or no kind) with {tool_field}"),
+        });
+    }
+    Ok((vec![SearchKind::Tool], Some(tool.trim().to_string())))
 }
 
 /// The who-and-where filter from a machine id and a user name, as the door names them

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::Error;
 use crate::store::{
     EpisodeFilter, EpisodeListing, Page, SessionListing, SnippetFilter, SnippetListing, Store,
-    SummaryFilter, SummaryListing,
+    SummaryFilter, SummaryListing, TouchedFile, MAX_TOUCHED,
 };
 
 /// Most summaries, episodes and snippets an overview lists (it says `truncated` past them).
@@ -23,6 +23,10 @@ pub struct SessionOverview {
     pub episodes: Vec<EpisodeListing>,
     /// Snippets kept from it.
     pub snippets: Vec<SnippetListing>,
+    /// The files its tools read, edited and wrote, most changed first.
+    pub files: Vec<TouchedFile>,
+    /// The shell line that goes back into it (`None` without a working directory).
+    pub resume: Option<String>,
     /// More items than [`OVERVIEW_ITEMS`] of some kind exist.
     pub truncated: bool,
 }
@@ -63,7 +67,9 @@ pub async fn session_overview(store: &Store, id: &str) -> Result<Option<SessionO
             ..SnippetFilter::default()
         })
         .await?;
-    let truncated = summaries.has_more || episodes.has_more || snippets.has_more;
+    let (files, more_files) = store.touched_files(id, MAX_TOUCHED).await?;
+    let truncated = summaries.has_more || episodes.has_more || snippets.has_more || more_files;
+    let resume = resume_line(session.cwd.as_deref(), id);
     let mut episodes = episodes.items;
     // Listed newest first; a session reads oldest first.
     episodes.reverse();
@@ -72,8 +78,20 @@ pub async fn session_overview(store: &Store, id: &str) -> Result<Option<SessionO
         summaries: summaries.items,
         episodes,
         snippets: snippets.snippets,
+        files,
+        resume,
         truncated,
     }))
+}
+
+/// `cd <cwd> && claude --resume <id>`, the directory quoted for a POSIX shell: Claude Code
+/// finds a session by the project folder of the directory it is started in, so the line must
+/// run there. `None` without a working directory (or one a shell cannot be given: a NUL).
+pub fn resume_line(cwd: Option<&str>, session_id: &str) -> Option<String> {
+    let cwd = cwd.filter(|c| !c.is_empty())?;
+    let dir = shlex::try_quote(cwd).ok()?;
+    let id = shlex::try_quote(session_id).ok()?;
+    Some(format!("cd {dir} && claude --resume {id}"))
 }
 
 /// `s` cut to `max` characters, and whether it was cut.
@@ -87,8 +105,8 @@ pub fn cut_text(s: &str, max: usize) -> (String, bool) {
 
 impl SessionOverview {
     /// The JSON of the overview within `cap` characters: summaries share half of it (each cut
-    /// to 200-2,000 characters), then items are dropped from the end (snippets, episodes,
-    /// summaries), saying `truncated`.
+    /// to 200-2,000 characters), then items are dropped from the end (files touched, snippets,
+    /// episodes, summaries), saying `truncated`.
     pub fn to_json(&self, cap: usize) -> Value {
         let per_summary = (cap / 2 / self.summaries.len().max(1)).clamp(200, 2000);
         let summaries: Vec<Value> = self
@@ -117,14 +135,16 @@ impl SessionOverview {
             .collect();
         let mut v = json!({
             "session": self.session,
+            "resume": self.resume,
             "summaries": summaries,
             "episodes": episodes,
             "snippets": snippets,
+            "files_touched": self.files,
         });
         if self.truncated {
             v["truncated"] = Value::Bool(true);
         }
-        for key in ["snippets", "episodes", "summaries"] {
+        for key in ["files_touched", "snippets", "episodes", "summaries"] {
             while v.to_string().chars().count() > cap {
                 let Some(list) = v[key].as_array_mut() else {
                     break;

@@ -82,6 +82,7 @@ pub use read::sessions::{
 };
 pub use read::stats::{Figure, TableCounts, Totals, ROWS_COUNTED};
 pub use read::summaries::{SummaryFilter, SummaryListing};
+pub use read::touched::{TouchedFile, MAX_TOUCHED};
 pub use read::usage::{UsageCell, UsageFilter, UsageKey};
 pub use read::Origin;
 pub use reextract::RulesCounts;

@@ -96,6 +96,7 @@ pub async fn home(State(st): State<Arc<AppState>>, Query(q): Params) -> Result<R
                     option value=(k.as_str()) selected[kind == k.as_str()] { (k.as_str()) }
                 }
             } }
+            label { "Tool" input name="tool" placeholder="Bash, Edit…" size="10" value=(param(&q, "tool").unwrap_or("")); }
             (project_select(&projects, project))
             label { "Since" input name="since" placeholder="7d or 2026-01-31" value=(param(&q, "since").unwrap_or("")); }
             label { "Until" input name="until" placeholder="2026-02-28" value=(param(&q, "until").unwrap_or("")); }
@@ -143,10 +144,16 @@ async fn search_results(
 ) -> Result<Markup, WebError> {
     let query = search::parse(text).map_err(|e| WebError::BadRequest(e.to_string()))?;
     let kinds: Vec<SearchKind> = choice_param(q, "kind")?.into_iter().collect();
+    let (kinds, tool) = crate::query::tool_kinds(
+        ("kind", kinds),
+        ("tool", param(q, "tool").map(str::to_string)),
+    )
+    .map_err(|e| WebError::BadRequest(e.to_string()))?;
     let offset = page_param(q, 20)?.offset;
     let f = SearchFilter {
         query,
         kinds,
+        tool,
         project: param(q, "project").map(str::to_string),
         origin: origin_param(q)?,
         session_ids: None,
@@ -157,9 +164,10 @@ async fn search_results(
     };
     let page = st.store.search(&f).await?;
     let next = format!(
-        "/?q={}&kind={}&project={}&since={}&until={}&offset={}",
+        "/?q={}&kind={}&tool={}&project={}&since={}&until={}&offset={}",
         enc(text),
         enc(param(q, "kind").unwrap_or("")),
+        enc(param(q, "tool").unwrap_or("")),
         enc(param(q, "project").unwrap_or("")),
         enc(param(q, "since").unwrap_or("")),
         enc(param(q, "until").unwrap_or("")),
@@ -169,7 +177,7 @@ async fn search_results(
         h2 { @if !page.total_count_exact { "More than " } (page.total_count) " results" }
         @for hit in &page.results {
             div.hit {
-                span.pill { (hit.kind.as_str()) } " "
+                span.pill { (hit.kind.as_str()) @if let Some(t) = &hit.tool { " · " (t) } } " "
                 a href={ "/sessions/" (hit.session_id) @if let Some(l) = hit.line { "#line-" (l) } } {
                     (clip(&hit.session_id, 8))
                 }

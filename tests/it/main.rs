@@ -58,6 +58,7 @@ mod snippet_add;
 mod snippet_query;
 mod team;
 mod text;
+mod tool_search;
 mod trial;
 mod usage;
 mod usage_ccusage;

@@ -71,9 +71,15 @@ async fn corpus_search(backend: Backend) {
         assert!(!first[key].is_null(), "{key} missing: {first}");
     }
 
-    // A word that appears in exactly one session ranks it first.
+    // A word that appears in exactly one session ranks it first: two messages, then what
+    // its tools read (three files that import it), after them.
     let v = json(&env, &["zustand"]);
-    assert_eq!(v["total_count"], 2, "{v}");
+    assert_eq!(v["total_count"], 5, "{v}");
+    let kinds: Vec<&str> = results(&v)
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(kinds, ["message", "message", "tool", "tool", "tool"], "{v}");
     assert!(results(&v)
         .iter()
         .all(|r| r["session_id"] == "3dae6bc4-bf52-4a30-a961-09999364d8c6"));
@@ -138,18 +144,26 @@ async fn corpus_search(backend: Backend) {
         assert!(r["timestamp"].as_str().unwrap_or("") >= "2026-01-01", "{r}");
     }
 
-    // Pagination: pages do not overlap and add up.
-    let p1 = json(&env, &["error", "--limit", "5"]);
-    let p2 = json(&env, &["error", "--limit", "5", "--offset", "5"]);
+    // Pagination: pages do not overlap and add up (what was said only: with what tools
+    // printed, "error" matches more than PostgreSQL ranks, and pages end there).
+    let said = [
+        "error", "--kind", "message", "--kind", "summary", "--kind", "feedback", "--kind",
+        "snippet",
+    ];
+    let all = total(&env, &said);
+    let with =
+        |more: &[&str]| -> Vec<String> { said.iter().chain(more).map(|s| s.to_string()).collect() };
+    let args = with(&["--limit", "5"]);
+    let p1 = json(&env, &args.iter().map(String::as_str).collect::<Vec<_>>());
+    let args = with(&["--limit", "5", "--offset", "5"]);
+    let p2 = json(&env, &args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(p1["has_more"], true);
     assert_eq!(p1["total_count"], p2["total_count"]);
     let key = |r: &Value| format!("{}:{}:{}", r["kind"], r["source_file"], r["line"]);
     let k1: Vec<String> = results(&p1).iter().map(key).collect();
     assert!(results(&p2).iter().all(|r| !k1.contains(&key(r))));
-    let last = json(
-        &env,
-        &["error", "--limit", "5", "--offset", &(all - 2).to_string()],
-    );
+    let args = with(&["--limit", "5", "--offset", &(all - 2).to_string()]);
+    let last = json(&env, &args.iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(results(&last).len(), 2);
     assert_eq!(last["has_more"], false);
 

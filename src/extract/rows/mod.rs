@@ -16,7 +16,7 @@ pub use stored::{pack_state, unpack_state, uuid_bytes, uuid_from_bytes, uuid_sto
 /// that changes what is stored: each session records the version that read it
 /// (`session_rules`), and sessions on older rules are derived again from the archive (`gleaner
 /// reextract`, and the daemon in the background).
-pub const RULES_VERSION: i64 = 6;
+pub const RULES_VERSION: i64 = 7;
 
 /// Everything one transaction writes for one file.
 #[derive(Debug, Clone, Default)]
@@ -48,8 +48,9 @@ pub struct PreparedBatch {
     pub feedback: Vec<FeedbackRow>,
     /// Tool calls (assistant `tool_use` blocks).
     pub tool_uses: Vec<ToolUseRow>,
-    /// Tool results with `is_error` (any error, denials included).
-    pub tool_errors: Vec<ToolUseRow>,
+    /// Tool results (user `tool_result` blocks), failed or not, their text bounded
+    /// (`extract::tools`).
+    pub tool_results: Vec<ToolUseRow>,
     /// Token usage, one row per API message id (merged within the batch).
     pub usage: Vec<UsageRow>,
     /// File modification time (Unix ms) seen when reading; drives the idle-session rule.
@@ -96,7 +97,7 @@ impl PreparedBatch {
     pub fn shrink(&mut self) {
         self.messages.shrink_to_fit();
         self.tool_uses.shrink_to_fit();
-        self.tool_errors.shrink_to_fit();
+        self.tool_results.shrink_to_fit();
         self.usage.shrink_to_fit();
         self.kinds.shrink_to_fit();
         self.diagnostics.shrink_to_fit();
@@ -242,7 +243,7 @@ pub struct FeedbackRow {
     pub search_vec: Option<Vec<u8>>,
 }
 
-/// A tool call or a failed tool result, keyed by the tool use id.
+/// A tool call or a tool result, keyed by the tool use id: both are one row of `tool_uses`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolUseRow {
     /// `toolu_…` id.
@@ -257,6 +258,13 @@ pub struct ToolUseRow {
     pub ts: Option<String>,
     /// 1-based line number.
     pub line_no: u64,
+    /// A result that failed (`is_error`: failures and denials).
+    pub is_error: bool,
+    /// A result's text, bounded (`extract::tools::result_text`) and redacted.
+    pub result: Option<String>,
+    /// PostgreSQL only: the search words of the call ([`crate::extract::tools::call_text`]) or
+    /// of the result's text, computed on the reading threads; `None` elsewhere.
+    pub search_vec: Option<Vec<u8>>,
 }
 
 /// Token usage of one API message: what `gleaner usage` counts. One reply spans several lines

@@ -16,6 +16,7 @@ pub(super) mod files;
 pub(super) mod sessions;
 pub(super) mod stats;
 pub(super) mod summaries;
+pub(super) mod touched;
 pub(super) mod usage;
 mod titles;
 

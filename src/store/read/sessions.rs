@@ -227,6 +227,17 @@ pub struct SessionFilter {
     pub session_ids: Option<Vec<String>>,
     /// Who and where: sessions held by this machine or user.
     pub origin: Origin,
+    /// Only sessions whose tools read, edited or wrote this file (its path, or a tail of it
+    /// after a `/`: `src/auth.rs`).
+    pub file: Option<String>,
+    /// Only sessions on this git branch (as last seen).
+    pub branch: Option<String>,
+    /// Only sessions with a reply from a model whose name contains this text (`opus`).
+    pub model: Option<String>,
+    /// Leave out sessions with no typed prompt (warm-ups, empty ones): the doors' listings do
+    /// unless asked for all (`--all`), as they crowd a project's list and hold nothing to
+    /// read; exports and internal walks take every session.
+    pub hide_unprompted: bool,
     /// The order.
     pub sort: SessionSort,
     /// Only sessions after this one in the `Recent` order (keyset paging: a walk over every
@@ -254,6 +265,14 @@ impl SessionCursor {
         }
     }
 }
+
+/// Whether session `s` holds a prompt someone typed: Claude Code's warm-up sessions (a
+/// `Warmup` prompt it sends itself) and sessions with no prompt are left out of listings
+/// unless asked for (`SessionFilter::hide_unprompted`); a session asked for by id is always
+/// shown.
+pub(in crate::store) const PROMPTED: &str = "SELECT 1 FROM feedback pf \
+     WHERE pf.session_id = s.session_id AND pf.feedback_type = 'message' \
+     AND pf.content <> 'Warmup'";
 
 /// The summaries' session: the one holding the message its `leaf_uuid` names (the earliest
 /// such session, so a resumed session's copy of that message does not take it over), else the
@@ -335,6 +354,24 @@ impl Store {
             q.push(" AND ").push_in("s.session_id", ids);
         }
         push_origin_filter(&mut q, &f.origin, "s.session_id");
+        if let Some(path) = &f.file {
+            super::touched::push_file_filter(&mut q, self.backend(), path, "s.session_id");
+        }
+        if let Some(b) = &f.branch {
+            q.push(" AND s.git_branch = ").push_bind(b.as_str());
+        }
+        if let Some(m) = &f.model {
+            // The per-session usage rollup (one row per session and model) names its models.
+            q.push(
+                " AND s.session_id IN (SELECT ug.key FROM usage_groups ug \
+                 WHERE ug.kind = 'session' AND ug.model LIKE ",
+            )
+            .push_bind(super::super::sql::contains_pattern(m))
+            .push(" ESCAPE '\\')");
+        }
+        if f.hide_unprompted && f.session_ids.is_none() {
+            q.push(&format!(" AND EXISTS ({PROMPTED})"));
+        }
         // After the cursor in `last_activity_at DESC NULLS LAST, session_id DESC`.
         match f
             .after

@@ -22,6 +22,7 @@ mod sql;
 use serde::Serialize;
 
 pub use parse::{parse, Query, QueryError};
+pub(crate) use sql::tsquery;
 
 use super::read::Origin;
 use super::sql::{Backend, Sql};
@@ -29,6 +30,18 @@ use super::{Store, StoreError};
 
 /// How much a summary's score is raised over any other kind's.
 pub const SUMMARY_BOOST: f64 = 1.25;
+
+/// Tool documents rank after every other kind's, whatever their scores: what people and the
+/// assistant said comes before a log that holds the same words (a word in a prompt is what
+/// someone meant; in a build log it is often noise, and a short log can outscore a long
+/// reply). `--kind tool` lists them alone. The SQL's `ORDER BY` starts with this, for the
+/// kind column of the table alias `t` (`""`: unqualified).
+pub(crate) fn tools_last(t: &str) -> String {
+    match t {
+        "" => "(kind = 'tool')".to_string(),
+        t => format!("({t}.kind = 'tool')"),
+    }
+}
 
 /// Most results in one page.
 pub const MAX_LIMIT: u32 = 200;
@@ -76,15 +89,18 @@ pub enum SearchKind {
     Feedback,
     /// A stored snippet (title and content).
     Snippet,
+    /// What a tool did: a call's name and target, or its result's text (bounded).
+    Tool,
 }
 
 impl SearchKind {
     /// Every kind.
-    pub const ALL: [SearchKind; 4] = [
+    pub const ALL: [SearchKind; 5] = [
         SearchKind::Message,
         SearchKind::Summary,
         SearchKind::Feedback,
         SearchKind::Snippet,
+        SearchKind::Tool,
     ];
 
     /// The name used in flags, JSON and the index.
@@ -94,6 +110,7 @@ impl SearchKind {
             SearchKind::Summary => "summary",
             SearchKind::Feedback => "feedback",
             SearchKind::Snippet => "snippet",
+            SearchKind::Tool => "tool",
         }
     }
 
@@ -109,6 +126,9 @@ pub struct SearchFilter {
     pub query: Query,
     /// Only these kinds (empty: all).
     pub kinds: Vec<SearchKind>,
+    /// Only tool documents of this tool (its name, any case): `Bash`, `Edit`, `mcp__x__y`.
+    /// The query layer makes the kinds `[Tool]` with it.
+    pub tool: Option<String>,
     /// The session's project folder or working directory contains this text.
     pub project: Option<String>,
     /// Who and where: sessions held by this machine or user.
@@ -142,6 +162,9 @@ pub struct SearchHit {
     pub source_file: Option<String>,
     /// The line in that transcript (1-based).
     pub line: Option<i64>,
+    /// A `tool` hit: the tool's name (left out of JSON for the other kinds).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
     /// Relevance, higher is better (comparable within one backend only).
     pub score: f64,
     /// A short piece of the text around the matches.
@@ -330,13 +353,24 @@ impl Store {
                 .filter_map(|r| r.ref_id),
         );
         let sources = q.not_persistent();
+        let mut q = Sql::new("SELECT id, COALESCE(name, '') FROM tool_uses WHERE ");
+        q.push_in(
+            "id",
+            ranked
+                .iter()
+                .filter(|r| r.kind == "tool")
+                .filter_map(|r| r.ref_id),
+        );
+        let tools = q.not_persistent();
         // Independent lookups, asked at once (each a round trip of its own).
-        let (excerpts, projects, paths, sources) = tokio::join!(
+        let (excerpts, projects, paths, sources, tools) = tokio::join!(
             self.excerpts(f, &ranked),
             self.fetch_all::<(String, String)>(&projects),
             self.fetch_all::<(i64, String)>(&paths),
             self.fetch_all::<(i64, String, i64)>(&sources),
+            self.fetch_all::<(i64, String)>(&tools),
         );
+        let tools: std::collections::HashMap<i64, String> = tools?.into_iter().collect();
         let excerpts = excerpts?;
         let projects: std::collections::HashMap<String, String> = projects?.into_iter().collect();
         let paths: std::collections::HashMap<i64, String> = paths?.into_iter().collect();
@@ -371,6 +405,10 @@ impl Store {
                     timestamp: r.ts,
                     source_file,
                     line,
+                    tool: match kind {
+                        SearchKind::Tool => r.ref_id.and_then(|id| tools.get(&id).cloned()),
+                        _ => None,
+                    },
                     score: r.score,
                     excerpt,
                     highlights,
@@ -403,15 +441,16 @@ impl Store {
             Backend::Postgres => {
                 // One query per kind on the page, asked at once (each a round trip).
                 let terms = excerpt::terms(&f.query);
-                let [a, b, c, d] = SearchKind::ALL;
-                let (a, b, c, d) = tokio::join!(
+                let [a, b, c, d, e] = SearchKind::ALL;
+                let (a, b, c, d, e) = tokio::join!(
                     self.pg_excerpts(a, ranked, &terms),
                     self.pg_excerpts(b, ranked, &terms),
                     self.pg_excerpts(c, ranked, &terms),
                     self.pg_excerpts(d, ranked, &terms),
+                    self.pg_excerpts(e, ranked, &terms),
                 );
                 let mut out = vec![String::new(); ranked.len()];
-                for (i, e) in [a?, b?, c?, d?].into_iter().flatten() {
+                for (i, e) in [a?, b?, c?, d?, e?].into_iter().flatten() {
                     out[i] = e;
                 }
                 Ok(out)
@@ -483,6 +522,7 @@ mod tests {
             timestamp: None,
             source_file: None,
             line: None,
+            tool: None,
             score: 1.0,
             excerpt: t,
             highlights: s,

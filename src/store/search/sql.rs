@@ -2,8 +2,8 @@
 //! values.
 
 use super::{
-    Query, Ranked, SearchFilter, SearchKind, COUNT_CAP, PG_RANKED_CANDIDATES, RANKED_CANDIDATES,
-    START, STOP, SUMMARY_BOOST,
+    tools_last, Query, Ranked, SearchFilter, SearchKind, COUNT_CAP, PG_RANKED_CANDIDATES,
+    RANKED_CANDIDATES, START, STOP, SUMMARY_BOOST,
 };
 use crate::extract::lexemes::{accented_lexeme, lexeme};
 use crate::store::read::{push_origin_filter, push_project_filter};
@@ -99,7 +99,8 @@ pub(super) fn ranked<'a>(
             // page costs then depends on the page, not on how common the words are.
             q.push(&format!(
                 " ORDER BY search_fts.rowid DESC LIMIT {RANKED_CANDIDATES}) c \
-                 ORDER BY c.score DESC, c.doc_id DESC"
+                 ORDER BY {}, c.score DESC, c.doc_id DESC",
+                tools_last("c")
             ));
             q
         }
@@ -113,7 +114,10 @@ pub(super) fn ranked<'a>(
                  h.line_no, h.seq, h.ref_id, h.score, h.prompt FROM (SELECT * FROM (",
             );
             pg_union(&mut q, f, true);
-            q.push(") hits ORDER BY score DESC, ts DESC NULLS LAST, kind, ref_id");
+            q.push(&format!(
+                ") hits ORDER BY {}, score DESC, ts DESC NULLS LAST, kind, ref_id",
+                tools_last("")
+            ));
             q
         }
     };
@@ -121,9 +125,15 @@ pub(super) fn ranked<'a>(
         .push_bind(limit)
         .push(" OFFSET ")
         .push_bind(offset);
-    q.push(match backend {
-        Backend::Sqlite => ") h ORDER BY h.score DESC, h.doc_id DESC",
-        Backend::Postgres => ") h ORDER BY h.score DESC, h.ts DESC NULLS LAST, h.kind, h.ref_id",
+    q.push(&match backend {
+        Backend::Sqlite => format!(
+            ") h ORDER BY {}, h.score DESC, h.doc_id DESC",
+            tools_last("h")
+        ),
+        Backend::Postgres => format!(
+            ") h ORDER BY {}, h.score DESC, h.ts DESC NULLS LAST, h.kind, h.ref_id",
+            tools_last("h")
+        ),
     });
     q
 }
@@ -166,6 +176,14 @@ fn sqlite_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter) {
         }
         q.push(")");
     }
+    if let Some(tool) = &f.tool {
+        q.push(
+            " AND d.kind = 'tool' AND EXISTS (SELECT 1 FROM tool_uses tn \
+             WHERE tn.id = d.ref_id AND tn.name = ",
+        )
+        .push_bind(tool.as_str())
+        .push(" COLLATE NOCASE)");
+    }
     push_filters(q, f, &sqlite_doc_session("d"), &sqlite_doc_ts("d"));
 }
 
@@ -195,6 +213,36 @@ struct PgKind {
     key: [&'static str; 5],
     text: &'static str,
     boost: f64,
+    /// The vector column (`t`).
+    vec: &'static str,
+}
+
+/// The text a tool call's vector was made of (`extract::tools::call_text`).
+const PG_CALL_TEXT: &str = "COALESCE(t.name, '') || E'\\n' || COALESCE(t.target, '')";
+
+/// Where each kind's documents are: one place per kind but tools, whose calls and results are
+/// two vectors of one row (each at its own line; `seq` 0 and 1 tell them apart).
+fn pg_sources(k: SearchKind) -> Vec<PgKind> {
+    match k {
+        SearchKind::Tool => [
+            ("t.line_no", "0::bigint", PG_CALL_TEXT, "t.call_vec"),
+            ("t.result_line", "1::bigint", "t.result", "t.result_vec"),
+        ]
+        .into_iter()
+        .map(|(line, seq, text, vec)| PgKind {
+            from: "tool_uses t",
+            text_from: "tool_uses t",
+            newest: "t.id DESC",
+            session: "t.session_id",
+            ts: "t.ts",
+            key: ["t.file_id", "NULL::bigint", line, seq, "t.id"],
+            text,
+            boost: 1.0,
+            vec,
+        })
+        .collect(),
+        k => vec![pg_kind(k)],
+    }
 }
 
 fn pg_kind(k: SearchKind) -> PgKind {
@@ -216,6 +264,7 @@ fn pg_kind(k: SearchKind) -> PgKind {
             ],
             text: "t.text",
             boost: 1.0,
+            vec: "t.search_vec",
         },
         SearchKind::Summary => PgKind {
             from: "summaries t",
@@ -232,6 +281,7 @@ fn pg_kind(k: SearchKind) -> PgKind {
             ],
             text: "t.text",
             boost: SUMMARY_BOOST,
+            vec: "t.search_vec",
         },
         SearchKind::Feedback => PgKind {
             from: "feedback t",
@@ -248,6 +298,7 @@ fn pg_kind(k: SearchKind) -> PgKind {
             ],
             text: "t.content || COALESCE(E'\\n' || t.reason, '')",
             boost: 1.0,
+            vec: "t.search_vec",
         },
         SearchKind::Snippet => PgKind {
             from: "snippets t",
@@ -264,7 +315,10 @@ fn pg_kind(k: SearchKind) -> PgKind {
             ],
             text: "t.title || E'\\n' || t.content",
             boost: 1.0,
+            vec: "t.search_vec",
         },
+        // Two places (`pg_sources`); the first names the table.
+        SearchKind::Tool => pg_sources(SearchKind::Tool).remove(0),
     }
 }
 
@@ -281,8 +335,10 @@ fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool) {
     if prompts_only {
         ks.push(SearchKind::Feedback);
     }
-    for (i, k) in ks.into_iter().enumerate() {
-        let p = pg_kind(k);
+    let sources = ks
+        .into_iter()
+        .flat_map(|k| pg_sources(k).into_iter().map(move |p| (k, p)));
+    for (i, (k, p)) in sources.enumerate() {
         if i > 0 {
             q.push(" UNION ALL ");
         }
@@ -310,20 +366,27 @@ fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool) {
             push_tsquery(q, &f.query);
             q.push(&format!(
                 ")::float8 * {:.2} AS score, c.prompt FROM (SELECT '{}'::text AS kind, \
-                 {session} AS session_id, {} AS ts, {}, {prompt} AS prompt, t.search_vec",
+                 {session} AS session_id, {} AS ts, {}, {prompt} AS prompt, \
+                 {} AS search_vec",
                 p.boost,
                 k.as_str(),
                 p.ts,
-                key.join(", ")
+                key.join(", "),
+                p.vec,
             ));
         } else {
             q.push("(SELECT 1");
         }
-        q.push(&format!(" FROM {} WHERE t.search_vec @@ ", p.from));
+        q.push(&format!(" FROM {} WHERE {} @@ ", p.from, p.vec));
         push_tsquery(q, &f.query);
         push_filters(q, f, p.session, p.ts);
         if prompts_only && k == SearchKind::Feedback {
             q.push(" AND t.feedback_type = 'message'");
+        }
+        if let (SearchKind::Tool, Some(tool)) = (k, &f.tool) {
+            q.push(" AND lower(t.name) = lower(")
+                .push_bind(tool.as_str())
+                .push(")");
         }
         if ranked {
             q.push(&format!(
@@ -360,7 +423,7 @@ fn term(word: &str, prefix: bool) -> Option<String> {
 /// part made only of them disappears, and a phrase keeps their gap as `<n>`), the rest stemmed;
 /// a prefix is the stem with `:*`. `None` when nothing is left to search for. Lexemes are
 /// letters and digits only, so the text holds no syntax of the user's.
-pub(super) fn tsquery(query: &Query) -> Option<String> {
+pub(crate) fn tsquery(query: &Query) -> Option<String> {
     match query {
         Query::Term { word, prefix } => term(word, *prefix),
         Query::Phrase { words, prefix } => {
@@ -400,7 +463,11 @@ pub(super) fn tsquery(query: &Query) -> Option<String> {
 /// `(position, text)` of the given results of one kind (the text their index was made of).
 pub(super) fn pg_texts<'a>(kind: SearchKind, picked: &[&Ranked]) -> Sql<'a> {
     let p = pg_kind(kind);
-    let mut q = Sql::new(format!("SELECT k.pos, {} FROM (VALUES ", p.text));
+    let text = match kind {
+        SearchKind::Tool => format!("CASE WHEN k.b = 0 THEN {PG_CALL_TEXT} ELSE t.result END"),
+        _ => p.text.to_string(),
+    };
+    let mut q = Sql::new(format!("SELECT k.pos, {text} FROM (VALUES "));
     for (i, r) in picked.iter().enumerate() {
         q.push(if i == 0 { "(" } else { ", (" });
         q.push_bind(i as i64).push("::bigint, ");
@@ -414,6 +481,12 @@ pub(super) fn pg_texts<'a>(kind: SearchKind, picked: &[&Ranked]) -> Sql<'a> {
                     .push("::bigint, ")
                     .push_bind(r.seq)
                     .push("::bigint)");
+            }
+            SearchKind::Tool => {
+                q.push_bind(r.ref_id)
+                    .push("::bigint, ")
+                    .push_bind(r.seq)
+                    .push("::bigint, NULL::bigint, NULL::bigint)");
             }
             _ => {
                 q.push_bind(r.ref_id)
