@@ -70,7 +70,7 @@ impl OriginArgs {
 /// Tell a person at the end of a page where the next one starts, or that there is nothing
 /// (stderr: stdout stays the data, for scripts). An empty listing is not an error: exit 0
 /// (README, "Exit codes").
-fn say_more<T>(p: &Paged<T>, json: bool, page: Page, what: &str) {
+pub(super) fn say_more<T>(p: &Paged<T>, json: bool, page: Page, what: &str) {
     if json {
         return;
     }

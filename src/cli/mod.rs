@@ -12,6 +12,7 @@ mod hooks;
 mod list;
 mod open;
 mod output;
+mod projects;
 mod prune;
 mod refine;
 mod search;
@@ -106,6 +107,9 @@ enum Command {
     },
     /// List sessions, most recent activity first.
     Sessions(list::SessionsArgs),
+    /// List projects, most recent activity first: working directory, sessions, first and last
+    /// activity, messages, tokens.
+    Projects(projects::ProjectsArgs),
     /// List summaries, newest first: `summary` lines, compaction boundaries and compaction
     /// summaries.
     Summaries(list::SummariesArgs),
@@ -500,6 +504,7 @@ impl Command {
                 json,
             } => list::files(&cfg, machine, &page, json).await,
             Command::Sessions(args) => list::sessions(&cfg, args).await,
+            Command::Projects(args) => projects::run(&cfg, args).await,
             Command::Summaries(args) => list::summaries(&cfg, args).await,
             Command::Feedback(args) => list::feedback(&cfg, args).await,
             Command::Episodes(args) => list::episodes(&cfg, args).await,

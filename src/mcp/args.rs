@@ -155,6 +155,22 @@ pub struct ListSessionsArgs {
     pub offset: Option<u32>,
 }
 
+/// `list_projects`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListProjectsArgs {
+    /// Only projects whose folder or a session's working directory contains this text.
+    pub project: Option<String>,
+    /// Only sessions with a transcript on this machine (its machine id).
+    pub machine: Option<String>,
+    /// Only sessions of this user.
+    pub user: Option<String>,
+    /// Projects per page (default 20, at most 500).
+    pub limit: Option<u32>,
+    /// Projects to skip.
+    pub offset: Option<u32>,
+}
+
 /// A session, by id or unique prefix.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -5,15 +5,15 @@ use rmcp::{tool, tool_router};
 use serde_json::Value;
 
 use super::args::{
-    EpisodesArgs, FeedbackArgs, ListSessionsArgs, Parameters, SearchArgs, SnippetsArgs,
-    SummariesArgs,
+    EpisodesArgs, FeedbackArgs, ListProjectsArgs, ListSessionsArgs, Parameters, SearchArgs,
+    SnippetsArgs, SummariesArgs,
 };
 use super::{choice, done, origin, page, page_of, store_err, time, Body, Gleaner};
 use crate::episode::Label;
 use crate::query::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
 use crate::query::store::{
-    EpisodeFilter, FeedbackFilter, FeedbackType, SessionFilter, SessionStatus, SnippetFilter,
-    SummaryFilter, SummaryKind,
+    EpisodeFilter, FeedbackFilter, FeedbackType, ProjectFilter, SessionFilter, SessionStatus,
+    SnippetFilter, SummaryFilter, SummaryKind,
 };
 use crate::query::{self, Paged, MAX_LISTING};
 use crate::snippet::SnippetType;
@@ -36,6 +36,14 @@ impl Gleaner {
     )]
     async fn list_sessions(&self, Parameters(a): Parameters<ListSessionsArgs>) -> Result {
         done(self.list_sessions_body(a).await)
+    }
+
+    #[tool(
+        description = "List projects, most recent activity first: each project's working directory, how many sessions, first and last activity, messages and tokens. Use it to see where work happened; then list_sessions with project for its sessions.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_projects(&self, Parameters(a): Parameters<ListProjectsArgs>) -> Result {
+        done(self.list_projects_body(a).await)
     }
 
     #[tool(
@@ -105,6 +113,20 @@ impl Gleaner {
             v["total_count_exact"] = Value::Bool(false);
         }
         Ok(v)
+    }
+
+    async fn list_projects_body(&self, a: ListProjectsArgs) -> Body {
+        let filter = ProjectFilter {
+            project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
+            origin: origin(a.machine, a.user)?,
+        };
+        let p = page_of(a.limit, a.offset, 20, MAX_LISTING)?;
+        let projects = self
+            .store
+            .project_listing(&filter, p)
+            .await
+            .map_err(store_err)?;
+        Ok(page("projects", &projects, p.offset, &[], self.cap()))
     }
 
     async fn list_sessions_body(&self, a: ListSessionsArgs) -> Body {

@@ -41,11 +41,11 @@ pub mod store {
     pub use crate::store::{
         redact_url, ArchiveFilter, ArchiveTotals, Backend, ConversationRow, DiagnosticListing,
         EpisodeFilter, EpisodeListing, FeedbackCounts, FeedbackFilter, FeedbackListing,
-        FeedbackType, FileListing, Origin, Page, Paged, Schema, SessionFilter, SessionListing,
-        SessionSort, SessionStatus, SnippetFilter, SnippetListing, SnippetPage, Store, StoreError,
-        SubAgent, SummaryCounts, SummaryFilter, SummaryKind, SummaryListing, Timeline,
-        TimelineFeedback, TimelineFile, TimelineMessage, TimelineSummary, TimelineTool,
-        TokenTotals, Totals, TouchedFile, COUNT_CAP, MAX_TOUCHED,
+        FeedbackType, FileListing, Origin, Page, Paged, ProjectFilter, ProjectListing, Schema,
+        SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter, SnippetListing,
+        SnippetPage, Store, StoreError, SubAgent, SummaryCounts, SummaryFilter, SummaryKind,
+        SummaryListing, Timeline, TimelineFeedback, TimelineFile, TimelineMessage, TimelineSummary,
+        TimelineTool, TokenTotals, Totals, TouchedFile, COUNT_CAP, MAX_TOUCHED,
     };
 }
 

@@ -76,6 +76,7 @@ pub use read::conversation::ConversationRow;
 pub use read::diagnostics::DiagnosticListing;
 pub use read::feedback::{FeedbackFilter, FeedbackListing};
 pub use read::files::FileListing;
+pub use read::projects::{ProjectFilter, ProjectListing};
 pub use read::sessions::{
     FeedbackCounts, SessionCursor, SessionFilter, SessionListing, SessionSort, SubAgent,
     SummaryCounts, TokenTotals,

@@ -89,6 +89,7 @@ pub fn page(title: &str, body: Markup) -> Markup {
                     nav {
                         a href="/" { "Search" }
                         a href="/sessions" { "Sessions" }
+                        a href="/projects" { "Projects" }
                         a href="/snippets" { "Snippets" }
                         a href="/usage" { "Usage" }
                     }

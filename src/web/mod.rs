@@ -19,6 +19,7 @@
 
 mod layout;
 mod pages;
+mod projects;
 mod timeline;
 mod usage;
 
@@ -165,6 +166,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route("/", get(pages::home))
         .route("/sessions", get(pages::sessions))
+        .route("/projects", get(projects::projects))
         .route("/sessions/{id}", get(pages::session))
         .route("/sessions/{id}/lines", get(pages::lines))
         .route("/snippets", get(pages::snippets))

@@ -75,7 +75,10 @@ pub async fn home(State(st): State<Arc<AppState>>, Query(q): Params) -> Result<R
     let recent = st
         .store
         .sessions(
-            &SessionFilter::default(),
+            &SessionFilter {
+                hide_unprompted: true,
+                ..SessionFilter::default()
+            },
             Page {
                 limit: 10,
                 offset: 0,
@@ -212,9 +215,9 @@ fn session_table(rows: &[SessionListing], sort: Option<(&str, &str)>) -> Markup 
                 @for s in rows {
                     tr {
                         td { a href={ "/sessions/" (s.session_id) } { (clip(s.title.as_deref().unwrap_or("(no title)"), 90)) } }
-                        // Transcripts straight under the projects folder have no project folder:
-                        // the working directory says where they ran.
-                        td { (if s.project.is_empty() { s.cwd.as_deref().unwrap_or("") } else { &s.project }) }
+                        // The working directory says where, as the CLI shows it; the project
+                        // folder (its encoded form) is the cell's title.
+                        td.place title=(s.project) { (s.cwd.as_deref().unwrap_or(&s.project)) }
                         td.nowrap { (when(s.started_at.as_deref())) }
                         td.nowrap { (duration(s.duration_ms)) }
                         td { (s.status) }
@@ -243,13 +246,15 @@ pub async fn sessions(
         until: since_param(&q, "until")?,
         status,
         origin: origin_param(&q)?,
+        hide_unprompted: param(&q, "all").is_none(),
         sort,
         ..SessionFilter::default()
     };
     let rows = st.store.sessions(&f, page).await?;
     let projects = st.store.projects().await?;
     let base = format!(
-        "project={}&since={}&until={}&status={}&machine={}&user={}",
+        "all={}&project={}&since={}&until={}&status={}&machine={}&user={}",
+        param(&q, "all").unwrap_or(""),
         enc(param(&q, "project").unwrap_or("")),
         enc(param(&q, "since").unwrap_or("")),
         enc(param(&q, "until").unwrap_or("")),
@@ -272,6 +277,7 @@ pub async fn sessions(
             } }
             label { "Machine" input name="machine" placeholder="machine id" value=(param(&q, "machine").unwrap_or("")); }
             label { "User" input name="user" placeholder="user name" value=(param(&q, "user").unwrap_or("")); }
+            label.check { input type="checkbox" name="all" value="1" checked[param(&q, "all").is_some()]; "With warm-ups" }
             input type="hidden" name="sort" value=(sort.as_str());
             button type="submit" { "Filter" }
         }

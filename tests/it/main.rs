@@ -49,6 +49,7 @@ mod output;
 mod outage;
 mod pack_crash;
 mod pack_upgrade;
+mod projects;
 mod prune;
 mod redact;
 mod reextract;

@@ -108,9 +108,10 @@ impl Client {
     }
 }
 
-const TOOLS: [&str; 12] = [
+const TOOLS: [&str; 13] = [
     "search",
     "list_sessions",
+    "list_projects",
     "get_session",
     "get_summaries",
     "query_feedback",

@@ -274,7 +274,7 @@ fn frob_session(env: &TestEnv) {
 
 /// The frob session, then a Read and an Edit of `src/main.rs` on a branch with a model's
 /// usage; and a warm-up session beside it.
-fn frob_edits(env: &TestEnv) -> &'static str {
+pub(crate) fn frob_edits(env: &TestEnv) -> &'static str {
     frob_session(env);
     let sid = "5e551011-0000-4000-8000-000000000049";
     let line = |uuid: &str, kind: &str, content: &str| {

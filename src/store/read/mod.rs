@@ -13,6 +13,7 @@ pub(super) mod conversation;
 pub(super) mod diagnostics;
 pub(super) mod feedback;
 pub(super) mod files;
+pub(super) mod projects;
 pub(super) mod sessions;
 pub(super) mod stats;
 pub(super) mod summaries;
