@@ -24,7 +24,7 @@ SELECT d.id, gleaner_fts(CASE d.kind
     WHEN 'snippet' THEN (SELECT sn.title || char(10) || sn.content
         FROM snippets sn WHERE sn.id = d.ref_id)
     WHEN 'tool' THEN (SELECT CASE d.seq
-            WHEN 0 THEN COALESCE(t.name, '') || char(10) || COALESCE(t.target, '')
+            WHEN 0 THEN t.name || char(10) || t.target
             ELSE t.result END
         FROM tool_uses t WHERE t.id = d.ref_id)
     END)
@@ -71,24 +71,23 @@ CREATE TRIGGER snippets_fts_update AFTER UPDATE OF title, content, created_at ON
         FROM search_docs d WHERE d.kind = 'snippet' AND d.ref_id = new.id;
 END;
 
--- A call is a document once its name is known (its row may have been made by its result
--- first), a result once its text is; the writer never changes either afterwards
+-- A call with a target is a document once its name is known (its row may have been made by
+-- its result first), a result once its text is (extract::tools::call_text, QUIET_OUTPUT); the writer never changes either afterwards
 -- (store::knowledge), so what the index holds is what the view reads back.
-CREATE TRIGGER tool_calls_search AFTER INSERT ON tool_uses WHEN new.name IS NOT NULL BEGIN
+CREATE TRIGGER tool_calls_search AFTER INSERT ON tool_uses
+WHEN new.name IS NOT NULL AND new.target IS NOT NULL BEGIN
     INSERT INTO search_docs (kind, session_id, ts, file_id, line_no, seq, ref_id)
         VALUES ('tool', new.session_id, new.ts, new.file_id, new.line_no, 0, new.id);
     INSERT INTO search_fts (rowid, body)
-        VALUES (last_insert_rowid(),
-                gleaner_fts(new.name || char(10) || COALESCE(new.target, '')));
+        VALUES (last_insert_rowid(), gleaner_fts(new.name || char(10) || new.target));
 END;
 
 CREATE TRIGGER tool_calls_search_named AFTER UPDATE OF name ON tool_uses
-WHEN old.name IS NULL AND new.name IS NOT NULL BEGIN
+WHEN old.name IS NULL AND new.name IS NOT NULL AND new.target IS NOT NULL BEGIN
     INSERT INTO search_docs (kind, session_id, ts, file_id, line_no, seq, ref_id)
         VALUES ('tool', new.session_id, new.ts, new.file_id, new.line_no, 0, new.id);
     INSERT INTO search_fts (rowid, body)
-        VALUES (last_insert_rowid(),
-                gleaner_fts(new.name || char(10) || COALESCE(new.target, '')));
+        VALUES (last_insert_rowid(), gleaner_fts(new.name || char(10) || new.target));
 END;
 
 CREATE TRIGGER tool_results_search AFTER INSERT ON tool_uses WHEN new.result IS NOT NULL BEGIN
@@ -108,7 +107,7 @@ END;
 CREATE TRIGGER tool_uses_search_delete AFTER DELETE ON tool_uses BEGIN
     INSERT INTO search_fts (search_fts, rowid, body)
         SELECT 'delete', d.id, gleaner_fts(CASE d.seq
-            WHEN 0 THEN COALESCE(old.name, '') || char(10) || COALESCE(old.target, '')
+            WHEN 0 THEN old.name || char(10) || old.target
             ELSE old.result END)
         FROM search_docs d WHERE d.kind = 'tool' AND d.ref_id = old.id;
     DELETE FROM search_docs WHERE kind = 'tool' AND ref_id = old.id;

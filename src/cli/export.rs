@@ -13,8 +13,12 @@ use crate::export::{self, ExportFilter, Format};
 /// `--format` values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum FormatArg {
-    /// Markdown for people: per session its summaries, feedback, episodes and snippets.
+    /// Markdown for people: per session its summaries, feedback, episodes and snippets; with
+    /// --session, the whole session to read (as html), then what was kept.
     Md,
+    /// One session (--session) as one self-contained HTML file to read or share: every prompt
+    /// and reply, tool calls, thinking and sub-agents folded, images, episodes in the margin.
+    Html,
     /// One JSON array of sessions.
     Json,
     /// One JSON object per session per line.
@@ -26,8 +30,8 @@ pub(crate) enum FormatArg {
 /// `gleaner export` flags.
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// Only this session (a unique prefix of its id is enough).
-    #[arg(long, value_name = "PREFIX")]
+    /// Only this session (a unique prefix of its id is enough; needed by --format html).
+    #[arg(long, value_name = "PREFIX", required_if_eq("format", "html"))]
     pub session: Option<String>,
     /// Only sessions whose project folder or working directory contains this text.
     #[arg(long, value_name = "P", allow_hyphen_values = true)]
@@ -66,7 +70,23 @@ pub async fn run(cfg: &Config, args: ExportArgs) -> Outcome {
         until,
         limit: None,
     };
+    if let (FormatArg::Html | FormatArg::Md, Some(ids)) = (args.format, &filter.session_ids) {
+        let Some(id) = ids.first() else {
+            eprintln!("no session matched");
+            return Ok(EXIT_OK);
+        };
+        return document(
+            cfg,
+            &store,
+            &filter,
+            id,
+            args.format,
+            args.output.as_deref(),
+        )
+        .await;
+    }
     let format = match args.format {
+        FormatArg::Html => anyhow::bail!("--format html needs --session"),
         FormatArg::Md => Format::Markdown,
         FormatArg::Json => Format::Json,
         FormatArg::Jsonl => Format::Jsonl,
@@ -100,6 +120,51 @@ pub async fn run(cfg: &Config, args: ExportArgs) -> Outcome {
     };
     if written == 0 {
         eprintln!("no session matched");
+    }
+    Ok(EXIT_OK)
+}
+
+/// One session to read: HTML, or Markdown followed by what Gleaner kept of it.
+async fn document(
+    cfg: &Config,
+    store: &crate::query::store::Store,
+    filter: &ExportFilter,
+    id: &str,
+    format: FormatArg,
+    output: Option<&Path>,
+) -> Outcome {
+    let Some(src) = export::session::gather(store, id, &cfg.machine_id).await? else {
+        anyhow::bail!("session {id} vanished while it was read");
+    };
+    let r = &cfg.redactor;
+    let text = match format {
+        FormatArg::Html => export::session::html(&src, r, export::session::Style::Inline),
+        _ => {
+            let mut md = export::session::markdown(&src, r);
+            // What was kept (summaries, feedback, episodes with their evidence, snippets), as
+            // `--format md` gives it without --session; its header is the one above.
+            let kept = export::collect(store, filter).await?;
+            let kept = export::markdown(&kept);
+            if let Some(at) = kept.find("\n## ") {
+                md.push_str("\n# What Gleaner kept\n");
+                md.push_str(&kept[at..]);
+            }
+            md
+        }
+    };
+    match output {
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes())?;
+            out.flush()?;
+        }
+        Some(path) => {
+            let mut file = AtomicFile::create(path)?;
+            file.writer()
+                .write_all(text.as_bytes())
+                .map_err(|e| file.error(e))?;
+            file.commit()?;
+        }
     }
     Ok(EXIT_OK)
 }

@@ -12,6 +12,7 @@
 
 mod learnings;
 mod markdown;
+pub mod session;
 
 use serde::Serialize;
 

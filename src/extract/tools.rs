@@ -23,11 +23,42 @@ pub const OUTPUT_HEAD: usize = 300;
 /// Characters kept from the end of any other result.
 pub const OUTPUT_TAIL: usize = 200;
 
-/// The text a call is searched by: its tool's name, then what it acted on.
+/// Tools whose output is not searched unless it failed: what they return restates what the
+/// transcript holds elsewhere (a file read or just edited, a plan, a to-do list, a sub-agent's
+/// last reply, the lines or paths of a search through files) or says nothing ("The file has
+/// been updated"). Half the output bytes of the corpus's calls, and none of what people look
+/// for among what a session *did* (a command's output, an error, a page fetched). Their calls
+/// (the path, the pattern) are searched all the same.
+pub const QUIET_OUTPUT: &[&str] = &[
+    "Read",
+    "NotebookRead",
+    "Edit",
+    "MultiEdit",
+    "Write",
+    "NotebookEdit",
+    "Glob",
+    "Grep",
+    "LS",
+    "TodoWrite",
+    "TodoRead",
+    "TaskCreate",
+    "TaskUpdate",
+    "TaskList",
+    "TaskGet",
+    "Task",
+    "Agent",
+    "ExitPlanMode",
+    "mcp__acp__Read",
+    "mcp__acp__Edit",
+    "mcp__acp__Write",
+];
+
+/// The text a call is searched by: its tool's name, then what it acted on; `None` for a call
+/// with no target (a to-do list, a plan): its name alone finds nothing worth a document.
 pub fn call_text(name: Option<&str>, target: Option<&str>) -> Option<String> {
     match (name, target) {
-        (None, None) => None,
-        (n, t) => Some(format!("{}\n{}", n.unwrap_or(""), t.unwrap_or(""))),
+        (Some(n), Some(t)) => Some(format!("{n}\n{t}")),
+        _ => None,
     }
 }
 
@@ -93,6 +124,16 @@ pub(super) fn collect(
     line_no: u64,
 ) {
     let ts = || rec.timestamp.as_deref().map(str::to_string);
+    // The tool a result answers, when its call was read in this batch (it nearly always is:
+    // the line before); an unknown one keeps its output.
+    let quiet = |calls: &[ToolUseRow], id: &str| {
+        calls
+            .iter()
+            .rev()
+            .find(|c| c.tool_use_id == id)
+            .and_then(|c| c.name.as_deref())
+            .is_some_and(|n| QUIET_OUTPUT.contains(&n))
+    };
     for block in rec.blocks() {
         match block {
             Block::ToolUse {
@@ -116,8 +157,10 @@ pub(super) fn collect(
                 ts: ts(),
                 line_no,
                 is_error: *is_error,
-                result: block
-                    .tool_result_text()
+                // Decoded only when kept: a file read's content is most of a transcript.
+                result: (*is_error || !quiet(calls, tool_use_id))
+                    .then(|| block.tool_result_text())
+                    .flatten()
                     .and_then(|t| result_text(&t, *is_error)),
                 ..ToolUseRow::default()
             }),
@@ -175,6 +218,7 @@ mod tests {
             call_text(Some("Bash"), Some("cargo test")).as_deref(),
             Some("Bash\ncargo test")
         );
+        assert_eq!(call_text(Some("TodoWrite"), None), None);
         assert_eq!(call_text(None, None), None);
     }
 }

@@ -9,6 +9,7 @@
 //! `text` imports nothing of the crate, so anything may use it.
 
 pub mod gist;
+pub mod markdown;
 pub mod noise;
 pub mod rule;
 pub mod sentence;

@@ -51,7 +51,18 @@ aside.snips .snippet { background:var(--soft); border:1px solid var(--line); bor
 aside.snips .snippet pre { white-space:pre-wrap; margin:6px 0 0; max-height:260px; overflow:auto; }
 .idenote { color:#667; font-size:.85em; margin-bottom:2px; }
 .prompt { background:#eff8ff; border-radius:8px; padding:8px 10px; white-space:pre-wrap; }
-.assistant { padding:6px 10px; white-space:pre-wrap; }
+.assistant { padding:6px 10px; overflow-wrap:anywhere; }
+.md p { margin:4px 0; } .md pre { white-space:pre-wrap; overflow-wrap:anywhere; overflow-x:auto; background:var(--soft); padding:6px 8px; border-radius:6px; }
+.md table { border-collapse:collapse; display:block; overflow-x:auto; } .md td, .md th { border:1px solid var(--line); padding:2px 6px; }
+.prompt { overflow-wrap:anywhere; }
+form.resume { display:flex; flex-wrap:wrap; gap:6px; align-items:end; margin:6px 0; }
+form.resume label { display:flex; flex-direction:column; font-size:12px; color:var(--muted); flex:1 1 260px; max-width:720px; }
+form.resume input { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; width:100%; }
+div.scroll { overflow-x:auto; }
+table.list td.num, table.list th.num { text-align:right; font-variant-numeric:tabular-nums; }
+table.list td { overflow-wrap:anywhere; }
+form.filters label { min-width:0; max-width:100%; } select { max-width:100%; }
+label.check { flex-direction:row !important; gap:4px; align-items:center; }
 .tool { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:12.5px; padding:1px 10px; color:#344054; white-space:nowrap; overflow:hidden; text-overflow:ellipsis; }
 .tool.failed { color:var(--err); } .marker { padding:2px 10px; font-size:12.5px; font-weight:600; }
 .marker.denial { color:var(--user_correction); } .marker.interruption { color:var(--error_recovery); }
@@ -70,6 +81,26 @@ ul.legend svg { vertical-align:-1px; }
 table.list.usage td.num, table.list.usage th.num { text-align:right; font-variant-numeric:tabular-nums; }
 table.list.usage tr.model td { color:var(--muted); } table.list.usage tr.model td:first-child { padding-left:22px; }
 table.list.usage tr.total td { font-weight:600; border-top:2px solid var(--line); }
+@media (max-width: 1100px) {
+  table.list { display:block; overflow-x:auto; }
+}
+@media (max-width: 900px) {
+  main { padding:12px; }
+  .timeline, section.episode { grid-template-columns:minmax(0,1fr); }
+  section.episode, .episode-head, .compaction, aside.snips, .turn { grid-column:1; }
+}
+@media (max-width: 640px) {
+  main { overflow-wrap:anywhere; }
+  table.list td.place { min-width:12em; }
+  header.top { flex-wrap:wrap; gap:6px 12px; padding:8px 12px; }
+  header.top nav a { margin-right:10px; }
+  input[type=search] { min-width:0; width:100%; }
+  form.filters label { flex:1 1 140px; } form.filters label:first-child { flex-basis:100%; }
+  form.filters select, form.filters input:not([type=checkbox]) { width:100%; }
+  .counts { flex-wrap:wrap; gap:10px 18px; }
+  table.list td { min-width:5em; } table.list td:first-child { min-width:14em; }
+  .turnlabel { float:none; display:inline-block; margin-bottom:4px; }
+}
 "#;
 
 /// A whole page: head, navigation, then `body`.
@@ -82,6 +113,7 @@ pub fn page(title: &str, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Gleaner" }
                 link rel="stylesheet" href="/style.css";
+                script src="/copy.js" defer {}
             }
             body {
                 header.top {

@@ -14,8 +14,9 @@
 //! point a name it controls at 127.0.0.1 and read loopback servers with the browser's
 //! credentials; such requests carry the attacker's name as `Host`, and get 421 here. A
 //! request other than GET/HEAD from another origin gets 403, and every answer carries a
-//! Content-Security-Policy that allows no script and no inline style, `nosniff`, no referrer
-//! and no framing.
+//! Content-Security-Policy that allows no inline script or style (only the server's own
+//! `/copy.js`, the copy button of the resume line; every page works without it), `nosniff`,
+//! no referrer and no framing.
 
 mod layout;
 mod pages;
@@ -169,9 +170,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/projects", get(projects::projects))
         .route("/sessions/{id}", get(pages::session))
         .route("/sessions/{id}/lines", get(pages::lines))
+        .route("/sessions/{id}/read", get(projects::read))
         .route("/snippets", get(pages::snippets))
         .route("/usage", get(usage::usage))
         .route("/style.css", get(style))
+        .route("/export.css", get(export_style))
+        .route("/copy.js", get(copy_script))
         .fallback(|| async { WebError::NotFound("no such page".into()) })
         .layer(middleware::from_fn_with_state(state.clone(), require_token))
         .layer(middleware::from_fn_with_state(state.clone(), guard))
@@ -186,11 +190,42 @@ async fn style() -> Response {
         .into_response()
 }
 
+/// The style of a session's reading (`/sessions/{id}/read`), the export's own.
+async fn export_style() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/css; charset=utf-8")],
+        crate::export::session::CSS,
+    )
+        .into_response()
+}
+
+/// The copy buttons (`button[data-copy=ID]` copies the value of the input `#ID`): the only
+/// script the pages load, and none of them needs it (the input can be selected by hand).
+const COPY_JS: &str = "document.addEventListener('click', function (e) {\n\
+  var b = e.target.closest && e.target.closest('button[data-copy]');\n\
+  if (!b) return;\n\
+  var i = document.getElementById(b.getAttribute('data-copy'));\n\
+  if (!i) return;\n\
+  i.select();\n\
+  var done = function () { b.textContent = 'Copied'; };\n\
+  if (navigator.clipboard) { navigator.clipboard.writeText(i.value).then(done, function () {}); }\n\
+  else { document.execCommand('copy'); done(); }\n\
+});\n";
+
+async fn copy_script() -> Response {
+    (
+        [(header::CONTENT_TYPE, "text/javascript; charset=utf-8")],
+        COPY_JS,
+    )
+        .into_response()
+}
+
 /// The headers every answer carries (see the module documentation).
 const SECURITY_HEADERS: [(&str, &str); 5] = [
     (
         "content-security-policy",
-        "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; \
+        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+         form-action 'self'; \
          frame-ancestors 'none'; base-uri 'none'",
     ),
     ("x-content-type-options", "nosniff"),

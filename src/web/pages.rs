@@ -356,7 +356,7 @@ fn transcript_of<'a>(
         .ok_or_else(|| WebError::NotFound(format!("session {id} has no such transcript")))
 }
 
-async fn resolve(st: &AppState, prefix: &str) -> Result<String, WebError> {
+pub(super) async fn resolve(st: &AppState, prefix: &str) -> Result<String, WebError> {
     Ok(query::resolve_session(&st.store, "session", prefix).await?)
 }
 

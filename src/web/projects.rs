@@ -1,11 +1,12 @@
 //! `/projects`: every project, most recent activity first, as `gleaner projects` lists them:
 //! the working directory (the CLI's name for a project), sessions, first and last activity,
-//! messages and tokens; each links to its sessions.
+//! messages and tokens; each links to its sessions. And `/sessions/{id}/read`: a session to
+//! read whole, tool calls shown, as `gleaner export --format html` writes it.
 
 use std::sync::Arc;
 
-use axum::extract::State;
-use axum::response::Response;
+use axum::extract::{Path, State};
+use axum::response::{Html, IntoResponse, Response};
 use maud::html;
 
 use super::layout::{clip, enc, when};
@@ -76,4 +77,27 @@ pub async fn projects(
         }
     };
     Ok(ok("Projects", body))
+}
+
+/// `/sessions/{id}/read`: the session whole (prompts, replies, tool calls with their inputs and
+/// outputs, thinking, sub-agents, images), as the HTML export, styled by `/export.css`.
+pub async fn read(
+    State(st): State<Arc<AppState>>,
+    Path(id): Path<String>,
+) -> Result<Response, WebError> {
+    let id = super::pages::resolve(&st, &id).await?;
+    let src = crate::export::session::gather(&st.store, &id, &st.cfg.machine_id)
+        .await
+        .map_err(|e| match e {
+            crate::export::session::SourceError::Query(q) => WebError::from(q),
+            e => WebError::NotFound(e.to_string()),
+        })?
+        .ok_or_else(|| WebError::NotFound(format!("no session {id}")))?;
+    let r = st.cfg.redactor.clone();
+    let page = crate::export::session::html(
+        &src,
+        &r,
+        crate::export::session::Style::Linked("/export.css"),
+    );
+    Ok(Html(page).into_response())
 }

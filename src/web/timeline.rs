@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use maud::{html, Markup};
+use maud::{html, Markup, PreEscaped};
 use serde_json::Value;
 
 use super::layout::{clip, duration, enc, label, when};
@@ -14,6 +14,7 @@ use crate::conversation::{ide_notes, user_text};
 use crate::query::store::{
     EpisodeListing, SessionListing, SnippetListing, Timeline, TimelineFile, TimelineSummary,
 };
+use crate::text::markdown::to_html;
 
 /// Assistant text longer than this is collapsed (its first lines stay visible).
 const COLLAPSE_CHARS: usize = 700;
@@ -301,11 +302,18 @@ pub fn render(v: &SessionView<'_>) -> Markup {
     html! {
         h1 { (s.title.as_deref().unwrap_or("(no title)")) }
         p.muted {
-            (s.project) " · started " (when(s.started_at.as_deref()))
+            (s.cwd.as_deref().unwrap_or(&s.project)) " · started " (when(s.started_at.as_deref()))
             " · " (duration(s.duration_ms)) " · " (s.status)
             " · " (s.feedback.total()) " feedback · " (s.snippets) " snippets · "
             code { (sid) }
         }
+        @if let Some(line) = crate::query::overview::resume_line(s.cwd.as_deref(), sid) {
+            form.resume {
+                label { "Resume in a terminal" input #resume readonly value=(line) size="60"; }
+                button type="button" data-copy="resume" { "Copy" }
+            }
+        }
+        p { a href={ "/sessions/" (sid) "/read" } { "Read it whole, tool calls shown →" } }
         @if v.files.len() > 1 {
             p {
                 "Transcripts: "
@@ -409,10 +417,12 @@ fn render_turn(turn: &Turn, sid: &str, agent_q: &str) -> Markup {
                         div.prompt { (p) }
                     },
                     Item::Said(t) => {
+                        // Markdown rendered, its raw HTML shown as text and its links kept
+                        // to http(s) (`text::markdown`).
                         @if t.chars().count() > COLLAPSE_CHARS {
-                            details.assistant { summary { (clip(t, 240)) } (t) }
+                            details.assistant { summary { (clip(t, 240)) } div.md { (PreEscaped(to_html(t))) } }
                         } @else {
-                            div.assistant { (t) }
+                            div.assistant.md { (PreEscaped(to_html(t))) }
                         }
                     },
                     Item::Tool { name, target, failed } => {

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::both_backends;
 use crate::common::*;
+use gleaner::extract::tools::QUIET_OUTPUT;
 
 fn search(env: &TestEnv, args: &[&str]) -> Value {
     let out = env
@@ -77,6 +78,8 @@ fn candidates(corpus: &Path) -> Vec<Phrase> {
     let mut files: Vec<_> = walkdir(corpus);
     files.sort();
     let mut seen: HashMap<String, usize> = HashMap::new();
+    // Each call's tool, by id: a quiet tool's output is not searched (`QUIET_OUTPUT`).
+    let mut names: HashMap<String, String> = HashMap::new();
     let mut found: Vec<(String, Phrase)> = Vec::new();
     for path in &files {
         let Ok(data) = std::fs::read_to_string(path) else {
@@ -100,6 +103,10 @@ fn candidates(corpus: &Path) -> Vec<Phrase> {
             for b in blocks {
                 let (id, what, text) = match b["type"].as_str() {
                     Some("tool_use") if v["type"] == "assistant" => {
+                        names.insert(
+                            b["id"].as_str().unwrap_or("").to_string(),
+                            b["name"].as_str().unwrap_or("").to_string(),
+                        );
                         let input = &b["input"];
                         let (what, text) = match b["name"].as_str() {
                             Some("Bash") => ("command", input["command"].as_str()),
@@ -116,6 +123,13 @@ fn candidates(corpus: &Path) -> Vec<Phrase> {
                         } else {
                             "output"
                         };
+                        let tool = names
+                            .get(b["tool_use_id"].as_str().unwrap_or(""))
+                            .map(String::as_str)
+                            .unwrap_or("");
+                        if what == "output" && QUIET_OUTPUT.contains(&tool) {
+                            continue;
+                        }
                         let text = result_text(b);
                         let first = text
                             .lines()

@@ -94,7 +94,7 @@ fn projects_with_markup(env: &TestEnv) -> PathBuf {
     projects
 }
 
-fn main_session_with_most_episodes(store_path_hint: &str, body: &str) -> String {
+pub(crate) fn main_session_with_most_episodes(store_path_hint: &str, body: &str) -> String {
     // The sessions page sorted by snippets lists the richest sessions first.
     let start = body
         .find("href=\"/sessions/")
@@ -239,11 +239,9 @@ async fn web_beyond_loopback_requires_the_printed_token() {
     drop(web);
 }
 
-/// The session page of a real session with episodes in headless Chromium: the rendered DOM has
-/// the episode bands and their labels, and a screenshot is taken.
-#[tokio::test]
-async fn session_page_in_a_real_browser() {
-    let browser = ["chromium", "chromium-browser"]
+/// The headless browser the tests drive (`scripts/test.sh` installs it).
+pub(crate) fn browser() -> &'static str {
+    ["chromium", "chromium-browser"]
         .into_iter()
         .find(|b| {
             std::process::Command::new(b)
@@ -251,7 +249,14 @@ async fn session_page_in_a_real_browser() {
                 .output()
                 .is_ok_and(|o| o.status.success())
         })
-        .expect("chromium (scripts/test.sh installs the Debian package when absent)");
+        .expect("chromium (scripts/test.sh installs the Debian package when absent)")
+}
+
+/// The session page of a real session with episodes in headless Chromium: the rendered DOM has
+/// the episode bands and their labels, and a screenshot is taken.
+#[tokio::test]
+async fn session_page_in_a_real_browser() {
+    let browser = browser();
     let env = TestEnv::new(Backend::Sqlite).await;
     let corpus = corpus_dir().canonicalize().expect("corpus");
     env.ingest_dir(&corpus);

@@ -62,7 +62,7 @@ pub struct TokenTotals {
 }
 
 /// A session: the one view every door lists, shows and serialises.
-#[derive(Debug, Clone, sqlx::FromRow, Serialize)]
+#[derive(Debug, Clone, Default, sqlx::FromRow, Serialize)]
 pub struct SessionListing {
     /// Session UUID.
     pub session_id: String,

@@ -218,7 +218,7 @@ struct PgKind {
 }
 
 /// The text a tool call's vector was made of (`extract::tools::call_text`).
-const PG_CALL_TEXT: &str = "COALESCE(t.name, '') || E'\\n' || COALESCE(t.target, '')";
+const PG_CALL_TEXT: &str = "t.name || E'\\n' || t.target";
 
 /// Where each kind's documents are: one place per kind but tools, whose calls and results are
 /// two vectors of one row (each at its own line; `seq` 0 and 1 tell them apart).
