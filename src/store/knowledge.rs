@@ -1,5 +1,5 @@
-//! The knowledge rows of a group of batches: summaries and their leaves, feedback and tool
-//! uses (token usage: `store::usage`).
+//! The knowledge rows of a group of batches: summaries and their leaves, feedback, and through
+//! `store::tools` tool uses (token usage: `store::usage`).
 //!
 //! Keys that may repeat within a group (a tool use id or API message id seen in a resumed
 //! session's copy) are merged first: PostgreSQL rejects an upsert that touches one row twice.
@@ -7,12 +7,10 @@
 use std::collections::{HashMap, HashSet};
 
 use super::search::index::tsvector_arg;
-use super::sql::{dedup_sorted_by, row_chunks, Arg, Backend, Conn, Sql};
+use super::sql::{dedup_sorted_by, row_chunks, Backend, Conn, Sql};
 use super::StoreError;
 use crate::extract::lexemes;
-use crate::extract::rows::{
-    uuid_bytes, uuid_key, FeedbackRow, PreparedBatch, SummaryRow, ToolUseRow,
-};
+use crate::extract::rows::{uuid_bytes, uuid_key, FeedbackRow, PreparedBatch, SummaryRow};
 
 /// Write the knowledge rows of the accepted batches of a group. `leaves` is the writer's set of
 /// known summary-leaf keys; it gains the leaves of the summaries written here.
@@ -23,8 +21,7 @@ pub(super) async fn write(
 ) -> Result<(), StoreError> {
     write_summaries(c, accepted, leaves).await?;
     write_feedback(c, accepted).await?;
-    write_tool_uses(c, accepted, false).await?;
-    write_tool_uses(c, accepted, true).await
+    super::tools::write(c, accepted).await
 }
 
 async fn write_summaries(
@@ -179,101 +176,4 @@ async fn write_feedback(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result
         c.execute(&q).await?;
     }
     Ok(())
-}
-
-/// Tool calls (`results` false) or their results (`results` true), one row per tool use id.
-///
-/// A call fills in a row its result made (a row is named once; then neither its name nor its
-/// target changes), a result fills in its text and line once, from the call's own file (the
-/// line means nothing in another), and a failure marks the row. What never changes is what
-/// the SQLite index read (its triggers index a call when it is named and a result when its
-/// text arrives); PostgreSQL's vectors follow the same rules.
-async fn write_tool_uses(
-    c: &mut Conn<'_>,
-    accepted: &[&PreparedBatch],
-    results: bool,
-) -> Result<(), StoreError> {
-    let list: Vec<(&PreparedBatch, &ToolUseRow)> = accepted
-        .iter()
-        .flat_map(|b| {
-            let v = if results {
-                &b.tool_results
-            } else {
-                &b.tool_uses
-            };
-            v.iter().map(move |r| (*b, r))
-        })
-        .collect();
-    let list = dedup_sorted_by(list, |(_, r)| r.tool_use_id.clone());
-    let backend = c.backend();
-    let pg = backend == Backend::Postgres;
-    for chunk in row_chunks(backend, &list) {
-        let mut q = Sql::new(if pg {
-            "INSERT INTO tool_uses (tool_use_id, session_id, name, target, ts, is_error, \
-             file_id, line_no, result_line, result, call_vec, result_vec) "
-        } else {
-            "INSERT INTO tool_uses (tool_use_id, session_id, name, target, ts, is_error, \
-             file_id, line_no, result_line, result) "
-        });
-        q.push_rows(backend, chunk, |row, (b, r)| {
-            row.bind(r.tool_use_id.as_str())
-                .bind(r.session_id.as_str())
-                .bind(r.name.as_deref())
-                .bind(r.target.as_deref())
-                .bind(r.ts.as_deref())
-                .bind(r.is_error)
-                .bind(b.file_id)
-                .bind(r.line_no as i64)
-                .bind(results.then_some(r.line_no as i64))
-                .bind(r.result.as_deref());
-            if pg {
-                let (call, result) = match results {
-                    false => (tsvector_arg(&r.search_vec, call_text(r).as_deref()), None),
-                    true => (
-                        Arg::TsVector(None),
-                        Some(tsvector_arg(&r.search_vec, r.result.as_deref())),
-                    ),
-                };
-                row.bind(call).bind(result.unwrap_or(Arg::TsVector(None)));
-            }
-        });
-        if results {
-            let same = "tool_uses.result IS NULL AND tool_uses.file_id = excluded.file_id";
-            q.push(&format!(
-                " ON CONFLICT (tool_use_id) DO UPDATE SET \
-                 is_error = tool_uses.is_error OR excluded.is_error, \
-                 result_line = CASE WHEN {same} THEN excluded.result_line \
-                 ELSE tool_uses.result_line END, \
-                 result = CASE WHEN {same} THEN excluded.result ELSE tool_uses.result END"
-            ));
-            if pg {
-                q.push(&format!(
-                    ", result_vec = CASE WHEN {same} THEN excluded.result_vec \
-                     ELSE tool_uses.result_vec END"
-                ));
-            }
-        } else {
-            let unnamed = "tool_uses.name IS NULL";
-            q.push(&format!(
-                " ON CONFLICT (tool_use_id) DO UPDATE SET \
-                 name = CASE WHEN {unnamed} THEN excluded.name ELSE tool_uses.name END, \
-                 target = CASE WHEN {unnamed} THEN excluded.target ELSE tool_uses.target END, \
-                 line_no = CASE WHEN {unnamed} THEN excluded.line_no ELSE tool_uses.line_no END, \
-                 ts = CASE WHEN {unnamed} THEN excluded.ts ELSE tool_uses.ts END"
-            ));
-            if pg {
-                q.push(&format!(
-                    ", call_vec = CASE WHEN {unnamed} THEN excluded.call_vec \
-                     ELSE tool_uses.call_vec END"
-                ));
-            }
-        }
-        c.execute(&q).await?;
-    }
-    Ok(())
-}
-
-/// The text a call's vector is made of (`extract::tools::call_text`).
-fn call_text(r: &ToolUseRow) -> Option<String> {
-    crate::extract::tools::call_text(r.name.as_deref(), r.target.as_deref())
 }

@@ -31,6 +31,7 @@ mod episodes;
 mod failure;
 mod files;
 mod knowledge;
+mod tools;
 pub mod lease;
 mod lite;
 mod messages;
