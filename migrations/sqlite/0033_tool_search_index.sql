@@ -71,29 +71,18 @@ CREATE TRIGGER snippets_fts_update AFTER UPDATE OF title, content, created_at ON
         FROM search_docs d WHERE d.kind = 'snippet' AND d.ref_id = new.id;
 END;
 
--- A call with a target is a document once its name is known (its row may have been made by
--- its result first), a result once its text is (extract::tools::call_text, QUIET_OUTPUT); the writer never changes either afterwards
--- (store::knowledge), so what the index holds is what the view reads back.
-CREATE TRIGGER tool_calls_search AFTER INSERT ON tool_uses
-WHEN new.name IS NOT NULL AND new.target IS NOT NULL BEGIN
-    INSERT INTO search_docs (kind, session_id, ts, file_id, line_no, seq, ref_id)
-        VALUES ('tool', new.session_id, new.ts, new.file_id, new.line_no, 0, new.id);
-    INSERT INTO search_fts (rowid, body)
-        VALUES (last_insert_rowid(), gleaner_fts(new.name || char(10) || new.target));
-END;
-
+-- A call with a target is a document once its name is known, a result once its text is
+-- (extract::tools::call_text, QUIET_OUTPUT). The writer indexes the rows it inserts itself
+-- (store::tools, as it does messages: a trigger per row cost twice as much); these triggers
+-- index what a later UPDATE fills in (a copy's result, a row a result made first, named by its
+-- call). The writer never changes a name, target or result once set, so what the index holds
+-- is what the view reads back.
 CREATE TRIGGER tool_calls_search_named AFTER UPDATE OF name ON tool_uses
 WHEN old.name IS NULL AND new.name IS NOT NULL AND new.target IS NOT NULL BEGIN
     INSERT INTO search_docs (kind, session_id, ts, file_id, line_no, seq, ref_id)
         VALUES ('tool', new.session_id, new.ts, new.file_id, new.line_no, 0, new.id);
     INSERT INTO search_fts (rowid, body)
         VALUES (last_insert_rowid(), gleaner_fts(new.name || char(10) || new.target));
-END;
-
-CREATE TRIGGER tool_results_search AFTER INSERT ON tool_uses WHEN new.result IS NOT NULL BEGIN
-    INSERT INTO search_docs (kind, session_id, ts, file_id, line_no, seq, ref_id)
-        VALUES ('tool', new.session_id, new.ts, new.file_id, new.result_line, 1, new.id);
-    INSERT INTO search_fts (rowid, body) VALUES (last_insert_rowid(), gleaner_fts(new.result));
 END;
 
 CREATE TRIGGER tool_results_search_found AFTER UPDATE OF result ON tool_uses

@@ -31,7 +31,7 @@ pub fn markdown(sessions: &[SessionExport]) -> String {
 }
 
 /// A fence longer than any run of backticks in `text`, so the text cannot close it.
-fn fence(text: &str) -> String {
+pub(super) fn fence(text: &str) -> String {
     let mut longest = 0;
     let mut run = 0;
     for c in text.chars() {

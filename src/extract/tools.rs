@@ -15,13 +15,13 @@ use std::borrow::Cow;
 use crate::text::{head_bytes, strip_ansi};
 
 /// Most characters of a failed result kept (its head, then its last [`ERROR_TAIL`]).
-pub const ERROR_CHARS: usize = 2_000;
+pub const ERROR_CHARS: usize = 1_200;
 /// Of a failed result cut to [`ERROR_CHARS`], the characters kept from its end.
-const ERROR_TAIL: usize = 500;
+const ERROR_TAIL: usize = 300;
 /// Characters kept from the start of any other result.
-pub const OUTPUT_HEAD: usize = 300;
+pub const OUTPUT_HEAD: usize = 200;
 /// Characters kept from the end of any other result.
-pub const OUTPUT_TAIL: usize = 200;
+pub const OUTPUT_TAIL: usize = 150;
 
 /// Tools whose output is not searched unless it failed: what they return restates what the
 /// transcript holds elsewhere (a file read or just edited, a plan, a to-do list, a sub-agent's
@@ -199,8 +199,8 @@ mod tests {
 
     #[test]
     fn errors_are_kept_longer_than_output() {
-        let err = "E".repeat(1_500);
-        assert_eq!(result_text(&err, true).unwrap().len(), 1_500);
+        let err = "E".repeat(1_100);
+        assert_eq!(result_text(&err, true).unwrap().len(), 1_100);
         assert!(result_text(&err, false).unwrap().chars().count() < 600);
         assert_eq!(result_text(" \n ", true), None);
     }

@@ -3,22 +3,25 @@
 //!
 //! A call and its result read in the same group (nearly always: the result is the next line)
 //! are written as one row by one `INSERT`; a result whose call was written by an earlier group
-//! updates that row. Why merged: on SQLite each written document costs its trigger's index
-//! insert either way, and an `UPDATE` of the row the `INSERT` just wrote doubled the rows'
-//! writes (the database write stage, +40 % for the tool index before this).
+//! updates that row (an `UPDATE` of the row just written doubled the writes).
+//!
+//! On SQLite the writer indexes the rows it inserts itself, with prepared single-row statements
+//! on its own handle, as it does messages (`store::messages`: a trigger per row cost twice as
+//! much); the rarer `UPDATE` that names a row or gives it its result is indexed by the triggers
+//! of migration 0033. On PostgreSQL the vectors come with the rows.
 //!
 //! Architecture Invariant: a row's name and target, and its result's text and line, are
 //! written once and never changed: a later copy only fills what is missing, and a result
-//! counts only from the call's own file (its line means nothing in another). SQLite's triggers
-//! index a call when it is named (and has a target) and a result when its text arrives, and
-//! deleting from an FTS5 external-content index needs the text it indexed; PostgreSQL's
-//! vectors follow the same rules.
+//! counts only from the call's own file (its line means nothing in another). A call is a
+//! document once it is named and has a target, a result once its text is there; deleting from
+//! an FTS5 external-content index needs the text it indexed (the delete trigger reads it back).
 
 use std::collections::HashMap;
 
 use super::search::index::tsvector_arg;
 use super::sql::{dedup_sorted_by, row_chunks, Arg, Backend, Conn, Sql};
 use super::StoreError;
+use crate::extract::lexemes;
 use crate::extract::rows::{PreparedBatch, ToolUseRow};
 
 /// One row to write: a call, its result, or both.
@@ -68,8 +71,82 @@ pub(super) async fn write(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Resu
     }
     let calls = dedup_sorted_by(calls, |m| m.id().to_string());
     let results = dedup_sorted_by(results, |m| m.id().to_string());
+    if let Conn::Direct(db) = c {
+        return write_direct(db, calls.iter().chain(&results));
+    }
     write_rows(c, &calls, false).await?;
     write_rows(c, &results, true).await
+}
+
+const INSERT_ROW: &str = "INSERT INTO tool_uses (tool_use_id, session_id, name, target, ts, \
+     is_error, file_id, line_no, result_line, result) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
+     ON CONFLICT (tool_use_id) DO NOTHING RETURNING id";
+
+/// What a row already stored takes of a later copy (the `ON CONFLICT` rules of [`write_rows`]);
+/// every right-hand side reads the row as it was.
+const UPDATE_ROW: &str = "UPDATE tool_uses SET is_error = is_error OR ?6, \
+     result_line = CASE WHEN result IS NULL AND file_id = ?7 THEN ?9 ELSE result_line END, \
+     result = CASE WHEN result IS NULL AND file_id = ?7 THEN ?10 ELSE result END, \
+     name = CASE WHEN name IS NULL THEN ?3 ELSE name END, \
+     target = CASE WHEN name IS NULL THEN ?4 ELSE target END, \
+     line_no = CASE WHEN name IS NULL AND ?3 IS NOT NULL THEN ?8 ELSE line_no END, \
+     ts = CASE WHEN name IS NULL AND ?3 IS NOT NULL THEN ?5 ELSE ts END \
+     WHERE tool_use_id = ?1";
+
+const INSERT_DOC: &str = "INSERT INTO search_docs (kind, session_id, ts, file_id, line_no, seq, \
+     ref_id) VALUES ('tool', ?1, ?2, ?3, ?4, ?5, ?6)";
+
+const INSERT_FTS: &str = "INSERT INTO search_fts (rowid, body) VALUES (?1, ?2)";
+
+/// SQLite: each row inserted with its documents indexed here; a row already stored updated
+/// (its triggers index what the update fills in).
+fn write_direct<'a>(
+    db: &rusqlite::Connection,
+    rows: impl Iterator<Item = &'a Merged<'a>>,
+) -> Result<(), StoreError> {
+    use rusqlite::OptionalExtension;
+    let mut insert = db.prepare_cached(INSERT_ROW)?;
+    let mut update = db.prepare_cached(UPDATE_ROW)?;
+    let mut doc = db.prepare_cached(INSERT_DOC)?;
+    let mut fts = db.prepare_cached(INSERT_FTS)?;
+    for m in rows {
+        let first = m.call.or(m.result);
+        let (session, ts, line) = first.map_or(("", None, 0), |r| {
+            (r.session_id.as_str(), r.ts.as_deref(), r.line_no as i64)
+        });
+        let name = m.call.and_then(|r| r.name.as_deref());
+        let target = m.call.and_then(|r| r.target.as_deref());
+        let result_line = m.result.map(|r| r.line_no as i64);
+        let result = m.result.and_then(|r| r.result.as_deref());
+        let params = rusqlite::params![
+            m.id(),
+            session,
+            name,
+            target,
+            ts,
+            m.result.is_some_and(|r| r.is_error),
+            m.batch.file_id,
+            line,
+            result_line,
+            result,
+        ];
+        let Some(id) = insert
+            .query_row(params, |r| r.get::<_, i64>(0))
+            .optional()?
+        else {
+            update.execute(params)?;
+            continue;
+        };
+        let call = crate::extract::tools::call_text(name, target).map(|t| (line, 0, t));
+        let out = result.map(|t| (result_line.unwrap_or(line), 1, t.to_string()));
+        for (at, seq, text) in call.into_iter().chain(out) {
+            doc.execute(rusqlite::params![session, ts, m.batch.file_id, at, seq, id])?;
+            let rowid = db.last_insert_rowid();
+            fts.execute(rusqlite::params![rowid, lexemes::fts_text(&text).as_ref()])?;
+        }
+    }
+    Ok(())
 }
 
 /// One statement per chunk of `rows`: calls (with the results read beside them), or results

@@ -8,18 +8,8 @@ use std::fmt::Write;
 
 use super::html::{bands, sorted, ways};
 use super::{entries, Entry, SessionSource, ToolCall};
+use crate::export::markdown::fence;
 use crate::extract::redact::Redactor;
-
-/// A fence for `text`: three backticks, or one more than its longest run.
-fn fence(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        run = if c == '`' { run + 1 } else { 0 };
-        longest = longest.max(run);
-    }
-    "`".repeat((longest + 1).max(3))
-}
 
 /// `text` in a fenced block.
 fn code(out: &mut String, text: &str, lang: &str) {

@@ -344,23 +344,18 @@ impl Store {
         let mut q = Sql::new("SELECT id, path FROM files WHERE ");
         q.push_in("id", ranked.iter().filter_map(|r| r.file_id));
         let paths = q.not_persistent();
-        let mut q = Sql::new("SELECT id, source_file, line_start FROM snippets WHERE ");
-        q.push_in(
-            "id",
+        // The rows the page's hits of `kind` name.
+        let refs = |kind: &'static str| {
             ranked
                 .iter()
-                .filter(|r| r.kind == "snippet")
-                .filter_map(|r| r.ref_id),
-        );
+                .filter(move |r| r.kind == kind)
+                .filter_map(|r| r.ref_id)
+        };
+        let mut q = Sql::new("SELECT id, source_file, line_start FROM snippets WHERE ");
+        q.push_in("id", refs("snippet"));
         let sources = q.not_persistent();
         let mut q = Sql::new("SELECT id, COALESCE(name, '') FROM tool_uses WHERE ");
-        q.push_in(
-            "id",
-            ranked
-                .iter()
-                .filter(|r| r.kind == "tool")
-                .filter_map(|r| r.ref_id),
-        );
+        q.push_in("id", refs("tool"));
         let tools = q.not_persistent();
         // Independent lookups, asked at once (each a round trip of its own).
         let (excerpts, projects, paths, sources, tools) = tokio::join!(
