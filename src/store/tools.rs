@@ -81,7 +81,7 @@ pub(super) async fn write(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Resu
 const INSERT_ROW: &str = "INSERT INTO tool_uses (tool_use_id, session_id, name, target, ts, \
      is_error, file_id, line_no, result_line, result) \
      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) \
-     ON CONFLICT (tool_use_id) DO NOTHING RETURNING id";
+     ON CONFLICT (tool_use_id) DO NOTHING";
 
 /// What a row already stored takes of a later copy (the `ON CONFLICT` rules of [`write_rows`]);
 /// every right-hand side reads the row as it was.
@@ -102,21 +102,19 @@ const INSERT_FTS: &str = "INSERT INTO search_fts (rowid, body) VALUES (?1, ?2)";
 /// SQLite: every row inserted (a row already stored updated: its triggers index what the
 /// update fills in), then the inserted rows' documents indexed.
 ///
-/// Why in two passes: a statement that may need a statement journal (an `INSERT` with
-/// `RETURNING` or triggers) opens a savepoint, and FTS5 writes its pending terms to disk at
-/// every savepoint. Indexing each row right after inserting it flushed the index once per
-/// tool call, tiny segments merged again and again (`fts5IndexFlush` from
-/// `fts5SavepointMethod`: the database write stage 2.6 times the build before). Inserted
-/// first, the rows flush only what messages left pending, once.
+/// Why in two passes, and no `RETURNING`: a statement that needs a statement journal (one with
+/// triggers, and `RETURNING` is run as one) opens a savepoint, and FTS5 writes its pending
+/// terms to disk at every savepoint. Indexing each row right after inserting it with
+/// `RETURNING id` flushed the index once per tool call, tiny segments merged again and again
+/// (`fts5IndexFlush` from `fts5SavepointMethod`: the database write stage 2.6 times the build
+/// before). A plain single-row `INSERT` opens none.
 fn write_direct<'a>(
     db: &rusqlite::Connection,
     rows: impl Iterator<Item = &'a Merged<'a>>,
 ) -> Result<(), StoreError> {
-    use rusqlite::OptionalExtension;
     let mut insert = db.prepare_cached(INSERT_ROW)?;
     let mut update = db.prepare_cached(UPDATE_ROW)?;
-    // (row id, session, time, file, line, seq, text) of each document to index.
-    let mut docs: Vec<(i64, &str, Option<&str>, i64, i64, i64, String)> = Vec::new();
+    let mut docs: Vec<Doc> = Vec::new();
     for m in rows {
         let first = m.call.or(m.result);
         let (session, ts, line) = first.map_or(("", None, 0), |r| {
@@ -138,30 +136,54 @@ fn write_direct<'a>(
             result_line,
             result,
         ];
-        let Some(id) = insert
-            .query_row(params, |r| r.get::<_, i64>(0))
-            .optional()?
-        else {
+        // No `RETURNING`: SQLite runs it as a trigger, which opens a statement savepoint per
+        // row; the row inserted is the connection's last.
+        if insert.execute(params)? == 0 {
             update.execute(params)?;
             continue;
+        }
+        let id = db.last_insert_rowid();
+        let doc = |line, seq, text| Doc {
+            id,
+            session,
+            ts,
+            file: m.batch.file_id,
+            line,
+            seq,
+            text,
         };
-        let file = m.batch.file_id;
         if let Some(text) = crate::extract::tools::call_text(name, target) {
-            docs.push((id, session, ts, file, line, 0, text));
+            docs.push(doc(line, 0, text));
         }
         if let Some(text) = result {
-            let at = result_line.unwrap_or(line);
-            docs.push((id, session, ts, file, at, 1, text.to_string()));
+            docs.push(doc(result_line.unwrap_or(line), 1, text.to_string()));
         }
     }
-    let mut doc = db.prepare_cached(INSERT_DOC)?;
+    let mut insert_doc = db.prepare_cached(INSERT_DOC)?;
     let mut fts = db.prepare_cached(INSERT_FTS)?;
-    for (id, session, ts, file, line, seq, text) in docs {
-        doc.execute(rusqlite::params![session, ts, file, line, seq, id])?;
+    for d in docs {
+        insert_doc.execute(rusqlite::params![
+            d.session, d.ts, d.file, d.line, d.seq, d.id
+        ])?;
         let rowid = db.last_insert_rowid();
-        fts.execute(rusqlite::params![rowid, lexemes::fts_text(&text).as_ref()])?;
+        fts.execute(rusqlite::params![
+            rowid,
+            lexemes::fts_text(&d.text).as_ref()
+        ])?;
     }
     Ok(())
+}
+
+/// A tool document to index: its row, where it is (file, line; `seq` 0 for the call, 1 for the
+/// result) and its text.
+struct Doc<'a> {
+    id: i64,
+    session: &'a str,
+    ts: Option<&'a str>,
+    file: i64,
+    line: i64,
+    seq: i64,
+    text: String,
 }
 
 /// One statement per chunk of `rows`: calls (with the results read beside them), or results
