@@ -113,7 +113,6 @@ pub fn page(title: &str, body: Markup) -> Markup {
                 meta name="viewport" content="width=device-width, initial-scale=1";
                 title { (title) " · Gleaner" }
                 link rel="stylesheet" href="/style.css";
-                script src="/copy.js" defer {}
             }
             body {
                 header.top {

@@ -314,6 +314,8 @@ pub fn render(v: &SessionView<'_>) -> Markup {
             }
         }
         p { a href={ "/sessions/" (sid) "/read" } { "Read it whole, tool calls shown →" } }
+        // The copy button's script: the one the view serves, on this page only.
+        script src="/copy.js" defer {}
         @if v.files.len() > 1 {
             p {
                 "Transcripts: "

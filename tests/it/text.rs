@@ -114,14 +114,6 @@ pub(crate) fn turns_of(bytes: &[u8]) -> Vec<Turn> {
     out
 }
 
-/// Text as maud escapes it in a page.
-fn escape(t: &str) -> String {
-    t.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
-
 fn render(turns: &[(&str, String)]) -> String {
     turns
         .iter()
@@ -186,7 +178,7 @@ async fn matches_jsonl(backend: Backend) {
         }
     }
     // The same conversation at the other doors: MCP's get_conversation read forward page by
-    // page, and the web view's session page (every turn's text, escaped, in order).
+    // page, and the web view's session page (every turn's words, in order).
     let mut mcp = crate::mcp::Client::ready_cmd(env.cmd_for(&corpus));
     let web = crate::web::start_web(&env, &corpus, "127.0.0.1:0");
     let (mut compared, mut redacted) = (0, 0);
@@ -259,9 +251,19 @@ async fn matches_jsonl(backend: Backend) {
         assert_eq!(status, 200, "{sid}: {page}");
         let mut at = 0;
         for (role, t) in &turns {
-            // The page shows each text whole; long ones folded, never cut.
-            let first = t.lines().find(|l| !l.trim().is_empty()).unwrap_or(t);
-            let needle = escape(first.trim());
+            // The page shows each text whole; long ones folded, never cut. A prompt is shown
+            // as typed; a reply is rendered Markdown, so a stretch of it that renders as itself
+            // is looked for (a code fence's opening line renders as no text).
+            let first = t
+                .lines()
+                .map(str::trim)
+                .find(|l| !l.starts_with("```") && !rendered_as_is(l).is_empty())
+                .unwrap_or(t);
+            let needle = if *role == "User" {
+                escape(first)
+            } else {
+                rendered_as_is(first)
+            };
             match page[at..].find(&needle) {
                 Some(i) => at += i + needle.len(),
                 None => panic!("{sid}: the web page lacks (or misorders) {role} {first:?}"),
@@ -303,3 +305,31 @@ async fn matches_jsonl(backend: Backend) {
 }
 
 both_backends!(conversation_text_matches_the_jsonl, matches_jsonl);
+
+/// Text as maud escapes it in a page.
+fn escape(t: &str) -> String {
+    t.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+/// The longest stretch of a reply's line that Markdown renders as itself (no marks, links,
+/// code, quotes or entities in it): replies are rendered, so their marks become tags.
+fn rendered_as_is(line: &str) -> String {
+    // A link shows its text, not its target: `[text](target)` is `text`.
+    let mut shown = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(i) = rest.find("](") {
+        shown.push_str(&rest[..i]);
+        rest = &rest[i + 2..];
+        rest = rest.find(')').map_or("", |j| &rest[j + 1..]);
+    }
+    shown.push_str(rest);
+    shown
+        .split(|c: char| "*`[]()_#|<>&'\"~\\".contains(c))
+        .map(str::trim)
+        .max_by_key(|s| s.len())
+        .unwrap_or("")
+        .to_string()
+}

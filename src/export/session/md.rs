@@ -127,7 +127,7 @@ fn entry(out: &mut String, e: &Entry) {
         }
         Entry::Note { title, text, .. } => {
             if text.is_empty() {
-                let _ = writeln!(out, "---\n\n_{title}_\n");
+                let _ = writeln!(out, "_— {title} —_\n");
             } else {
                 let _ = writeln!(
                     out,
