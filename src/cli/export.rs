@@ -141,9 +141,13 @@ async fn document(
         FormatArg::Html => export::session::html(&src, r, export::session::Style::Inline),
         _ => {
             let mut md = export::session::markdown(&src, r);
-            // What was kept (summaries, feedback, episodes with their evidence, snippets), as
-            // `--format md` gives it without --session; its header is the one above.
-            let kept = export::collect(store, filter).await?;
+            // What was kept (feedback, episodes with their evidence, snippets), as `--format
+            // md` gives it without --session; its header is the one above. Not the summaries:
+            // the reading above shows each where it was written, and twice is noise.
+            let mut kept = export::collect(store, filter).await?;
+            for s in &mut kept {
+                s.summaries.clear();
+            }
             let kept = export::markdown(&kept);
             if let Some(at) = kept.find("\n## ") {
                 md.push_str("\n# What Gleaner kept\n");

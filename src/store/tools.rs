@@ -5,10 +5,12 @@
 //! are written as one row by one `INSERT`; a result whose call was written by an earlier group
 //! updates that row (an `UPDATE` of the row just written doubled the writes).
 //!
-//! On SQLite the writer indexes the rows it inserts itself, with prepared single-row statements
-//! on its own handle, as it does messages (`store::messages`: a trigger per row cost twice as
-//! much); the rarer `UPDATE` that names a row or gives it its result is indexed by the triggers
-//! of migration 0033. On PostgreSQL the vectors come with the rows.
+//! On SQLite the writer indexes the rows it inserts itself in `tool_fts`, the tool documents'
+//! own index (migration 0034: one row per tool use, the call and the result its two columns),
+//! with prepared single-row statements on its own handle, as it does messages
+//! (`store::messages`: a trigger per row cost twice as much); the rarer `UPDATE` that names a
+//! row or gives it its result is indexed by the triggers of migration 0034. On PostgreSQL the
+//! vectors come with the rows.
 //!
 //! Architecture Invariant: a row's name and target, and its result's text and line, are
 //! written once and never changed: a later copy only fills what is missing, and a result
@@ -94,13 +96,11 @@ const UPDATE_ROW: &str = "UPDATE tool_uses SET is_error = is_error OR ?6, \
      ts = CASE WHEN name IS NULL AND ?3 IS NOT NULL THEN ?5 ELSE ts END \
      WHERE tool_use_id = ?1";
 
-const INSERT_DOC: &str = "INSERT INTO search_docs (kind, session_id, ts, file_id, line_no, seq, \
-     ref_id) VALUES ('tool', ?1, ?2, ?3, ?4, ?5, ?6)";
+/// A tool row's words, in the index of tool documents (migration 0034); its rowid is the row's.
+const INSERT_FTS: &str = "INSERT INTO tool_fts (rowid, call, result) VALUES (?1, ?2, ?3)";
 
-const INSERT_FTS: &str = "INSERT INTO search_fts (rowid, body) VALUES (?1, ?2)";
-
-/// SQLite: every row inserted (a row already stored updated: its triggers index what the
-/// update fills in), then the inserted rows' documents indexed.
+/// SQLite: every row inserted (a row already stored updated: the triggers of migration 0034
+/// index what the update fills in), then the inserted rows indexed.
 ///
 /// Why in two passes, and no `RETURNING`: a statement that needs a statement journal (one with
 /// triggers, and `RETURNING` is run as one) opens a savepoint, and FTS5 writes its pending
@@ -114,7 +114,7 @@ fn write_direct<'a>(
 ) -> Result<(), StoreError> {
     let mut insert = db.prepare_cached(INSERT_ROW)?;
     let mut update = db.prepare_cached(UPDATE_ROW)?;
-    let mut docs: Vec<Doc> = Vec::new();
+    let mut docs: Vec<(i64, Option<String>, Option<&str>)> = Vec::new();
     for m in rows {
         let first = m.call.or(m.result);
         let (session, ts, line) = first.map_or(("", None, 0), |r| {
@@ -122,7 +122,6 @@ fn write_direct<'a>(
         });
         let name = m.call.and_then(|r| r.name.as_deref());
         let target = m.call.and_then(|r| r.target.as_deref());
-        let result_line = m.result.map(|r| r.line_no as i64);
         let result = m.result.and_then(|r| r.result.as_deref());
         let params = rusqlite::params![
             m.id(),
@@ -133,7 +132,7 @@ fn write_direct<'a>(
             m.result.is_some_and(|r| r.is_error),
             m.batch.file_id,
             line,
-            result_line,
+            m.result.map(|r| r.line_no as i64),
             result,
         ];
         // No `RETURNING`: SQLite runs it as a trigger, which opens a statement savepoint per
@@ -142,48 +141,20 @@ fn write_direct<'a>(
             update.execute(params)?;
             continue;
         }
-        let id = db.last_insert_rowid();
-        let doc = |line, seq, text| Doc {
-            id,
-            session,
-            ts,
-            file: m.batch.file_id,
-            line,
-            seq,
-            text,
-        };
-        if let Some(text) = crate::extract::tools::call_text(name, target) {
-            docs.push(doc(line, 0, text));
-        }
-        if let Some(text) = result {
-            docs.push(doc(result_line.unwrap_or(line), 1, text.to_string()));
+        let call = crate::extract::tools::call_text(name, target);
+        if call.is_some() || result.is_some() {
+            docs.push((db.last_insert_rowid(), call, result));
         }
     }
-    let mut insert_doc = db.prepare_cached(INSERT_DOC)?;
     let mut fts = db.prepare_cached(INSERT_FTS)?;
-    for d in docs {
-        insert_doc.execute(rusqlite::params![
-            d.session, d.ts, d.file, d.line, d.seq, d.id
-        ])?;
-        let rowid = db.last_insert_rowid();
+    for (id, call, result) in docs {
         fts.execute(rusqlite::params![
-            rowid,
-            lexemes::fts_text(&d.text).as_ref()
+            id,
+            call.as_deref().map(lexemes::fts_text).as_deref(),
+            result.map(lexemes::fts_text).as_deref(),
         ])?;
     }
     Ok(())
-}
-
-/// A tool document to index: its row, where it is (file, line; `seq` 0 for the call, 1 for the
-/// result) and its text.
-struct Doc<'a> {
-    id: i64,
-    session: &'a str,
-    ts: Option<&'a str>,
-    file: i64,
-    line: i64,
-    seq: i64,
-    text: String,
 }
 
 /// One statement per chunk of `rows`: calls (with the results read beside them), or results

@@ -369,6 +369,10 @@ async fn prune_sessions(backend: Backend) {
             .execute(p)
             .await
             .expect("the full-text index is consistent");
+        sqlx::query("INSERT INTO tool_fts (tool_fts) VALUES ('integrity-check')")
+            .execute(p)
+            .await
+            .expect("the tool index is consistent");
     }
     // The session says its messages are gone, instead of answering nothing.
     let out = env.cmd().args(["text", "5fbb940a"]).output().expect("text");
@@ -414,6 +418,10 @@ async fn prune_sessions(backend: Backend) {
             .execute(p)
             .await
             .expect("the full-text index is consistent");
+        sqlx::query("INSERT INTO tool_fts (tool_fts) VALUES ('integrity-check')")
+            .execute(p)
+            .await
+            .expect("the tool index is consistent");
     }
     store.close().await;
     env.cleanup().await;

@@ -149,6 +149,15 @@ both_backends!(
 async fn from_the_archive(backend: Backend) {
     let env = TestEnv::new(backend).await;
     let sid = crate::tool_search::frob_edits(&env);
+    // A compaction summary: the Markdown reading shows it where it was written, and the part
+    // on what was kept does not show it again.
+    let file = env.projects.join(format!("-w-frob/{sid}.jsonl"));
+    let mut text = std::fs::read_to_string(&file).expect("read");
+    text.push_str(&format!(
+        r#"{{"type":"user","isCompactSummary":true,"sessionId":"{sid}","uuid":"cs1","timestamp":"2026-11-01T10:05:00Z","cwd":"/w/frob","message":{{"role":"user","content":"This session is being continued from a previous conversation. Summary: the frobnicator quartzline check was fixed."}}}}
+"#
+    ));
+    std::fs::write(&file, text).expect("write");
     env.ingest();
     let before = export(&env, &env.projects, sid, "html");
     let md = export(&env, &env.projects, sid, "md");
@@ -162,6 +171,8 @@ async fn from_the_archive(backend: Backend) {
         md.contains("**User** (line 1)") && md.contains("# What Gleaner kept"),
         "{md}"
     );
+    assert_eq!(md.matches("quartzline").count(), 1, "{md}");
+    assert!(before.contains("quartzline"));
     // html needs one session: a clear error, exit 2.
     let out = env
         .cmd()

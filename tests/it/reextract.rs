@@ -157,6 +157,10 @@ async fn derive_again(backend: Backend) {
             .execute(p)
             .await
             .expect("the full-text index is consistent");
+        sqlx::query("INSERT INTO tool_fts (tool_fts) VALUES ('integrity-check')")
+            .execute(p)
+            .await
+            .expect("the tool index is consistent");
     }
 
     // Sessions read by older rules: doctor says so, --older-than-rules takes exactly those.

@@ -77,12 +77,10 @@ pub(crate) fn push_file_filter<'a>(
         .push(" ESCAPE '\\')");
     match backend {
         Backend::Sqlite => {
-            q.push(
-                " AND ft.id IN (SELECT fd.ref_id FROM search_fts JOIN search_docs fd \
-                 ON fd.id = search_fts.rowid WHERE search_fts MATCH ",
-            )
-            .push_bind(phrase.fts5())
-            .push(" AND fd.kind = 'tool' AND fd.seq = 0)");
+            // The calls' column of the tool index (migration 0034).
+            q.push(" AND ft.id IN (SELECT rowid FROM tool_fts WHERE tool_fts MATCH ")
+                .push_bind(format!("call : {}", phrase.fts5()))
+                .push(")");
         }
         Backend::Postgres => {
             // A path of stop words only has no lexeme: the exact test alone decides.

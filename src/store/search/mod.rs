@@ -2,8 +2,10 @@
 //!
 //! The query language is parsed once ([`parse`]); each backend gets SQL built from the tree with
 //! every word bound as a value:
-//! - SQLite: one FTS5 index (`search_fts`, porter + unicode61) over all four kinds, ranked by
-//!   BM25, excerpts by FTS5's `snippet()`.
+//! - SQLite: FTS5 (porter + unicode61), ranked by BM25, excerpts by FTS5's `snippet()`: one
+//!   index (`search_fts`) over messages, summaries, feedback and snippets, and one of their own
+//!   for tool calls and results (`tool_fts`), so that a common word's search for what people
+//!   said does not walk the build logs that hold it.
 //! - PostgreSQL: a `tsvector` column on each table, filled by Gleaner from the same lexemes
 //!   ([`index`]), with a GIN index, ranked by `ts_rank_cd`; excerpts are cut here
 //!   (`excerpt`), not by `ts_headline`.
@@ -305,20 +307,27 @@ impl Store {
         let count = async {
             match counted {
                 true => Some(
-                    self.fetch_i64(&sql::count(backend, f).not_persistent())
+                    self.fetch_all::<(i64, i64)>(&sql::count(backend, f).not_persistent())
                         .await,
                 ),
                 false => None,
             }
         };
         let (n, results) = tokio::join!(count, self.complete(f, ranked));
-        let (total_count, exact) = match n.transpose()? {
+        // The count, and how many matches the ranking reaches (each index's newest).
+        let (n, reachable) = match n.transpose()? {
+            Some(rows) => match rows.first() {
+                Some(&(n, reach)) => (Some(n), reach),
+                None => (Some(0), 0),
+            },
+            None => (None, i64::from(ranked_candidates(backend))),
+        };
+        let (total_count, exact) = match n {
             None => (end, true),
             Some(n) if n > COUNT_CAP => (COUNT_CAP.max(end + i64::from(full)), false),
             Some(n) => (n, true),
         };
         // Only the newest matches are ranked: no page starts past them.
-        let reachable = i64::from(ranked_candidates(self.backend()));
         let has_more = end < reachable && if exact { end < total_count } else { full };
         let results = results?;
         Ok(SearchPage {
@@ -379,6 +388,10 @@ impl Store {
             .filter_map(|(r, marked)| {
                 let kind = SearchKind::from_str(&r.kind)?;
                 let (excerpt, highlights) = unmark(&marked);
+                let tool = match kind {
+                    SearchKind::Tool => r.ref_id.and_then(|id| tools.get(&id)),
+                    _ => None,
+                };
                 let (source_file, line) = match kind {
                     SearchKind::Snippet => match r.ref_id.and_then(|id| sources.get(&id)) {
                         Some((f, l)) => (Some(f.clone()), Some(*l)),
@@ -400,10 +413,7 @@ impl Store {
                     timestamp: r.ts,
                     source_file,
                     line,
-                    tool: match kind {
-                        SearchKind::Tool => r.ref_id.and_then(|id| tools.get(&id).cloned()),
-                        _ => None,
-                    },
+                    tool: tool.cloned(),
                     score: r.score,
                     excerpt,
                     highlights,
@@ -420,17 +430,61 @@ impl Store {
     ) -> Result<Vec<String>, StoreError> {
         match self.backend() {
             Backend::Sqlite => {
+                let is_tool = |r: &&Ranked| r.kind == SearchKind::Tool.as_str();
                 let mut q = sql::sqlite_excerpts(f);
                 q.push(" AND ");
-                q.push_in("rowid", ranked.iter().map(|r| r.doc_id));
-                let rows: Vec<(i64, Option<String>)> = self.fetch_all(&q.not_persistent()).await?;
-                let by_id: std::collections::HashMap<i64, String> = rows
+                q.push_in(
+                    "rowid",
+                    ranked.iter().filter(|r| !is_tool(r)).map(|r| r.doc_id),
+                );
+                // A tool hit's row in `tool_fts` is its tool row's (`ref_id`).
+                let mut q2 = sql::sqlite_tool_excerpts(f);
+                q2.push(" AND ");
+                q2.push_in(
+                    "rowid",
+                    ranked.iter().filter(is_tool).filter_map(|r| r.ref_id),
+                );
+                let (any_doc, any_tool) = (
+                    ranked.iter().any(|r| !is_tool(&r)),
+                    ranked.iter().any(|r| is_tool(&r)),
+                );
+                let (q, q2) = (q.not_persistent(), q2.not_persistent());
+                let (docs, tools) = tokio::join!(
+                    async {
+                        match any_doc {
+                            true => self.fetch_all::<(i64, Option<String>)>(&q).await,
+                            false => Ok(Vec::new()),
+                        }
+                    },
+                    async {
+                        match any_tool {
+                            true => {
+                                self.fetch_all::<(i64, Option<String>, Option<String>)>(&q2)
+                                    .await
+                            }
+                            false => Ok(Vec::new()),
+                        }
+                    },
+                );
+                let docs: std::collections::HashMap<i64, String> = docs?
                     .into_iter()
                     .map(|(id, e)| (id, e.unwrap_or_default()))
                     .collect();
+                let tools: std::collections::HashMap<i64, [Option<String>; 2]> = tools?
+                    .into_iter()
+                    .map(|(id, call, result)| (id, [call, result]))
+                    .collect();
                 Ok(ranked
                     .iter()
-                    .map(|r| by_id.get(&r.doc_id).cloned().unwrap_or_default())
+                    .map(|r| match is_tool(&r) {
+                        // The call's excerpt (seq 0) or the result's (1).
+                        true => r
+                            .ref_id
+                            .and_then(|id| tools.get(&id))
+                            .and_then(|c| c[usize::from(r.seq == Some(1))].clone())
+                            .unwrap_or_default(),
+                        false => docs.get(&r.doc_id).cloned().unwrap_or_default(),
+                    })
                     .collect())
             }
             Backend::Postgres => {

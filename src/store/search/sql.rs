@@ -87,19 +87,44 @@ pub(super) fn ranked<'a>(
                 "SELECT h.doc_id, h.kind, {} AS session_id, {} AS ts, h.file_id, h.generation, \
                  h.line_no, h.seq, h.ref_id, h.score, CASE WHEN h.kind = 'feedback' THEN \
                  EXISTS (SELECT 1 FROM feedback pf WHERE pf.id = h.ref_id \
-                 AND pf.feedback_type = 'message') ELSE 0 END AS prompt FROM (SELECT * FROM (\
-                 SELECT d.id AS doc_id, d.kind, d.session_id, d.ts, d.file_id, \
-                 d.generation, d.line_no, d.seq, d.ref_id, -bm25(search_fts) * \
-                 (CASE d.kind WHEN 'summary' THEN {SUMMARY_BOOST:.2} ELSE 1.0 END) AS score ",
+                 AND pf.feedback_type = 'message') ELSE 0 END AS prompt FROM (SELECT * FROM (",
                 sqlite_doc_session("h"),
                 sqlite_doc_ts("h"),
             ));
-            sqlite_matches(&mut q, f);
-            // The newest matches only (the index walks them newest first and stops): what a
-            // page costs then depends on the page, not on how common the words are.
+            // Each index's newest matches only (the index walks them newest first and stops):
+            // what a page costs then depends on the page, not on how common the words are.
+            let (docs, tools) = sqlite_indexes(f);
+            if docs {
+                q.push(&format!(
+                    "SELECT * FROM (SELECT d.id AS doc_id, d.kind, d.session_id, d.ts, \
+                     d.file_id, d.generation, d.line_no, d.seq, d.ref_id, -bm25(search_fts) * \
+                     (CASE d.kind WHEN 'summary' THEN {SUMMARY_BOOST:.2} ELSE 1.0 END) AS score "
+                ));
+                sqlite_matches(&mut q, f);
+                q.push(&format!(
+                    " ORDER BY search_fts.rowid DESC LIMIT {RANKED_CANDIDATES})"
+                ));
+            }
+            if tools {
+                // A call and its result are one row of `tool_fts` and two documents, each at
+                // its own line (as on PostgreSQL): one walk per column.
+                for (seq, line) in [(0, "t.line_no"), (1, "t.result_line")] {
+                    if docs || seq == 1 {
+                        q.push(" UNION ALL ");
+                    }
+                    q.push(&format!(
+                        "SELECT * FROM (SELECT t.id * 2 + {seq} AS doc_id, 'tool' AS kind, \
+                         t.session_id, t.ts, t.file_id, NULL AS generation, {line} AS line_no, \
+                         {seq} AS seq, t.id AS ref_id, -bm25(tool_fts) AS score "
+                    ));
+                    sqlite_tool_matches(&mut q, f, seq);
+                    q.push(&format!(
+                        " ORDER BY tool_fts.rowid DESC LIMIT {RANKED_CANDIDATES})"
+                    ));
+                }
+            }
             q.push(&format!(
-                " ORDER BY search_fts.rowid DESC LIMIT {RANKED_CANDIDATES}) c \
-                 ORDER BY {}, c.score DESC, c.doc_id DESC",
+                ") c ORDER BY {}, c.score DESC, c.doc_id DESC",
                 tools_last("c")
             ));
             q
@@ -139,17 +164,44 @@ pub(super) fn ranked<'a>(
 }
 
 /// The number of results, counted up to [`COUNT_CAP`] + 1 (a larger count is reported as a
-/// lower bound: counting every match of a common word costs what ranking them all did).
+/// lower bound: counting every match of a common word costs what ranking them all did), and how
+/// many of them the ranking reaches (each index's newest [`RANKED_CANDIDATES`] on SQLite).
 pub(super) fn count<'a>(backend: Backend, f: &'a SearchFilter) -> Sql<'a> {
     match backend {
         Backend::Sqlite => {
-            let mut q = Sql::new("SELECT COUNT(*) FROM (SELECT 1 ");
-            sqlite_matches(&mut q, f);
-            q.push(&format!(" LIMIT {}) capped", COUNT_CAP + 1));
+            // Each index counts at most what the whole count is capped at.
+            let (docs, tools) = sqlite_indexes(f);
+            let mut q = Sql::new(format!(
+                "SELECT a + b + c, min(a, {RANKED_CANDIDATES}) + min(b, {RANKED_CANDIDATES}) \
+                 + min(c, {RANKED_CANDIDATES}) FROM (SELECT "
+            ));
+            if docs {
+                q.push("(SELECT COUNT(*) FROM (SELECT 1 ");
+                sqlite_matches(&mut q, f);
+                q.push(&format!(" LIMIT {}))", COUNT_CAP + 1));
+            } else {
+                q.push("0");
+            }
+            q.push(" AS a");
+            for (seq, name) in [(0, "b"), (1, "c")] {
+                q.push(", ");
+                if tools {
+                    q.push("(SELECT COUNT(*) FROM (SELECT 1 ");
+                    sqlite_tool_matches(&mut q, f, seq);
+                    q.push(&format!(" LIMIT {}))", COUNT_CAP + 1));
+                } else {
+                    q.push("0");
+                }
+                q.push(&format!(" AS {name}"));
+            }
+            q.push(")");
             q
         }
         Backend::Postgres => {
-            let mut q = Sql::new("SELECT COUNT(*) FROM (SELECT 1 FROM (");
+            let mut q = Sql::new("SELECT COUNT(*), ");
+            q.push(&format!(
+                "{PG_RANKED_CANDIDATES}::bigint FROM (SELECT 1 FROM ("
+            ));
             pg_union(&mut q, f, false);
             q.push(&format!(") u LIMIT {}) hits", COUNT_CAP + 1));
             q
@@ -157,15 +209,27 @@ pub(super) fn count<'a>(backend: Backend, f: &'a SearchFilter) -> Sql<'a> {
     }
 }
 
-/// `FROM ... WHERE` of the SQLite index, with the filters.
+/// Which SQLite indexes a search reads: `search_fts` (every kind but tools) and `tool_fts`
+/// (tool calls and results, migration 0034). A `--tool` search reads the second only.
+pub(super) fn sqlite_indexes(f: &SearchFilter) -> (bool, bool) {
+    let ks = kinds(f);
+    let tools = ks.contains(&SearchKind::Tool);
+    let docs = f.tool.is_none() && ks.iter().any(|k| *k != SearchKind::Tool);
+    (docs, tools)
+}
+
+/// `FROM ... WHERE` of `search_fts` (every kind but tools), with the filters.
 fn sqlite_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter) {
     q.push(
         "FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid \
          WHERE search_fts MATCH ",
     )
     .push_bind(f.query.fts5());
-    let ks = kinds(f);
-    if ks.len() < SearchKind::ALL.len() {
+    let ks: Vec<SearchKind> = kinds(f)
+        .into_iter()
+        .filter(|k| *k != SearchKind::Tool)
+        .collect();
+    if ks.len() < SearchKind::ALL.len() - 1 {
         q.push(" AND (")
             .push_in("d.kind", ks.iter().map(|k| k.as_str()));
         if prompts_as_messages(f) {
@@ -176,15 +240,37 @@ fn sqlite_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter) {
         }
         q.push(")");
     }
-    if let Some(tool) = &f.tool {
-        q.push(
-            " AND d.kind = 'tool' AND EXISTS (SELECT 1 FROM tool_uses tn \
-             WHERE tn.id = d.ref_id AND tn.name = ",
-        )
-        .push_bind(tool.as_str())
-        .push(" COLLATE NOCASE)");
-    }
     push_filters(q, f, &sqlite_doc_session("d"), &sqlite_doc_ts("d"));
+}
+
+/// `FROM ... WHERE` of `tool_fts`'s calls (`seq` 0) or results (1), with the filters.
+fn sqlite_tool_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, seq: u8) {
+    let column = if seq == 0 { "call" } else { "result" };
+    q.push(
+        "FROM tool_fts JOIN tool_uses t ON t.id = tool_fts.rowid \
+         WHERE tool_fts MATCH ",
+    )
+    .push_bind(format!("{column} : ({})", f.query.fts5()));
+    if let Some(tool) = &f.tool {
+        q.push(" AND t.name = ")
+            .push_bind(tool.as_str())
+            .push(" COLLATE NOCASE");
+    }
+    push_filters(q, f, "t.session_id", "t.ts");
+}
+
+/// The marked excerpts of the page's tool hits: `rowid`, the call's and the result's (the
+/// caller appends ` AND rowid IN (...)`).
+pub(super) fn sqlite_tool_excerpts(f: &SearchFilter) -> Sql<'_> {
+    let mut q = Sql::new(format!(
+        "SELECT rowid, snippet(tool_fts, 0, char({s}), char({e}), '…', 24), \
+         snippet(tool_fts, 1, char({s}), char({e}), '…', 24) \
+         FROM tool_fts WHERE tool_fts MATCH ",
+        s = START as u32,
+        e = STOP as u32
+    ));
+    q.push_bind(f.query.fts5());
+    q
 }
 
 /// The marked excerpts of the SQLite index; the caller appends ` AND rowid IN (...)`.
