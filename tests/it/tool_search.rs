@@ -459,6 +459,28 @@ async fn tool_filters(backend: Backend) {
         "{kinds:?}"
     );
 
+    // Page by page, the same hits in the same order as in one page, and the count and
+    // `has_more` right across the step from what people said to what tools did (on SQLite
+    // the tool index is read only once a page reaches past the other kinds).
+    let whole: Vec<(Value, Value)> = results(&v)
+        .iter()
+        .map(|r| (r["kind"].clone(), r["line"].clone()))
+        .collect();
+    for at in 0..whole.len() {
+        let page = search(
+            &env,
+            &["frobnicator", "--limit", "1", "--offset", &at.to_string()],
+        );
+        let hit = &results(&page)[0];
+        assert_eq!(
+            (hit["kind"].clone(), hit["line"].clone()),
+            whole[at],
+            "{page}"
+        );
+        assert_eq!(page["total_count"], whole.len(), "{page}");
+        assert_eq!(page["has_more"], at + 1 < whole.len(), "{page}");
+    }
+
     // The call at its line (2), the failure at its line (3), each naming its tool.
     let v = search(&env, &["\"exit code 127\"", "--kind", "tool"]);
     let hits = results(&v);

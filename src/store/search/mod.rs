@@ -292,12 +292,17 @@ impl Store {
                 has_more: false,
             });
         }
-        let ranked: Vec<Ranked> = {
-            let q = sql::ranked(backend, f, i64::from(limit), i64::from(f.offset));
-            self.fetch_all(&q.not_persistent()).await?
-        };
-        let returned = ranked.len() as i64;
         let offset = i64::from(f.offset);
+        let indexes = sql::sqlite_indexes(f);
+        // The page, and on SQLite when the tool index was read for it, the count already made.
+        let (ranked, known): (Vec<Ranked>, Option<(i64, i64)>) =
+            if backend == Backend::Sqlite && indexes == (true, true) {
+                self.sqlite_page(f, i64::from(limit), offset).await?
+            } else {
+                let q = sql::ranked(backend, f, i64::from(limit), offset, indexes);
+                (self.fetch_all(&q.not_persistent()).await?, None)
+            };
+        let returned = ranked.len() as i64;
         let end = offset + returned;
         let full = returned == i64::from(limit);
         let counted = full || (returned == 0 && offset > 0);
@@ -305,12 +310,13 @@ impl Store {
         // connections, the count is off the answer's critical path (on PostgreSQL it is a
         // few milliseconds of a common word's search).
         let count = async {
-            match counted {
-                true => Some(
-                    self.fetch_all::<(i64, i64)>(&sql::count(backend, f).not_persistent())
+            match (known, counted) {
+                (Some(k), _) => Some(Ok(vec![k])),
+                (None, true) => Some(
+                    self.fetch_all::<(i64, i64)>(&sql::count(backend, f, indexes).not_persistent())
                         .await,
                 ),
-                false => None,
+                (None, false) => None,
             }
         };
         let (n, results) = tokio::join!(count, self.complete(f, ranked));
@@ -336,6 +342,53 @@ impl Store {
             total_count,
             total_count_exact: exact,
         })
+    }
+
+    /// SQLite, a search of tools and other kinds: one page, and its count `(all, reachable)`
+    /// when it was made here. Tool hits come after every other kind's ([`tools_last`]), so the
+    /// tool index is read only for a page that reaches past the other kinds' ranked matches: a
+    /// common word's first pages cost what they did before tools were searched.
+    async fn sqlite_page(
+        &self,
+        f: &SearchFilter,
+        limit: i64,
+        offset: i64,
+    ) -> Result<(Vec<Ranked>, Option<(i64, i64)>), StoreError> {
+        let (docs, tools) = ((true, false), (false, true));
+        let sqlite = Backend::Sqlite;
+        let q = sql::ranked(sqlite, f, limit, offset, docs);
+        let mut ranked: Vec<Ranked> = self.fetch_all(&q.not_persistent()).await?;
+        let taken = ranked.len() as i64;
+        if taken == limit {
+            return Ok((ranked, None));
+        }
+        let q = sql::count(sqlite, f, docs);
+        let (all_docs, reach_docs) = self
+            .fetch_all::<(i64, i64)>(&q.not_persistent())
+            .await?
+            .first()
+            .copied()
+            .unwrap_or_default();
+        // The tool hits of this page start where the other kinds' ranked matches end.
+        let q = sql::ranked(
+            sqlite,
+            f,
+            limit - taken,
+            (offset - reach_docs).max(0),
+            tools,
+        );
+        ranked.extend(self.fetch_all::<Ranked>(&q.not_persistent()).await?);
+        let q = sql::count(sqlite, f, tools);
+        let (all_tools, reach_tools) = self
+            .fetch_all::<(i64, i64)>(&q.not_persistent())
+            .await?
+            .first()
+            .copied()
+            .unwrap_or_default();
+        Ok((
+            ranked,
+            Some((all_docs + all_tools, reach_docs + reach_tools)),
+        ))
     }
 
     /// Excerpts, projects and source files of a page of results.

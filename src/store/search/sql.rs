@@ -73,11 +73,15 @@ fn sqlite_doc_ts(d: &str) -> String {
 /// One page of the ranked results (best first) as [`Ranked`] rows. On SQLite a document's
 /// session and time are looked up for the page only, after ranking (each is a lookup in
 /// another table, and a common word matches thousands of documents).
+///
+/// `indexes`: which of SQLite's two it reads (`sqlite_indexes`, or one of them: the caller
+/// reads the tool index only for a page past every other kind's hits).
 pub(super) fn ranked<'a>(
     backend: Backend,
     f: &'a SearchFilter,
     limit: i64,
     offset: i64,
+    indexes: (bool, bool),
 ) -> Sql<'a> {
     let mut q = match backend {
         Backend::Sqlite => {
@@ -93,7 +97,7 @@ pub(super) fn ranked<'a>(
             ));
             // Each index's newest matches only (the index walks them newest first and stops):
             // what a page costs then depends on the page, not on how common the words are.
-            let (docs, tools) = sqlite_indexes(f);
+            let (docs, tools) = indexes;
             if docs {
                 q.push(&format!(
                     "SELECT * FROM (SELECT d.id AS doc_id, d.kind, d.session_id, d.ts, \
@@ -166,15 +170,37 @@ pub(super) fn ranked<'a>(
 /// The number of results, counted up to [`COUNT_CAP`] + 1 (a larger count is reported as a
 /// lower bound: counting every match of a common word costs what ranking them all did), and how
 /// many of them the ranking reaches (each index's newest [`RANKED_CANDIDATES`] on SQLite).
-pub(super) fn count<'a>(backend: Backend, f: &'a SearchFilter) -> Sql<'a> {
+///
+/// On SQLite, `indexes` as for [`ranked`]; with both, the tool index is counted only when the
+/// other kinds' matches are under the cap (a common word's count stops at the cap anyway, and
+/// its tool hits come after the first [`RANKED_CANDIDATES`] of the others).
+pub(super) fn count<'a>(backend: Backend, f: &'a SearchFilter, indexes: (bool, bool)) -> Sql<'a> {
     match backend {
         Backend::Sqlite => {
             // Each index counts at most what the whole count is capped at.
-            let (docs, tools) = sqlite_indexes(f);
+            let (docs, tools) = indexes;
             let mut q = Sql::new(format!(
                 "SELECT a + b + c, min(a, {RANKED_CANDIDATES}) + min(b, {RANKED_CANDIDATES}) \
-                 + min(c, {RANKED_CANDIDATES}) FROM (SELECT "
+                 + min(c, {RANKED_CANDIDATES}) FROM (SELECT a"
             ));
+            for seq in [0, 1] {
+                q.push(", ");
+                if tools {
+                    if docs {
+                        q.push(&format!("CASE WHEN a > {COUNT_CAP} THEN 0 ELSE "));
+                    }
+                    q.push("(SELECT COUNT(*) FROM (SELECT 1 ");
+                    sqlite_tool_matches(&mut q, f, seq);
+                    q.push(&format!(" LIMIT {}))", COUNT_CAP + 1));
+                    if docs {
+                        q.push(" END");
+                    }
+                } else {
+                    q.push("0");
+                }
+                q.push(if seq == 0 { " AS b" } else { " AS c" });
+            }
+            q.push(" FROM (SELECT ");
             if docs {
                 q.push("(SELECT COUNT(*) FROM (SELECT 1 ");
                 sqlite_matches(&mut q, f);
@@ -182,19 +208,7 @@ pub(super) fn count<'a>(backend: Backend, f: &'a SearchFilter) -> Sql<'a> {
             } else {
                 q.push("0");
             }
-            q.push(" AS a");
-            for (seq, name) in [(0, "b"), (1, "c")] {
-                q.push(", ");
-                if tools {
-                    q.push("(SELECT COUNT(*) FROM (SELECT 1 ");
-                    sqlite_tool_matches(&mut q, f, seq);
-                    q.push(&format!(" LIMIT {}))", COUNT_CAP + 1));
-                } else {
-                    q.push("0");
-                }
-                q.push(&format!(" AS {name}"));
-            }
-            q.push(")");
+            q.push(" AS a))");
             q
         }
         Backend::Postgres => {
