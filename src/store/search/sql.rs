@@ -74,8 +74,8 @@ fn sqlite_doc_ts(d: &str) -> String {
 /// session and time are looked up for the page only, after ranking (each is a lookup in
 /// another table, and a common word matches thousands of documents).
 ///
-/// `indexes`: which of SQLite's two it reads (`sqlite_indexes`, or one of them: the caller
-/// reads the tool index only for a page past every other kind's hits).
+/// `indexes`: which sides it reads ([`indexes`], or one of them: the caller reads what tools
+/// did only for a page past every other kind's hits).
 pub(super) fn ranked<'a>(
     backend: Backend,
     f: &'a SearchFilter,
@@ -142,7 +142,7 @@ pub(super) fn ranked<'a>(
                  ELSE h.session_id END AS session_id, h.ts, h.file_id, h.generation, \
                  h.line_no, h.seq, h.ref_id, h.score, h.prompt FROM (SELECT * FROM (",
             );
-            pg_union(&mut q, f, true);
+            pg_union(&mut q, f, true, indexes);
             q.push(&format!(
                 ") hits ORDER BY {}, score DESC, ts DESC NULLS LAST, kind, ref_id",
                 tools_last("")
@@ -216,16 +216,26 @@ pub(super) fn count<'a>(backend: Backend, f: &'a SearchFilter, indexes: (bool, b
             q.push(&format!(
                 "{PG_RANKED_CANDIDATES}::bigint FROM (SELECT 1 FROM ("
             ));
-            pg_union(&mut q, f, false);
+            pg_union(&mut q, f, false, indexes);
             q.push(&format!(") u LIMIT {}) hits", COUNT_CAP + 1));
             q
         }
     }
 }
 
-/// Which SQLite indexes a search reads: `search_fts` (every kind but tools) and `tool_fts`
-/// (tool calls and results, migration 0034). A `--tool` search reads the second only.
-pub(super) fn sqlite_indexes(f: &SearchFilter) -> (bool, bool) {
+/// PostgreSQL: how many matches the ranking of `indexes` reaches (each kind's newest
+/// [`PG_RANKED_CANDIDATES`]).
+pub(super) fn pg_candidates<'a>(f: &'a SearchFilter, indexes: (bool, bool)) -> Sql<'a> {
+    let mut q = Sql::new("SELECT COUNT(*) FROM (");
+    pg_union(&mut q, f, true, indexes);
+    q.push(") c");
+    q
+}
+
+/// Which sides of the store a search reads: what people and the assistant said (messages,
+/// summaries, feedback, snippets: `search_fts` on SQLite) and what tools did (`tool_fts` on
+/// SQLite, the tool rows' vectors on PostgreSQL). A `--tool` search reads the second only.
+pub(super) fn indexes(f: &SearchFilter) -> (bool, bool) {
     let ks = kinds(f);
     let tools = ks.contains(&SearchKind::Tool);
     let docs = f.tool.is_none() && ks.iter().any(|k| *k != SearchKind::Tool);
@@ -429,9 +439,13 @@ fn pg_kind(k: SearchKind) -> PgKind {
 /// a common word cost what the store's size made it (1.4 s at 80,000 sessions). The
 /// candidates are taken by the table's key, reading no vector (the inner query passes them on
 /// unread); a message's session is not looked up here (the caller does, for the page).
-fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool) {
-    let mut ks = kinds(f);
-    let prompts_only = prompts_as_messages(f);
+fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool, indexes: (bool, bool)) {
+    let (docs, tools) = indexes;
+    let mut ks: Vec<SearchKind> = kinds(f)
+        .into_iter()
+        .filter(|k| if *k == SearchKind::Tool { tools } else { docs })
+        .collect();
+    let prompts_only = docs && prompts_as_messages(f);
     if prompts_only {
         ks.push(SearchKind::Feedback);
     }
