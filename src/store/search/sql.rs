@@ -1,6 +1,7 @@
 //! The SQL of a search, built from the parsed query: the user's words only ever travel as bound
 //! values.
 
+use super::pg_kind::{pg_kind, pg_sources, PG_CALL_TEXT};
 use super::{
     tools_last, Query, Ranked, SearchFilter, SearchKind, COUNT_CAP, PG_RANKED_CANDIDATES,
     RANKED_CANDIDATES, START, STOP, SUMMARY_BOOST,
@@ -306,130 +307,6 @@ pub(super) fn sqlite_excerpts(f: &SearchFilter) -> Sql<'_> {
     ));
     q.push_bind(f.query.fts5());
     q
-}
-
-/// Where each kind lives in PostgreSQL: table alias, session, time, key columns, ref, text.
-struct PgKind {
-    /// Where the vectors are (`t`).
-    from: &'static str,
-    /// Where the texts are (`t`): for messages not where their vectors are (migration 0022).
-    text_from: &'static str,
-    /// Newest first, by the table's key (a message's file was found after the files before it,
-    /// its lines after the lines before them): the order the candidates are taken in.
-    newest: &'static str,
-    session: &'static str,
-    ts: &'static str,
-    /// file_id, generation, line_no, seq, ref_id.
-    key: [&'static str; 5],
-    text: &'static str,
-    boost: f64,
-    /// The vector column (`t`).
-    vec: &'static str,
-}
-
-/// The text a tool call's vector was made of (`extract::tools::call_text`).
-const PG_CALL_TEXT: &str = "t.name || E'\\n' || t.target";
-
-/// Where each kind's documents are: one place per kind but tools, whose calls and results are
-/// two vectors of one row (each at its own line; `seq` 0 and 1 tell them apart).
-fn pg_sources(k: SearchKind) -> Vec<PgKind> {
-    match k {
-        SearchKind::Tool => [
-            ("t.line_no", "0::bigint", PG_CALL_TEXT, "t.call_vec"),
-            ("t.result_line", "1::bigint", "t.result", "t.result_vec"),
-        ]
-        .into_iter()
-        .map(|(line, seq, text, vec)| PgKind {
-            from: "tool_uses t",
-            text_from: "tool_uses t",
-            newest: "t.id DESC",
-            session: "t.session_id",
-            ts: "t.ts",
-            key: ["t.file_id", "NULL::bigint", line, seq, "t.id"],
-            text,
-            boost: 1.0,
-            vec,
-        })
-        .collect(),
-        k => vec![pg_kind(k)],
-    }
-}
-
-fn pg_kind(k: SearchKind) -> PgKind {
-    // `text`: the text the row's search_vec was made of (excerpts are cut from it).
-    match k {
-        SearchKind::Message => PgKind {
-            from: "message_search t",
-            text_from: "messages t",
-            newest: "t.file_id DESC, t.generation DESC, t.line_no DESC, t.seq DESC",
-            // A message's session is its file's (messages keep no copy: issue 13).
-            session: "(SELECT tf.session_id FROM files tf WHERE tf.id = t.file_id)",
-            ts: "t.ts",
-            key: [
-                "t.file_id",
-                "t.generation",
-                "t.line_no",
-                "t.seq",
-                "NULL::bigint",
-            ],
-            text: "t.text",
-            boost: 1.0,
-            vec: "t.search_vec",
-        },
-        SearchKind::Summary => PgKind {
-            from: "summaries t",
-            text_from: "summaries t",
-            newest: "t.id DESC",
-            session: "t.session_id",
-            ts: "t.ts",
-            key: [
-                "t.file_id",
-                "NULL::bigint",
-                "t.line_no",
-                "NULL::bigint",
-                "t.id",
-            ],
-            text: "t.text",
-            boost: SUMMARY_BOOST,
-            vec: "t.search_vec",
-        },
-        SearchKind::Feedback => PgKind {
-            from: "feedback t",
-            text_from: "feedback t",
-            newest: "t.id DESC",
-            session: "t.session_id",
-            ts: "t.ts",
-            key: [
-                "t.file_id",
-                "NULL::bigint",
-                "t.line_no",
-                "NULL::bigint",
-                "t.id",
-            ],
-            text: "t.content || COALESCE(E'\\n' || t.reason, '')",
-            boost: 1.0,
-            vec: "t.search_vec",
-        },
-        SearchKind::Snippet => PgKind {
-            from: "snippets t",
-            text_from: "snippets t",
-            newest: "t.id DESC",
-            session: "t.session_id",
-            ts: "t.created_at",
-            key: [
-                "NULL::bigint",
-                "NULL::bigint",
-                "NULL::bigint",
-                "NULL::bigint",
-                "t.id",
-            ],
-            text: "t.title || E'\\n' || t.content",
-            boost: 1.0,
-            vec: "t.search_vec",
-        },
-        // Two places (`pg_sources`); the first names the table.
-        SearchKind::Tool => pg_sources(SearchKind::Tool).remove(0),
-    }
 }
 
 /// One `SELECT` per kind, `UNION ALL`; `ranked`: with kind, keys and score.
