@@ -296,43 +296,34 @@ impl Store {
         }
         let offset = i64::from(f.offset);
         let indexes = sql::indexes(f);
-        // The page, and on SQLite when what tools did was read for it, the count already made.
-        let (ranked, known) = if indexes == (true, true) {
-            self.split_page(f, i64::from(limit), offset).await?
-        } else {
-            let q = sql::ranked(backend, f, i64::from(limit), offset, indexes);
-            (self.fetch_all(&q.not_persistent()).await?, None)
+        // The page and its count, asked at once on two connections: a narrow filter over a
+        // common word walks every match of the word in both.
+        let (ranked, (n, reachable)) = match backend {
+            Backend::Sqlite => {
+                self.sqlite_page(f, i64::from(limit), offset, indexes)
+                    .await?
+            }
+            Backend::Postgres => {
+                let page = async {
+                    if indexes == (true, true) {
+                        self.pg_split_page(f, i64::from(limit), offset).await
+                    } else {
+                        let q = sql::ranked(backend, f, i64::from(limit), offset, indexes);
+                        self.fetch_all(&q.not_persistent()).await
+                    }
+                };
+                let count = sql::pg_count(f, indexes).not_persistent();
+                let (page, count) = tokio::join!(page, self.fetch_all::<(i64, i64)>(&count));
+                (page?, count?.first().copied().unwrap_or_default())
+            }
         };
         let returned = ranked.len() as i64;
         let end = offset + returned;
         let full = returned == i64::from(limit);
-        let counted = full || (returned == 0 && offset > 0);
-        // The count and the page's details are independent: asked at once, on two
-        // connections, the count is off the answer's critical path (on PostgreSQL it is a
-        // few milliseconds of a common word's search).
-        let count = async {
-            match (known, counted) {
-                (Some(k), _) => Some(Ok(vec![k])),
-                (None, true) => Some(
-                    self.fetch_all::<(i64, i64)>(&sql::count(backend, f, indexes).not_persistent())
-                        .await,
-                ),
-                (None, false) => None,
-            }
-        };
-        let (n, results) = tokio::join!(count, self.complete(f, ranked));
-        // The count, and how many matches the ranking reaches (each index's newest).
-        let (n, reachable) = match n.transpose()? {
-            Some(rows) => match rows.first() {
-                Some(&(n, reach)) => (Some(n), reach),
-                None => (Some(0), 0),
-            },
-            None => (None, i64::from(ranked_candidates(backend))),
-        };
+        let results = self.complete(f, ranked).await;
         let (total_count, exact) = match n {
-            None => (end, true),
-            Some(n) if n > COUNT_CAP => (COUNT_CAP.max(end + i64::from(full)), false),
-            Some(n) => (n, true),
+            n if n > COUNT_CAP => (COUNT_CAP.max(end + i64::from(full)), false),
+            n => (n, true),
         };
         // Only the newest matches are ranked: no page starts past them.
         let has_more = end < reachable && if exact { end < total_count } else { full };

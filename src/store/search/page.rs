@@ -1,67 +1,102 @@
-//! The parts of a page of results after its query: what tools did read only past every other
-//! kind's hits ([`Store::split_page`]), and the page's excerpts, projects, source files and
+//! The parts of a page of results after its query: the page and its count asked at once, what
+//! tools did read only past every other kind's hits ([`Store::sqlite_page`],
+//! [`Store::pg_split_page`]), and the page's excerpts, projects, source files and
 //! tool names ([`Store::complete`]).
 
-use super::{excerpt, sql, unmark, Ranked, SearchFilter, SearchHit, SearchKind};
+use super::{excerpt, sql, unmark, Ranked, SearchFilter, SearchHit, SearchKind, COUNT_CAP};
 use crate::store::sql::{Backend, Sql};
 use crate::store::{Store, StoreError};
 
 impl Store {
-    /// A search of tools and other kinds: one page, and on SQLite, when what tools did was
-    /// read for it, its count `(all, reachable)`. Tool hits come after every other kind's
-    /// ([`super::tools_last`]), so what tools did is read only for a page that reaches past the other
-    /// kinds' ranked matches: a common word's first pages cost what they did before tools
-    /// were searched (on the 5 GB store, SQLite's p99 twice that with the tools in one walk).
-    pub(super) async fn split_page(
+    /// SQLite: one page, and its count `(all, reachable)`.
+    ///
+    /// The count is asked with the page, on a second connection: a narrow filter (a project)
+    /// over a common word walks every match of the word twice, once to rank, once to count,
+    /// and asked one after the other the two walks added up (on the 5 GB store, 75 ms for
+    /// `--project`). With both sides (`indexes` `(true, true)`), tool hits come after every
+    /// other kind's ([`super::tools_last`]): what tools did is ranked only for a page that
+    /// reaches past the other kinds' ranked matches, so a common word's first pages cost what
+    /// they did before tools were searched.
+    pub(super) async fn sqlite_page(
         &self,
         f: &SearchFilter,
         limit: i64,
         offset: i64,
-    ) -> Result<(Vec<Ranked>, Option<(i64, i64)>), StoreError> {
+        indexes: (bool, bool),
+    ) -> Result<(Vec<Ranked>, (i64, i64)), StoreError> {
+        let split = indexes == (true, true);
+        let first = if split { (true, false) } else { indexes };
+        let page = sql::ranked(Backend::Sqlite, f, limit, offset, first).not_persistent();
+        let count = sql::sqlite_count(f, indexes).not_persistent();
+        let (page, count) = tokio::join!(
+            self.fetch_all::<Ranked>(&page),
+            self.fetch_all::<(i64, i64, i64, i64)>(&count),
+        );
+        let mut ranked = page?;
+        let (all, reach, all_docs, reach_docs) = count?.first().copied().unwrap_or_default();
+        let taken = ranked.len() as i64;
+        if !split || taken == limit {
+            return Ok((ranked, (all, reach)));
+        }
+        // This page's tool hits start where the other kinds' ranked matches end.
+        let page = sql::ranked(
+            Backend::Sqlite,
+            f,
+            limit - taken,
+            (offset - reach_docs).max(0),
+            (false, true),
+        );
+        let page = page.not_persistent();
+        // Past the cap the count left the tools out: counted now, with their page.
+        let tools = (all_docs > COUNT_CAP).then(|| sql::sqlite_count(f, (false, true)));
+        let tools = tools.map(|q| q.not_persistent());
+        let (page, tools) = tokio::join!(self.fetch_all::<Ranked>(&page), async {
+            match &tools {
+                Some(q) => self.fetch_all::<(i64, i64, i64, i64)>(q).await.map(Some),
+                None => Ok(None),
+            }
+        });
+        ranked.extend(page?);
+        let count = match tools?.and_then(|rows| rows.first().copied()) {
+            Some((all_tools, reach_tools, ..)) => (all_docs + all_tools, reach_docs + reach_tools),
+            None => (all, reach),
+        };
+        Ok((ranked, count))
+    }
+
+    /// PostgreSQL: one page of a search of tools and other kinds. Tool hits come after every
+    /// other kind's, so what tools did is read only for a page that reaches past the other
+    /// kinds' ranked matches (as [`Store::sqlite_page`]).
+    pub(super) async fn pg_split_page(
+        &self,
+        f: &SearchFilter,
+        limit: i64,
+        offset: i64,
+    ) -> Result<Vec<Ranked>, StoreError> {
         let (docs, tools) = ((true, false), (false, true));
-        let backend = self.backend();
-        let q = sql::ranked(backend, f, limit, offset, docs);
+        let q = sql::ranked(Backend::Postgres, f, limit, offset, docs);
         let mut ranked: Vec<Ranked> = self.fetch_all(&q.not_persistent()).await?;
         let taken = ranked.len() as i64;
         if taken == limit {
-            return Ok((ranked, None));
+            return Ok(ranked);
         }
         // Where the other kinds' ranked matches end: this page's tool hits start there.
-        let (all_docs, reach_docs) = match backend {
-            Backend::Sqlite => self
-                .fetch_all::<(i64, i64)>(&sql::count(backend, f, docs).not_persistent())
-                .await?
-                .first()
-                .copied()
-                .unwrap_or_default(),
-            Backend::Postgres if taken > 0 => (0, offset + taken),
-            Backend::Postgres => {
+        let reach_docs = match taken {
+            0 => {
                 let q = sql::pg_candidates(f, docs);
-                (0, self.fetch_i64(&q.not_persistent()).await?)
+                self.fetch_i64(&q.not_persistent()).await?
             }
+            _ => offset + taken,
         };
         let q = sql::ranked(
-            backend,
+            Backend::Postgres,
             f,
             limit - taken,
             (offset - reach_docs).max(0),
             tools,
         );
         ranked.extend(self.fetch_all::<Ranked>(&q.not_persistent()).await?);
-        if backend == Backend::Postgres {
-            return Ok((ranked, None));
-        }
-        let q = sql::count(backend, f, tools);
-        let (all_tools, reach_tools) = self
-            .fetch_all::<(i64, i64)>(&q.not_persistent())
-            .await?
-            .first()
-            .copied()
-            .unwrap_or_default();
-        Ok((
-            ranked,
-            Some((all_docs + all_tools, reach_docs + reach_tools)),
-        ))
+        Ok(ranked)
     }
 
     /// Excerpts, projects and source files of a page of results.
