@@ -511,3 +511,64 @@ async fn tool_filters(backend: Backend) {
     env.cleanup().await;
 }
 both_backends!(tool_filters_and_ranking, tool_filters);
+
+/// A project of more than `NARROW_PROJECT` (1,000) sessions is searched by looking up each
+/// match's session, a narrower one through the list of its rows: both give the same hits, counts
+/// and pages, tools included.
+async fn narrow_and_broad_projects(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    frob_session(&env);
+    for i in 0..1_000 {
+        let sid = format!("9ad9ad00-0000-4000-8000-{i:012}");
+        let lines = [
+            format!(
+                r#"{{"type":"user","sessionId":"{sid}","uuid":"p{i}","timestamp":"2026-11-02T10:00:00Z","cwd":"/w/pad","message":{{"role":"user","content":"pad the table"}}}}"#
+            ),
+            format!(
+                r#"{{"type":"assistant","sessionId":"{sid}","uuid":"q{i}","parentUuid":"p{i}","timestamp":"2026-11-02T10:00:01Z","message":{{"id":"n{i}","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"tool_use","id":"toolu_pad{i}","name":"Bash","input":{{"command":"./pad --table {i}"}}}}]}}}}"#
+            ),
+        ];
+        write_file(
+            &env.projects,
+            &format!("-w-pad/{sid}.jsonl"),
+            &(lines.join("\n") + "\n"),
+        );
+    }
+    env.ingest();
+    let hits = |v: &Value| -> Vec<(Value, Value, Value)> {
+        results(v)
+            .iter()
+            .map(|r| {
+                (
+                    r["kind"].clone(),
+                    r["line"].clone(),
+                    r["session_id"].clone(),
+                )
+            })
+            .collect()
+    };
+    // `/w/` names all 1,001 sessions (broad), `frob` one (narrow).
+    for args in [
+        &["frobnicator"][..],
+        &["frobnicator", "--kind", "tool"],
+        &["frobnicator", "--tool", "Bash"],
+        &["frobnicator", "--limit", "2", "--offset", "1"],
+    ] {
+        let narrow = search(&env, &[args, &["--project", "frob"]].concat());
+        let broad = search(&env, &[args, &["--project", "/w/"]].concat());
+        assert!(!results(&narrow).is_empty(), "{args:?}: {narrow}");
+        assert_eq!(hits(&narrow), hits(&broad), "{args:?}");
+        for field in ["total_count", "has_more"] {
+            assert_eq!(narrow[field], broad[field], "{args:?} {field}");
+        }
+    }
+    let v = search(&env, &["table", "--project", "/w/", "--kind", "tool"]);
+    assert_eq!(v["total_count"], 1_000, "{v}");
+    let v = search(&env, &["table", "--project", "frob"]);
+    assert_eq!(v["total_count"], 0, "{v}");
+    env.cleanup().await;
+}
+both_backends!(
+    narrow_and_broad_projects_search_alike,
+    narrow_and_broad_projects
+);

@@ -298,21 +298,30 @@ impl Store {
         let indexes = sql::indexes(f);
         // The page and its count, asked at once on two connections: a narrow filter over a
         // common word walks every match of the word in both.
+        // Whether the project is narrow: then searched through the list of its rows.
+        let narrow = match &f.project {
+            Some(p) => {
+                let q = sql::project_sessions(p).not_persistent();
+                self.fetch_i64(&q).await? <= sql::NARROW_PROJECT
+            }
+            None => false,
+        };
         let (ranked, (n, reachable)) = match backend {
             Backend::Sqlite => {
-                self.sqlite_page(f, i64::from(limit), offset, indexes)
+                self.sqlite_page(f, i64::from(limit), offset, indexes, narrow)
                     .await?
             }
             Backend::Postgres => {
                 let page = async {
                     if indexes == (true, true) {
-                        self.pg_split_page(f, i64::from(limit), offset).await
+                        self.pg_split_page(f, i64::from(limit), offset, narrow)
+                            .await
                     } else {
-                        let q = sql::ranked(backend, f, i64::from(limit), offset, indexes);
+                        let q = sql::ranked(backend, f, i64::from(limit), offset, indexes, narrow);
                         self.fetch_all(&q.not_persistent()).await
                     }
                 };
-                let count = sql::pg_count(f, indexes).not_persistent();
+                let count = sql::pg_count(f, indexes, narrow).not_persistent();
                 let (page, count) = tokio::join!(page, self.fetch_all::<(i64, i64)>(&count));
                 (page?, count?.first().copied().unwrap_or_default())
             }

@@ -23,11 +23,12 @@ impl Store {
         limit: i64,
         offset: i64,
         indexes: (bool, bool),
+        narrow: bool,
     ) -> Result<(Vec<Ranked>, (i64, i64)), StoreError> {
         let split = indexes == (true, true);
         let first = if split { (true, false) } else { indexes };
-        let page = sql::ranked(Backend::Sqlite, f, limit, offset, first).not_persistent();
-        let count = sql::sqlite_count(f, indexes).not_persistent();
+        let page = sql::ranked(Backend::Sqlite, f, limit, offset, first, narrow).not_persistent();
+        let count = sql::sqlite_count(f, indexes, narrow).not_persistent();
         let (page, count) = tokio::join!(
             self.fetch_all::<Ranked>(&page),
             self.fetch_all::<(i64, i64, i64, i64)>(&count),
@@ -45,10 +46,11 @@ impl Store {
             limit - taken,
             (offset - reach_docs).max(0),
             (false, true),
+            narrow,
         );
         let page = page.not_persistent();
         // Past the cap the count left the tools out: counted now, with their page.
-        let tools = (all_docs > COUNT_CAP).then(|| sql::sqlite_count(f, (false, true)));
+        let tools = (all_docs > COUNT_CAP).then(|| sql::sqlite_count(f, (false, true), narrow));
         let tools = tools.map(|q| q.not_persistent());
         let (page, tools) = tokio::join!(self.fetch_all::<Ranked>(&page), async {
             match &tools {
@@ -72,9 +74,10 @@ impl Store {
         f: &SearchFilter,
         limit: i64,
         offset: i64,
+        narrow: bool,
     ) -> Result<Vec<Ranked>, StoreError> {
         let (docs, tools) = ((true, false), (false, true));
-        let q = sql::ranked(Backend::Postgres, f, limit, offset, docs);
+        let q = sql::ranked(Backend::Postgres, f, limit, offset, docs, narrow);
         let mut ranked: Vec<Ranked> = self.fetch_all(&q.not_persistent()).await?;
         let taken = ranked.len() as i64;
         if taken == limit {
@@ -83,7 +86,7 @@ impl Store {
         // Where the other kinds' ranked matches end: this page's tool hits start there.
         let reach_docs = match taken {
             0 => {
-                let q = sql::pg_candidates(f, docs);
+                let q = sql::pg_candidates(f, docs, narrow);
                 self.fetch_i64(&q.not_persistent()).await?
             }
             _ => offset + taken,
@@ -94,6 +97,7 @@ impl Store {
             limit - taken,
             (offset - reach_docs).max(0),
             tools,
+            narrow,
         );
         ranked.extend(self.fetch_all::<Ranked>(&q.not_persistent()).await?);
         Ok(ranked)

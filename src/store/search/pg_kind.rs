@@ -20,6 +20,9 @@ pub(super) struct PgKind {
     pub(super) boost: f64,
     /// The vector column (`t`).
     pub(super) vec: &'static str,
+    /// Whether a row's session is its file's (messages keep none): a narrow project filters
+    /// such rows by their files (`sql::pg_push_filters`).
+    pub(super) file_scoped: bool,
 }
 
 /// The text a tool call's vector was made of (`extract::tools::call_text`).
@@ -44,6 +47,7 @@ pub(super) fn pg_sources(k: SearchKind) -> Vec<PgKind> {
             text,
             boost: 1.0,
             vec,
+            file_scoped: false,
         })
         .collect(),
         k => vec![pg_kind(k)],
@@ -70,6 +74,7 @@ pub(super) fn pg_kind(k: SearchKind) -> PgKind {
             text: "t.text",
             boost: 1.0,
             vec: "t.search_vec",
+            file_scoped: true,
         },
         SearchKind::Summary => PgKind {
             from: "summaries t",
@@ -87,6 +92,7 @@ pub(super) fn pg_kind(k: SearchKind) -> PgKind {
             text: "t.text",
             boost: SUMMARY_BOOST,
             vec: "t.search_vec",
+            file_scoped: false,
         },
         SearchKind::Feedback => PgKind {
             from: "feedback t",
@@ -104,6 +110,7 @@ pub(super) fn pg_kind(k: SearchKind) -> PgKind {
             text: "t.content || COALESCE(E'\\n' || t.reason, '')",
             boost: 1.0,
             vec: "t.search_vec",
+            file_scoped: false,
         },
         SearchKind::Snippet => PgKind {
             from: "snippets t",
@@ -121,6 +128,7 @@ pub(super) fn pg_kind(k: SearchKind) -> PgKind {
             text: "t.title || E'\\n' || t.content",
             boost: 1.0,
             vec: "t.search_vec",
+            file_scoped: false,
         },
         // Two places (`pg_sources`); the first names the table.
         SearchKind::Tool => pg_sources(SearchKind::Tool).remove(0),

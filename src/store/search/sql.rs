@@ -1,7 +1,7 @@
 //! The SQL of a search, built from the parsed query: the user's words only ever travel as bound
 //! values.
 
-use super::pg_kind::{pg_kind, pg_sources, PG_CALL_TEXT};
+use super::pg_kind::{pg_kind, pg_sources, PgKind, PG_CALL_TEXT};
 use super::{
     tools_last, Query, Ranked, SearchFilter, SearchKind, COUNT_CAP, PG_RANKED_CANDIDATES,
     RANKED_CANDIDATES, START, STOP, SUMMARY_BOOST,
@@ -31,15 +31,24 @@ fn prompts_as_messages(f: &SearchFilter) -> bool {
 
 /// ` AND` clauses for the session, project and time filters.
 fn push_filters<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, session: &str, ts: &str) {
+    if let Some(p) = &f.project {
+        q.push(&format!(" AND {session} IN ("));
+        push_project_sessions(q, p);
+        q.push(")");
+    }
+    push_other_filters(q, f, session, ts);
+}
+
+/// `SELECT` of the sessions of the projects `project` names.
+fn push_project_sessions<'a>(q: &mut Sql<'a>, project: &'a str) {
+    q.push("SELECT ss.session_id FROM sessions ss WHERE 1 = 1");
+    push_project_filter(q, project, "ss.project", "ss.cwd");
+}
+
+/// ` AND` clauses for the session and time filters (not the project).
+fn push_other_filters<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, session: &str, ts: &str) {
     if let Some(ids) = &f.session_ids {
         q.push(" AND ").push_in(session, ids);
-    }
-    if let Some(p) = &f.project {
-        q.push(&format!(
-            " AND {session} IN (SELECT ss.session_id FROM sessions ss WHERE 1 = 1"
-        ));
-        push_project_filter(q, p, "ss.project", "ss.cwd");
-        q.push(")");
     }
     push_origin_filter(q, &f.origin, session);
     if let Some(s) = &f.since {
@@ -47,6 +56,45 @@ fn push_filters<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, session: &str, ts: &st
     }
     if let Some(u) = &f.until {
         q.push(&format!(" AND {ts} < ")).push_bind(u.as_str());
+    }
+}
+
+/// A narrow project names at most this many sessions: searched through the list of its rows
+/// ([`pg_push_filters`], [`sqlite_tool_matches`]), not by looking up each match's session.
+pub(super) const NARROW_PROJECT: i64 = 1_000;
+
+/// How many sessions the search's project names, counted up to [`NARROW_PROJECT`] + 1.
+pub(super) fn project_sessions(project: &str) -> Sql<'_> {
+    let mut q = Sql::new("SELECT COUNT(*) FROM (");
+    push_project_sessions(&mut q, project);
+    q.push(&format!(" LIMIT {}) p", NARROW_PROJECT + 1));
+    q
+}
+
+/// PostgreSQL: the filters of kind `p`. A narrow project (`narrow`: at most
+/// [`NARROW_PROJECT`] sessions) is given as an array of its sessions (a message's: of their
+/// files), which the planner intersects with the full-text match in the indexes before it reads
+/// a row (`BitmapAnd`): on the 5 GB store a project's tool results matching "error" took 11 ms
+/// instead of 96, its messages 9 instead of 33. A broad one stays a semi-join: walking the
+/// word's matches finds its hits soon, where listing the project's rows would cost more
+/// (63 ms instead of 12 for a project of nearly every session).
+fn pg_push_filters<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, p: &PgKind, narrow: bool) {
+    match (&f.project, narrow) {
+        (Some(project), true) => {
+            let (column, inner, close) = match p.file_scoped {
+                true => (
+                    "t.file_id",
+                    "SELECT sf.id FROM files sf WHERE sf.session_id IN (",
+                    ")))",
+                ),
+                false => ("t.session_id", "", "))"),
+            };
+            q.push(&format!(" AND {column} = ANY(ARRAY({inner}"));
+            push_project_sessions(q, project);
+            q.push(close);
+            push_other_filters(q, f, p.session, p.ts);
+        }
+        _ => push_filters(q, f, p.session, p.ts),
     }
 }
 
@@ -76,13 +124,15 @@ fn sqlite_doc_ts(d: &str) -> String {
 /// another table, and a common word matches thousands of documents).
 ///
 /// `indexes`: which sides it reads ([`indexes`], or one of them: the caller reads what tools
-/// did only for a page past every other kind's hits).
+/// did only for a page past every other kind's hits). `narrow`: whether the project is narrow
+/// ([`NARROW_PROJECT`]).
 pub(super) fn ranked<'a>(
     backend: Backend,
     f: &'a SearchFilter,
     limit: i64,
     offset: i64,
     indexes: (bool, bool),
+    narrow: bool,
 ) -> Sql<'a> {
     let mut q = match backend {
         Backend::Sqlite => {
@@ -122,7 +172,7 @@ pub(super) fn ranked<'a>(
                          t.session_id, t.ts, t.file_id, NULL AS generation, {line} AS line_no, \
                          {seq} AS seq, t.id AS ref_id, -bm25(tool_fts) AS score "
                     ));
-                    sqlite_tool_matches(&mut q, f, seq);
+                    sqlite_tool_matches(&mut q, f, seq, narrow);
                     q.push(&format!(
                         " ORDER BY tool_fts.rowid DESC LIMIT {RANKED_CANDIDATES})"
                     ));
@@ -143,7 +193,7 @@ pub(super) fn ranked<'a>(
                  ELSE h.session_id END AS session_id, h.ts, h.file_id, h.generation, \
                  h.line_no, h.seq, h.ref_id, h.score, h.prompt FROM (SELECT * FROM (",
             );
-            pg_union(&mut q, f, true, indexes);
+            pg_union(&mut q, f, true, indexes, narrow);
             q.push(&format!(
                 ") hits ORDER BY {}, score DESC, ts DESC NULLS LAST, kind, ref_id",
                 tools_last("")
@@ -177,7 +227,11 @@ pub(super) fn ranked<'a>(
 /// `indexes` as for [`ranked`]; with both, the tool index is counted only when the other kinds'
 /// matches are under the cap (a common word's count stops at the cap anyway, and its tool hits
 /// come after the first [`RANKED_CANDIDATES`] of the others).
-pub(super) fn sqlite_count<'a>(f: &'a SearchFilter, indexes: (bool, bool)) -> Sql<'a> {
+pub(super) fn sqlite_count<'a>(
+    f: &'a SearchFilter,
+    indexes: (bool, bool),
+    narrow: bool,
+) -> Sql<'a> {
     // Each index counts at most what the whole count is capped at.
     let (docs, tools) = indexes;
     // Each count is a walk of the index; written as subqueries in `FROM`, SQLite flattens
@@ -199,7 +253,7 @@ pub(super) fn sqlite_count<'a>(f: &'a SearchFilter, indexes: (bool, bool)) -> Sq
                 q.push(&format!("CASE WHEN a > {COUNT_CAP} THEN 0 ELSE "));
             }
             q.push("(SELECT COUNT(*) FROM (SELECT 1 ");
-            sqlite_tool_matches(&mut q, f, seq);
+            sqlite_tool_matches(&mut q, f, seq, narrow);
             q.push(&format!(" LIMIT {}))", COUNT_CAP + 1));
             if docs {
                 q.push(" END");
@@ -218,21 +272,25 @@ pub(super) fn sqlite_count<'a>(f: &'a SearchFilter, indexes: (bool, bool)) -> Sq
 
 /// PostgreSQL: the number of results, counted up to [`COUNT_CAP`] + 1 (as [`sqlite_count`]),
 /// and how many the ranking reaches (each kind's newest [`PG_RANKED_CANDIDATES`]).
-pub(super) fn pg_count<'a>(f: &'a SearchFilter, indexes: (bool, bool)) -> Sql<'a> {
+pub(super) fn pg_count<'a>(f: &'a SearchFilter, indexes: (bool, bool), narrow: bool) -> Sql<'a> {
     let mut q = Sql::new("SELECT COUNT(*), ");
     q.push(&format!(
         "{PG_RANKED_CANDIDATES}::bigint FROM (SELECT 1 FROM ("
     ));
-    pg_union(&mut q, f, false, indexes);
+    pg_union(&mut q, f, false, indexes, narrow);
     q.push(&format!(") u LIMIT {}) hits", COUNT_CAP + 1));
     q
 }
 
 /// PostgreSQL: how many matches the ranking of `indexes` reaches (each kind's newest
 /// [`PG_RANKED_CANDIDATES`]).
-pub(super) fn pg_candidates<'a>(f: &'a SearchFilter, indexes: (bool, bool)) -> Sql<'a> {
+pub(super) fn pg_candidates<'a>(
+    f: &'a SearchFilter,
+    indexes: (bool, bool),
+    narrow: bool,
+) -> Sql<'a> {
     let mut q = Sql::new("SELECT COUNT(*) FROM (");
-    pg_union(&mut q, f, true, indexes);
+    pg_union(&mut q, f, true, indexes, narrow);
     q.push(") c");
     q
 }
@@ -273,7 +331,12 @@ fn sqlite_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter) {
 }
 
 /// `FROM ... WHERE` of `tool_fts`'s calls (`seq` 0) or results (1), with the filters.
-fn sqlite_tool_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, seq: u8) {
+///
+/// A narrow project (`narrow`, [`NARROW_PROJECT`]) is the list of its tool rows, checked
+/// against each match's rowid before the row is read: looking up every match's row for its
+/// session made a project's count of a common word walk the word's matches at a row read each
+/// (on the 5 GB store 20 ms of `--project`'s count, 8 with the list).
+fn sqlite_tool_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, seq: u8, narrow: bool) {
     let column = if seq == 0 { "call" } else { "result" };
     q.push(
         "FROM tool_fts JOIN tool_uses t ON t.id = tool_fts.rowid \
@@ -285,7 +348,19 @@ fn sqlite_tool_matches<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, seq: u8) {
             .push_bind(tool.as_str())
             .push(" COLLATE NOCASE");
     }
-    push_filters(q, f, "t.session_id", "t.ts");
+    match (&f.project, narrow) {
+        (Some(project), true) => {
+            // `+`: a filter on the walk's rowids, not a lookup per listed row.
+            q.push(
+                " AND +tool_fts.rowid IN (SELECT pt.id FROM tool_uses pt \
+                 WHERE pt.session_id IN (",
+            );
+            push_project_sessions(q, project);
+            q.push("))");
+            push_other_filters(q, f, "t.session_id", "t.ts");
+        }
+        _ => push_filters(q, f, "t.session_id", "t.ts"),
+    }
 }
 
 /// The marked excerpts of the page's tool hits: `rowid`, the call's and the result's (the
@@ -320,7 +395,13 @@ pub(super) fn sqlite_excerpts(f: &SearchFilter) -> Sql<'_> {
 /// a common word cost what the store's size made it (1.4 s at 80,000 sessions). The
 /// candidates are taken by the table's key, reading no vector (the inner query passes them on
 /// unread); a message's session is not looked up here (the caller does, for the page).
-fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool, indexes: (bool, bool)) {
+fn pg_union<'a>(
+    q: &mut Sql<'a>,
+    f: &'a SearchFilter,
+    ranked: bool,
+    indexes: (bool, bool),
+    narrow: bool,
+) {
     let (docs, tools) = indexes;
     let mut ks: Vec<SearchKind> = kinds(f)
         .into_iter()
@@ -374,7 +455,7 @@ fn pg_union<'a>(q: &mut Sql<'a>, f: &'a SearchFilter, ranked: bool, indexes: (bo
         }
         q.push(&format!(" FROM {} WHERE {} @@ ", p.from, p.vec));
         push_tsquery(q, &f.query);
-        push_filters(q, f, p.session, p.ts);
+        pg_push_filters(q, f, &p, narrow);
         if prompts_only && k == SearchKind::Feedback {
             q.push(" AND t.feedback_type = 'message'");
         }
