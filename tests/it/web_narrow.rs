@@ -9,7 +9,7 @@
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use base64::Engine;
 use serde_json::{json, Value};
@@ -62,17 +62,11 @@ impl Cdp {
     /// Open `url` and wait until it has loaded.
     fn open(&mut self, url: &str) {
         self.call("Page.navigate", json!({"url": url}));
-        let start = Instant::now();
         // The new document may not be there yet: wait for its URL and its load.
-        while !(self.eval("document.readyState") == "complete"
-            && self.eval("location.href").as_str() == Some(url))
-        {
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "{url} did not load"
-            );
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        poll_until(Duration::from_secs(20), &format!("{url} to load"), || {
+            self.eval("document.readyState") == "complete"
+                && self.eval("location.href").as_str() == Some(url)
+        });
     }
 }
 

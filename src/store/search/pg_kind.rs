@@ -76,42 +76,12 @@ pub(super) fn pg_kind(k: SearchKind) -> PgKind {
             vec: "t.search_vec",
             file_scoped: true,
         },
-        SearchKind::Summary => PgKind {
-            from: "summaries t",
-            text_from: "summaries t",
-            newest: "t.id DESC",
-            session: "t.session_id",
-            ts: "t.ts",
-            key: [
-                "t.file_id",
-                "NULL::bigint",
-                "t.line_no",
-                "NULL::bigint",
-                "t.id",
-            ],
-            text: "t.text",
-            boost: SUMMARY_BOOST,
-            vec: "t.search_vec",
-            file_scoped: false,
-        },
-        SearchKind::Feedback => PgKind {
-            from: "feedback t",
-            text_from: "feedback t",
-            newest: "t.id DESC",
-            session: "t.session_id",
-            ts: "t.ts",
-            key: [
-                "t.file_id",
-                "NULL::bigint",
-                "t.line_no",
-                "NULL::bigint",
-                "t.id",
-            ],
-            text: "t.content || COALESCE(E'\\n' || t.reason, '')",
-            boost: 1.0,
-            vec: "t.search_vec",
-            file_scoped: false,
-        },
+        SearchKind::Summary => line_row("summaries t", "t.text", SUMMARY_BOOST),
+        SearchKind::Feedback => line_row(
+            "feedback t",
+            "t.content || COALESCE(E'\\n' || t.reason, '')",
+            1.0,
+        ),
         SearchKind::Snippet => PgKind {
             from: "snippets t",
             text_from: "snippets t",
@@ -132,5 +102,28 @@ pub(super) fn pg_kind(k: SearchKind) -> PgKind {
         },
         // Two places (`pg_sources`); the first names the table.
         SearchKind::Tool => pg_sources(SearchKind::Tool).remove(0),
+    }
+}
+
+/// A kind whose rows are one per line of a file, with an id, a session and a time of their own
+/// (summaries, feedback).
+fn line_row(table: &'static str, text: &'static str, boost: f64) -> PgKind {
+    PgKind {
+        from: table,
+        text_from: table,
+        newest: "t.id DESC",
+        session: "t.session_id",
+        ts: "t.ts",
+        key: [
+            "t.file_id",
+            "NULL::bigint",
+            "t.line_no",
+            "NULL::bigint",
+            "t.id",
+        ],
+        text,
+        boost,
+        vec: "t.search_vec",
+        file_scoped: false,
     }
 }
