@@ -488,8 +488,10 @@ pub async fn execute(store: &Store, sql: &str) -> Result<u64, sqlx::Error> {
     }
 }
 
-/// Copy the folder `from`'s contents into `to` as `cp -a` does (modification times kept: the
-/// corpus's sessions stay idle, as after a backfill).
+/// Copy the folder `from`'s contents into `to` as `cp -a` does, then make every copy at least a
+/// day old: the corpus's sessions are idle, as after a backfill, even on a machine provisioned
+/// minutes before the tests run (its corpus files are then minutes old, and a last line
+/// without its newline would wait for the file to go idle). Older times are kept.
 pub fn copy_tree(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
     let status = std::process::Command::new("cp")
@@ -504,6 +506,21 @@ pub fn copy_tree(from: &Path, to: &Path) {
         from.display(),
         to.display()
     );
+    age_tree(to);
+}
+
+/// Every file below `dir` at least a day old (its mtime); older times are kept.
+fn age_tree(dir: &Path) {
+    let day_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(86_400);
+    for entry in std::fs::read_dir(dir).expect("read_dir") {
+        let path = entry.expect("entry").path();
+        let meta = std::fs::symlink_metadata(&path).expect("metadata");
+        if meta.is_dir() {
+            age_tree(&path);
+        } else if meta.is_file() && meta.modified().expect("mtime") > day_ago {
+            age_a_day(&path);
+        }
+    }
 }
 
 /// One check of `gleaner doctor --json` by name (`archive`, `rules`, ...).
