@@ -130,12 +130,18 @@ impl Source {
 /// FNV-1a over the parts of a feature's name, as if they were one string: a word is checked
 /// against the model by this hash before any string is made of it (most words are not weighed).
 pub fn name_hash(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for p in parts {
-        for b in p.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+    parts.iter().fold(FNV_START, |h, p| fnv_more(h, p))
+}
+
+/// FNV-1a's starting state.
+const FNV_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a state `h` carried on over `s`: `name_hash` of parts is the state carried over each
+/// in turn, so a prefix's state can be kept and carried on.
+fn fnv_more(mut h: u64, s: &str) -> u64 {
+    for b in s.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
     }
     h
 }
@@ -153,29 +159,40 @@ impl Facts {
     ) {
         let head = crate::text::head_bytes(text, limit);
         let (one, two) = source.prefixes();
+        // Each word is hashed on from its prefixes' states, kept between words: a pair's hash
+        // is the previous word's `two`-prefixed state carried on over this word.
+        let (one_state, two_state) = (fnv_more(FNV_START, one), fnv_more(FNV_START, two));
+        let p0_state = fnv_more(FNV_START, "p0:");
         let (mut cur, mut prev) = (String::with_capacity(32), String::with_capacity(32));
-        let mut has_prev = false;
+        let mut pair_state: Option<u64> = None;
         for (i, w) in words(head) {
             if self.full() {
                 break;
             }
-            if w.len() > MAX_WORD_CHARS * 4 || w.chars().count() > MAX_WORD_CHARS {
-                has_prev = false;
+            let ascii = w.is_ascii();
+            let chars = if ascii { w.len() } else { w.chars().count() };
+            if w.len() > MAX_WORD_CHARS * 4 || chars > MAX_WORD_CHARS {
+                pair_state = None;
                 continue;
             }
             cur.clear();
-            for c in w.chars() {
-                cur.extend(c.to_lowercase());
+            if ascii {
+                cur.push_str(w);
+                cur.make_ascii_lowercase();
+            } else {
+                for c in w.chars() {
+                    cur.extend(c.to_lowercase());
+                }
             }
             if i == 1 && source == Source::Prompt {
-                self.keep(&["p0:", &cur], keep);
+                self.keep_hashed(fnv_more(p0_state, &cur), &["p0:", &cur], keep);
             }
-            self.keep(&[one, &cur], keep);
-            if has_prev {
-                self.keep(&[two, &prev, " ", &cur], keep);
+            self.keep_hashed(fnv_more(one_state, &cur), &[one, &cur], keep);
+            if let Some(state) = pair_state {
+                self.keep_hashed(fnv_more(state, &cur), &[two, &prev, " ", &cur], keep);
             }
+            pair_state = Some(fnv_more(fnv_more(two_state, &cur), " "));
             std::mem::swap(&mut cur, &mut prev);
-            has_prev = true;
         }
     }
 
@@ -192,7 +209,11 @@ impl Facts {
     }
 
     fn keep(&mut self, parts: &[&str], keep: &dyn Fn(u64) -> bool) {
-        let h = name_hash(parts);
+        self.keep_hashed(name_hash(parts), parts, keep);
+    }
+
+    /// [`Facts::keep`] of a name whose [`name_hash`] is `h` already.
+    fn keep_hashed(&mut self, h: u64, parts: &[&str], keep: &dyn Fn(u64) -> bool) {
         if self.seen.0.contains(&h) || self.full() || !keep(h) {
             return;
         }

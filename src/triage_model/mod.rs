@@ -295,7 +295,7 @@ impl Model {
         let mut pulls: Vec<(f32, &str)> = features
             .iter()
             .filter_map(|f| {
-                let w = self.weights.get(f.as_ref())?;
+                let w = self.by_hash.get(&features::name_hash(&[f.as_ref()]))?;
                 let pull = w[best] - w[second];
                 (pull > 0.0 && f.as_ref() != "bias").then_some((pull, f.as_ref()))
             })
