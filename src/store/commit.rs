@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use super::direct::{run_now, Direct};
+use super::late_docs::LateDocs;
 use super::messages::{self, CommitStats};
 use super::sql::{row_chunks, Conn, Pooled, Sql};
 use super::{archive, copies, episodes, knowledge, usage, Store, StoreError};
@@ -233,10 +234,13 @@ async fn group_body(
     archive::write(c, &accepted).await?;
     write_diagnostics(c, &accepted, &now).await?;
     write_kinds(c, &accepted).await?;
-    knowledge::write(c, &accepted, leaves).await?;
-    episodes::write_batches(c, &accepted, &copies, &now).await?;
+    let mut late = LateDocs::default();
+    knowledge::write(c, &accepted, leaves, &mut late).await?;
+    episodes::write_batches(c, &accepted, &copies, &now, &mut late).await?;
     upsert_sessions(c, &accepted, &inserted, &now).await?;
     usage::write(c, &accepted).await?;
+    // Last, after every statement that opens a savepoint (`store::late_docs`).
+    late.write(c).await?;
     for (b, r) in batches.iter().zip(results.iter_mut()) {
         if let Ok(st) = r {
             *st = inserted.get(&b.file_id).copied().unwrap_or_default();

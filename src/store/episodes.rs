@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 
 use super::copies::{self, Copies};
+use super::late_docs::{KindDoc, LateDocs};
 use super::sql::{row_chunks, Arg, Backend, Conn, Sql};
 use super::{Store, StoreError};
 use crate::extract::lexemes;
@@ -100,6 +101,7 @@ pub(super) async fn write_batches(
     accepted: &[&PreparedBatch],
     copies: &Copies,
     now: &str,
+    late: &mut LateDocs,
 ) -> Result<(), StoreError> {
     let mut writes = Vec::new();
     for b in accepted {
@@ -120,7 +122,7 @@ pub(super) async fn write_batches(
             ep,
         }));
     }
-    write_with(c, &writes, copies, now).await
+    write_with(c, &writes, copies, now, late).await
 }
 
 /// Upsert episodes (multi-row statements) and, for the closed ones, replace their automatic
@@ -140,7 +142,9 @@ pub(super) async fn write(
     ids.sort_unstable_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
     ids.dedup_by_key(|(f, _)| *f);
     let copies = copies::find(c, &ids).await?;
-    write_with(c, items, &copies, now).await
+    let mut late = LateDocs::default();
+    write_with(c, items, &copies, now, &mut late).await?;
+    late.write(c).await
 }
 
 /// [`write`], the other copies of the episodes' transcripts known: an episode another copy
@@ -150,6 +154,7 @@ async fn write_with(
     items: &[EpisodeWrite<'_>],
     copies: &Copies,
     now: &str,
+    late: &mut LateDocs,
 ) -> Result<(), StoreError> {
     let mut items = last_writes(items);
     if !copies.is_empty() {
@@ -232,7 +237,7 @@ async fn write_with(
     }
     let mut reused = kept.into_iter();
     pairs.retain(|_| !reused.next().unwrap_or(false));
-    insert_snippets(c, &pairs).await?;
+    insert_snippets(c, &pairs, late).await?;
     Ok(())
 }
 
@@ -390,12 +395,15 @@ async fn delete_stale_snippets(
 
 /// Insert snippets and their tags, in multi-row statements. One id per input: `None` when the
 /// session already holds the same content, or an earlier input of the same call does.
+/// Insert snippets (a content already in its session is skipped); their ids, in order (`None`:
+/// skipped). SQLite: their search documents go to `late` (`store::late_docs`).
 async fn insert_snippets(
     c: &mut Conn<'_>,
     pairs: &[(SnippetSource<'_>, &SnippetRow)],
+    late: &mut LateDocs,
 ) -> Result<Vec<Option<i64>>, StoreError> {
     let mut new_ids: HashMap<(String, String), i64> = HashMap::new();
-    // PostgreSQL indexes snippets through a `search_vec` column (SQLite: a trigger).
+    // PostgreSQL indexes snippets through a `search_vec` column (SQLite: `late`).
     let backend = c.backend();
     let pg = backend == Backend::Postgres;
     for chunk in row_chunks(backend, pairs) {
@@ -432,8 +440,26 @@ async fn insert_snippets(
             }
         });
         q.push(SNIPPET_IGNORE);
-        let inserted: Vec<(i64, String, String)> = c.fetch_rows(&q).await?;
-        new_ids.extend(inserted.into_iter().map(|(id, s, h)| ((s, h), id)));
+        if pg {
+            let inserted: Vec<(i64, String, String)> = c.fetch_rows(&q).await?;
+            new_ids.extend(inserted.into_iter().map(|(id, s, h)| ((s, h), id)));
+            continue;
+        }
+        q.push(", created_at, title, content");
+        let inserted: Vec<(i64, String, String, String, String, String)> = c.fetch_rows(&q).await?;
+        for (id, session_id, hash, created_at, title, content) in inserted {
+            late.kinds.push(KindDoc {
+                kind: "snippet",
+                ref_id: id,
+                session_id: session_id.clone(),
+                ts: Some(created_at),
+                file_id: None,
+                line_no: None,
+                body: format!("{title}\n{content}"),
+                snippet: Some((title, content)),
+            });
+            new_ids.insert((session_id, hash), id);
+        }
     }
     // The first input of each new (session, content) gets the id.
     let ids: Vec<Option<i64>> = pairs
@@ -468,7 +494,9 @@ impl Store {
         row: &SnippetRow,
     ) -> Result<Option<i64>, StoreError> {
         let mut tx = self.begin().await?;
-        let ids = insert_snippets(&mut tx.conn(), &[(src.clone(), row)]).await?;
+        let mut late = LateDocs::default();
+        let ids = insert_snippets(&mut tx.conn(), &[(src.clone(), row)], &mut late).await?;
+        late.write(&mut tx.conn()).await?;
         tx.commit().await?;
         Ok(ids.into_iter().next().flatten())
     }

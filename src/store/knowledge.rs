@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use super::late_docs::{KindDoc, LateDocs};
 use super::search::index::tsvector_arg;
 use super::sql::{dedup_sorted_by, row_chunks, Backend, Conn, Sql};
 use super::StoreError;
@@ -14,13 +15,17 @@ use crate::extract::rows::{uuid_bytes, uuid_key, FeedbackRow, PreparedBatch, Sum
 
 /// Write the knowledge rows of the accepted batches of a group. `leaves` is the writer's set of
 /// known summary-leaf keys; it gains the leaves of the summaries written here.
+///
+/// SQLite: the summaries' and feedback's search documents go to `late`, written at the end of
+/// the group (`store::late_docs`).
 pub(super) async fn write(
     c: &mut Conn<'_>,
     accepted: &[&PreparedBatch],
     leaves: &mut HashSet<i64>,
+    late: &mut LateDocs,
 ) -> Result<(), StoreError> {
-    write_summaries(c, accepted, leaves).await?;
-    write_feedback(c, accepted).await?;
+    write_summaries(c, accepted, leaves, late).await?;
+    write_feedback(c, accepted, late).await?;
     super::tools::write(c, accepted).await
 }
 
@@ -28,6 +33,7 @@ async fn write_summaries(
     c: &mut Conn<'_>,
     accepted: &[&PreparedBatch],
     leaves: &mut HashSet<i64>,
+    late: &mut LateDocs,
 ) -> Result<(), StoreError> {
     let backend = c.backend();
     let summaries: Vec<(&PreparedBatch, &SummaryRow)> = accepted
@@ -62,7 +68,26 @@ async fn write_summaries(
             }
         });
         q.push(&backend.on_conflict_ignore("kind, dedup_key"));
-        c.execute(&q).await?;
+        if pg {
+            c.execute(&q).await?;
+            continue;
+        }
+        q.push(" RETURNING id, session_id, ts, file_id, line_no, text");
+        let rows: Vec<Returned> = c.fetch_rows(&q).await?;
+        for (id, session_id, ts, file_id, line_no, text) in rows {
+            if let Some(body) = text {
+                late.kinds.push(KindDoc {
+                    kind: "summary",
+                    ref_id: id,
+                    session_id,
+                    ts,
+                    file_id,
+                    line_no,
+                    body,
+                    snippet: None,
+                });
+            }
+        }
     }
     // Summary leaves. A new leaf's message may already be stored (usually in a sibling file
     // of the same project): one scan of that project's messages per group.
@@ -139,7 +164,22 @@ async fn write_summaries(
     Ok(())
 }
 
-async fn write_feedback(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result<(), StoreError> {
+/// A summary's or a feedback's new row as SQLite's `RETURNING` gives it: id, session, time,
+/// file, line, and the text searched.
+type Returned = (
+    i64,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<String>,
+);
+
+async fn write_feedback(
+    c: &mut Conn<'_>,
+    accepted: &[&PreparedBatch],
+    late: &mut LateDocs,
+) -> Result<(), StoreError> {
     let backend = c.backend();
     let feedback: Vec<(&PreparedBatch, &FeedbackRow)> = accepted
         .iter()
@@ -173,7 +213,28 @@ async fn write_feedback(c: &mut Conn<'_>, accepted: &[&PreparedBatch]) -> Result
             }
         });
         q.push(&backend.on_conflict_ignore("dedup_key"));
-        c.execute(&q).await?;
+        if pg {
+            c.execute(&q).await?;
+            continue;
+        }
+        // The text the search index held for a feedback row (its insert trigger, before 0035).
+        q.push(
+            " RETURNING id, session_id, ts, file_id, line_no, \
+             content || COALESCE(char(10) || reason, '')",
+        );
+        let rows: Vec<Returned> = c.fetch_rows(&q).await?;
+        for (id, session_id, ts, file_id, line_no, body) in rows {
+            late.kinds.push(KindDoc {
+                kind: "feedback",
+                ref_id: id,
+                session_id,
+                ts,
+                file_id,
+                line_no,
+                body: body.unwrap_or_default(),
+                snippet: None,
+            });
+        }
     }
     Ok(())
 }

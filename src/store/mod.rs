@@ -31,6 +31,7 @@ mod episodes;
 mod failure;
 mod files;
 mod knowledge;
+mod late_docs;
 mod tools;
 pub mod lease;
 mod lite;
