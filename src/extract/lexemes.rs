@@ -19,136 +19,16 @@ use rust_stemmers::{Algorithm, Stemmer};
 
 use super::rows::{MessageRow, PreparedBatch};
 
-/// PostgreSQL's `english.stop`.
-const STOP_WORDS: &[&str] = &[
-    "i",
-    "me",
-    "my",
-    "myself",
-    "we",
-    "our",
-    "ours",
-    "ourselves",
-    "you",
-    "your",
-    "yours",
-    "yourself",
-    "yourselves",
-    "he",
-    "him",
-    "his",
-    "himself",
-    "she",
-    "her",
-    "hers",
-    "herself",
-    "it",
-    "its",
-    "itself",
-    "they",
-    "them",
-    "their",
-    "theirs",
-    "themselves",
-    "what",
-    "which",
-    "who",
-    "whom",
-    "this",
-    "that",
-    "these",
-    "those",
-    "am",
-    "is",
-    "are",
-    "was",
-    "were",
-    "be",
-    "been",
-    "being",
-    "have",
-    "has",
-    "had",
-    "having",
-    "do",
-    "does",
-    "did",
-    "doing",
-    "a",
-    "an",
-    "the",
-    "and",
-    "but",
-    "if",
-    "or",
-    "because",
-    "as",
-    "until",
-    "while",
-    "of",
-    "at",
-    "by",
-    "for",
-    "with",
-    "about",
-    "against",
-    "between",
-    "into",
-    "through",
-    "during",
-    "before",
-    "after",
-    "above",
-    "below",
-    "to",
-    "from",
-    "up",
-    "down",
-    "in",
-    "out",
-    "on",
-    "off",
-    "over",
-    "under",
-    "again",
-    "further",
-    "then",
-    "once",
-    "here",
-    "there",
-    "when",
-    "where",
-    "why",
-    "how",
-    "all",
-    "any",
-    "both",
-    "each",
-    "few",
-    "more",
-    "most",
-    "other",
-    "some",
-    "such",
-    "no",
-    "nor",
-    "not",
-    "only",
-    "own",
-    "same",
-    "so",
-    "than",
-    "too",
-    "very",
-    "s",
-    "t",
-    "can",
-    "will",
-    "just",
-    "don",
-    "should",
-    "now",
-];
+/// PostgreSQL's `english.stop`, separated by spaces.
+const STOP_WORDS: &str =
+    "i me my myself we our ours ourselves you your yours yourself yourselves he him his \
+     himself she her hers herself it its itself they them their theirs themselves what which \
+     who whom this that these those am is are was were be been being have has had having do \
+     does did doing a an the and but if or because as until while of at by for with about \
+     against between into through during before after above below to from up down in out on \
+     off over under again further then once here there when where why how all any both each \
+     few more most other some such no nor not only own same so than too very s t can will \
+     just don should now";
 
 /// PostgreSQL keeps positions up to this value (larger ones are stored as it).
 const MAX_POSITION: usize = 16_383;
@@ -163,8 +43,8 @@ fn stemmer() -> &'static Stemmer {
 }
 
 fn is_stop(w: &str) -> bool {
-    static SET: OnceLock<std::collections::HashSet<&'static str>> = OnceLock::new();
-    SET.get_or_init(|| STOP_WORDS.iter().copied().collect())
+    static SET: OnceLock<std::collections::HashSet<&'static str, Fast>> = OnceLock::new();
+    SET.get_or_init(|| STOP_WORDS.split_whitespace().collect())
         .contains(w)
 }
 
@@ -199,11 +79,15 @@ pub fn first_letter(word: &str) -> Option<char> {
 }
 
 fn stemmed(w: String) -> Option<String> {
-    if w.is_empty() || w.len() > MAX_LEXEME || is_stop(&w) {
+    if w.is_empty() || w.len() > MAX_LEXEME {
         return None;
     }
+    // No stop word holds a digit.
     if w.bytes().any(|b| b.is_ascii_digit()) {
         return Some(w);
+    }
+    if is_stop(&w) {
+        return None;
     }
     Some(stemmer().stem(&w).into_owned())
 }
@@ -221,6 +105,9 @@ fn without_accents(w: &str) -> String {
 /// [`CACHE_WORDS`].
 const CACHE_WORDS: usize = 100_000;
 
+/// Most entries of the per-text buffers kept from one text to the next.
+const KEEP_PAIRS: usize = 1 << 14;
+
 /// No lexeme (a stop word).
 const NONE: u32 = u32::MAX;
 
@@ -229,24 +116,68 @@ type Fast = foldhash::fast::FixedState;
 
 #[derive(Default)]
 struct Vocabulary {
-    /// Word as written -> lexeme id, or [`NONE`].
+    /// Word as written, when it is at most 16 bytes long (most are), packed by [`short_key`] ->
+    /// lexeme id, or [`NONE`]. A lookup hashes and compares two integers: with string keys,
+    /// comparing the found key (a `memcmp` call) was a third of a lookup's cost.
+    short: HashMap<u128, u32, Fast>,
+    /// Longer words as written -> lexeme id, or [`NONE`].
     ids: HashMap<Box<str>, u32, Fast>,
     /// Lexeme id -> lexeme.
     lexemes: Vec<Box<str>>,
+    /// Lexeme id -> [`order_key`] of the lexeme.
+    order: Vec<u64>,
     /// Lexeme -> id (two spellings of one lexeme share it).
     by_lexeme: HashMap<Box<str>, u32, Fast>,
+    /// Per text, reused: (lexeme id << 16 | position), sorted.
+    pairs: Vec<u64>,
+    /// Per text, reused: each lexeme's (order key, id, first pair, end of its pairs).
+    groups: Vec<(u64, u32, u32, u32)>,
+}
+
+/// A word of at most 16 bytes as one integer, zero-padded: words are letters and digits, so no
+/// byte of a word is zero and no two words share a key.
+fn short_key(w: &str) -> Option<u128> {
+    let b = w.as_bytes();
+    if b.len() > 16 {
+        return None;
+    }
+    let mut buf = [0u8; 16];
+    buf[..b.len()].copy_from_slice(b);
+    Some(u128::from_le_bytes(buf))
+}
+
+/// A lexeme's first 8 bytes, big-endian, zero-padded: two lexemes' keys compare as their bytes
+/// do (no lexeme holds a zero byte), so sorting a text's lexemes compares integers, and strings
+/// only for two that share their first 8 bytes.
+fn order_key(l: &str) -> u64 {
+    let b = l.as_bytes();
+    let n = b.len().min(8);
+    let mut buf = [0u8; 8];
+    buf[..n].copy_from_slice(&b[..n]);
+    u64::from_be_bytes(buf)
 }
 
 impl Vocabulary {
     fn id(&mut self, word: &str) -> u32 {
-        if let Some(id) = self.ids.get(word) {
+        let key = short_key(word);
+        let known = match key {
+            Some(k) => self.short.get(&k),
+            None => self.ids.get(word),
+        };
+        if let Some(id) = known {
             return *id;
         }
         let id = lexeme(word).map_or(NONE, |l| self.intern(l));
-        // Words with digits (numbers, hashes, identifiers) rarely repeat: remembering each
-        // would only churn the cache.
-        if !word.bytes().any(|b| b.is_ascii_digit()) {
-            self.ids.insert(word.into(), id);
+        match key {
+            Some(k) => {
+                self.short.insert(k, id);
+            }
+            // Long words with digits (hashes, identifiers) rarely repeat: remembering each
+            // would only churn the cache.
+            None if word.bytes().any(|b| b.is_ascii_digit()) => {}
+            None => {
+                self.ids.insert(word.into(), id);
+            }
         }
         id
     }
@@ -257,9 +188,19 @@ impl Vocabulary {
             return *id;
         }
         let id = self.lexemes.len() as u32;
+        self.order.push(order_key(&l));
         self.lexemes.push(l.clone().into_boxed_str());
         self.by_lexeme.insert(l.into_boxed_str(), id);
         id
+    }
+
+    /// Forget every word and lexeme, keeping the per-text buffers.
+    fn clear(&mut self) {
+        self.short.clear();
+        self.ids.clear();
+        self.lexemes.clear();
+        self.order.clear();
+        self.by_lexeme.clear();
     }
 }
 
@@ -361,69 +302,153 @@ pub fn fts_text(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
-/// The lexemes of a text, in text order, each with its positions (ascending, distinct, at most
-/// [`MAX_POSITIONS`]), handed to `emit` in turn; returns how many there were.
-fn each_lexeme(text: &str, mut emit: impl FnMut(&str, &[u16])) -> usize {
-    VOCABULARY.with(|v| {
-        let mut v = v.borrow_mut();
-        if v.ids.len() >= CACHE_WORDS || v.lexemes.len() >= 4 * CACHE_WORDS {
-            *v = Vocabulary::default();
+/// [`words`] handed to `f` in turn. An ASCII text (most are) is split on its bytes, the same
+/// words as [`words`] finds: every ASCII letter and digit is alphanumeric, nothing else is, and
+/// no ASCII character is CJK.
+fn each_word(text: &str, mut f: impl FnMut(usize, &str)) {
+    if !text.is_ascii() {
+        words(text).for_each(|(pos, w)| f(pos, w));
+        return;
+    }
+    let b = text.as_bytes();
+    let (mut i, mut pos) = (0, 0);
+    while i < b.len() {
+        if !b[i].is_ascii_alphanumeric() {
+            i += 1;
+            continue;
         }
-        let mut pairs: Vec<(u32, u16)> = Vec::new();
-        for (pos, w) in words(text) {
+        let start = i;
+        while i < b.len() && b[i].is_ascii_alphanumeric() {
+            i += 1;
+        }
+        pos += 1;
+        f(pos, &text[start..i]);
+    }
+}
+
+/// The size of a text's lexemes, given before they are handed out.
+struct Sizes {
+    /// Distinct lexemes.
+    lexemes: usize,
+    /// Their bytes.
+    bytes: usize,
+    /// Positions kept, over all of them.
+    positions: usize,
+}
+
+/// The lexemes of a text in PostgreSQL's order (by their bytes), each with its positions
+/// (ascending, distinct, at most [`MAX_POSITIONS`]): `sizes` is called once with their sizes,
+/// then `emit` with each in turn.
+fn each_lexeme<T>(
+    text: &str,
+    out: &mut T,
+    sizes: impl FnOnce(&mut T, Sizes),
+    mut emit: impl FnMut(&mut T, &str, &[u16]),
+) {
+    VOCABULARY.with(|v| {
+        let v = &mut *v.borrow_mut();
+        if v.short.len() + v.ids.len() >= CACHE_WORDS || v.lexemes.len() >= 4 * CACHE_WORDS {
+            v.clear();
+        }
+        let mut pairs = std::mem::take(&mut v.pairs);
+        let mut groups = std::mem::take(&mut v.groups);
+        pairs.clear();
+        groups.clear();
+        each_word(text, |pos, w| {
             let id = v.id(w);
             if id != NONE {
-                pairs.push((id, pos.min(MAX_POSITION) as u16));
+                pairs.push(u64::from(id) << 16 | pos.min(MAX_POSITION) as u64);
             }
-        }
+        });
         pairs.sort_unstable();
         pairs.dedup();
-        // Grouped by lexeme id; PostgreSQL wants the lexemes in text order.
-        let mut groups: Vec<&[(u32, u16)]> = pairs.chunk_by(|a, b| a.0 == b.0).collect();
-        groups.sort_unstable_by(|a, b| v.lexemes[a[0].0 as usize].cmp(&v.lexemes[b[0].0 as usize]));
-        let mut positions = Vec::with_capacity(MAX_POSITIONS);
-        for g in &groups {
-            positions.clear();
-            positions.extend(g.iter().take(MAX_POSITIONS).map(|&(_, p)| p));
-            emit(&v.lexemes[g[0].0 as usize], &positions);
+        let mut sizes_of = Sizes {
+            lexemes: 0,
+            bytes: 0,
+            positions: 0,
+        };
+        let mut start = 0;
+        while start < pairs.len() {
+            let id = (pairs[start] >> 16) as u32;
+            let mut end = start + 1;
+            while end < pairs.len() && (pairs[end] >> 16) as u32 == id {
+                end += 1;
+            }
+            groups.push((v.order[id as usize], id, start as u32, end as u32));
+            sizes_of.bytes += v.lexemes[id as usize].len();
+            sizes_of.positions += (end - start).min(MAX_POSITIONS);
+            start = end;
         }
-        groups.len()
+        sizes_of.lexemes = groups.len();
+        // Grouped by lexeme id; PostgreSQL wants them by their bytes.
+        let lexemes = &v.lexemes;
+        groups.sort_unstable_by(|a, b| {
+            a.0.cmp(&b.0)
+                .then_with(|| lexemes[a.1 as usize].cmp(&lexemes[b.1 as usize]))
+        });
+        sizes(out, sizes_of);
+        let mut positions = [0u16; MAX_POSITIONS];
+        for &(_, id, from, to) in &groups {
+            let kept = &pairs[from as usize..(to as usize).min(from as usize + MAX_POSITIONS)];
+            for (slot, p) in positions.iter_mut().zip(kept) {
+                *slot = (*p & 0xFFFF) as u16;
+            }
+            emit(out, &lexemes[id as usize], &positions[..kept.len()]);
+        }
+        // A long text's buffers are not kept: a thread would hold them for good.
+        pairs.shrink_to(KEEP_PAIRS);
+        groups.shrink_to(KEEP_PAIRS);
+        v.pairs = pairs;
+        v.groups = groups;
     })
 }
 
 /// The text as a PostgreSQL `tsvector` literal (`'lexem':1,4 'other':2`). Lexemes are letters
 /// and digits only, so nothing in them needs quoting.
 pub fn tsvector(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() / 2);
-    each_lexeme(text, |l, positions| {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push('\'');
-        out.push_str(l);
-        out.push('\'');
-        for (i, p) in positions.iter().enumerate() {
-            out.push(if i == 0 { ':' } else { ',' });
-            let _ = write!(out, "{p}");
-        }
-    });
+    let mut out = String::new();
+    each_lexeme(
+        text,
+        &mut out,
+        |out, s| out.reserve(s.bytes + 3 * s.lexemes + 6 * s.positions),
+        |out, l, positions| {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push('\'');
+            out.push_str(l);
+            out.push('\'');
+            for (i, p) in positions.iter().enumerate() {
+                out.push(if i == 0 { ':' } else { ',' });
+                let _ = write!(out, "{p}");
+            }
+        },
+    );
     out
 }
 
 /// The text as a `tsvector` in PostgreSQL's binary format (what `tsvectorrecv` reads: the
 /// lexeme count, then per lexeme its bytes, a NUL, the position count and the positions, all
 /// big-endian; weight D is 0). Sent instead of the literal: the server skips parsing text.
+/// Its exact size is known before it is written: one allocation, no growing.
 pub fn tsvector_binary(text: &str) -> Vec<u8> {
-    let mut out = vec![0u8; 4];
-    let n = each_lexeme(text, |l, positions| {
-        out.extend_from_slice(l.as_bytes());
-        out.push(0);
-        out.extend_from_slice(&(positions.len() as u16).to_be_bytes());
-        for p in positions {
-            out.extend_from_slice(&p.to_be_bytes());
-        }
-    });
-    out[..4].copy_from_slice(&(n as u32).to_be_bytes());
+    let mut out = Vec::new();
+    each_lexeme(
+        text,
+        &mut out,
+        |out, s| {
+            out.reserve_exact(4 + s.bytes + 3 * s.lexemes + 2 * s.positions);
+            out.extend_from_slice(&(s.lexemes as u32).to_be_bytes());
+        },
+        |out, l, positions| {
+            out.extend_from_slice(l.as_bytes());
+            out.push(0);
+            out.extend_from_slice(&(positions.len() as u16).to_be_bytes());
+            for p in positions {
+                out.extend_from_slice(&p.to_be_bytes());
+            }
+        },
+    );
     out
 }
 
@@ -501,6 +526,68 @@ mod tests {
         want.extend_from_slice(&[0, 1, 0, 4]);
         assert_eq!(b, want);
         assert_eq!(tsvector_binary("the"), vec![0, 0, 0, 0]);
+    }
+
+    /// The lexemes and positions of a text the plain way: [`words`], [`lexeme`], a sorted map.
+    fn reference(text: &str) -> Vec<(String, Vec<u16>)> {
+        let mut m: std::collections::BTreeMap<String, Vec<u16>> = Default::default();
+        for (pos, w) in words(text) {
+            if let Some(l) = lexeme(w) {
+                let ps = m.entry(l).or_default();
+                let p = pos.min(MAX_POSITION) as u16;
+                if ps.last() != Some(&p) && ps.len() < MAX_POSITIONS {
+                    ps.push(p);
+                }
+            }
+        }
+        m.into_iter().collect()
+    }
+
+    /// [`tsvector_binary`] read back.
+    fn decoded(b: &[u8]) -> Vec<(String, Vec<u16>)> {
+        let n = u32::from_be_bytes(b[..4].try_into().unwrap()) as usize;
+        let mut at = 4;
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let end = at + b[at..].iter().position(|&c| c == 0).unwrap();
+            let l = String::from_utf8(b[at..end].to_vec()).unwrap();
+            at = end + 1;
+            let k = u16::from_be_bytes([b[at], b[at + 1]]) as usize;
+            at += 2;
+            let ps = (0..k)
+                .map(|i| u16::from_be_bytes([b[at + 2 * i], b[at + 2 * i + 1]]))
+                .collect();
+            at += 2 * k;
+            out.push((l, ps));
+        }
+        assert_eq!(at, b.len(), "exact size");
+        out
+    }
+
+    #[test]
+    fn fast_paths_give_the_plain_way_lexemes() {
+        let long = "word ".repeat(300) + &"x1 ".repeat(17_000) + "tail";
+        let texts = [
+            "Fix the flaky test; fix it.",
+            "error[E0308]: mismatched types at src/main.rs:42:7 (exit code 127)",
+            "Running migrations: 0001_core.sql 0002 0002 0002 done in 12ms",
+            "abcdefgh abcdefghij abcdefghijklmnopqrstu abcdefghijklmnopqrstuv abcdefg ABCDEFGH",
+            "Règlement déjà vu: naïve café, 幫我修正 device 的權限, abc修正, 권한 수정",
+            "deadbeefdeadbeefdeadbeef0123 deadbeefdeadbeefdeadbeef0123 Deadbeefdeadbeefdeadbeef0123",
+            "internationalization Internationalization INTERNATIONALIZATIONS",
+            "",
+            "the a of",
+            &long,
+        ];
+        // Twice over: the second pass reads every word from the cache.
+        for _ in 0..2 {
+            for t in texts {
+                assert_eq!(decoded(&tsvector_binary(t)), reference(t), "{t:.60}");
+            }
+        }
+        assert_eq!(STOP_WORDS.split_whitespace().count(), 127);
+        let lit = tsvector("b2 a1 a1 abcdefghij abcdefghi");
+        assert_eq!(lit, "'a1':2,3 'abcdefghi':5 'abcdefghij':4 'b2':1");
     }
 
     #[test]

@@ -73,21 +73,7 @@ async fn write_summaries(
             continue;
         }
         q.push(" RETURNING id, session_id, ts, file_id, line_no, text");
-        let rows: Vec<Returned> = c.fetch_rows(&q).await?;
-        for (id, session_id, ts, file_id, line_no, text) in rows {
-            if let Some(body) = text {
-                late.kinds.push(KindDoc {
-                    kind: "summary",
-                    ref_id: id,
-                    session_id,
-                    ts,
-                    file_id,
-                    line_no,
-                    body,
-                    snippet: None,
-                });
-            }
-        }
+        late_docs(late, "summary", c.fetch_rows(&q).await?);
     }
     // Summary leaves. A new leaf's message may already be stored (usually in a sibling file
     // of the same project): one scan of that project's messages per group.
@@ -175,6 +161,25 @@ type Returned = (
     Option<String>,
 );
 
+/// The search documents of the rows `RETURNING` gave, for the end of the group; a row with no
+/// text (a summary without one) has none.
+fn late_docs(late: &mut LateDocs, kind: &'static str, rows: Vec<Returned>) {
+    for (ref_id, session_id, ts, file_id, line_no, body) in rows {
+        if let Some(body) = body {
+            late.kinds.push(KindDoc {
+                kind,
+                ref_id,
+                session_id,
+                ts,
+                file_id,
+                line_no,
+                body,
+                snippet: None,
+            });
+        }
+    }
+}
+
 async fn write_feedback(
     c: &mut Conn<'_>,
     accepted: &[&PreparedBatch],
@@ -222,19 +227,7 @@ async fn write_feedback(
             " RETURNING id, session_id, ts, file_id, line_no, \
              content || COALESCE(char(10) || reason, '')",
         );
-        let rows: Vec<Returned> = c.fetch_rows(&q).await?;
-        for (id, session_id, ts, file_id, line_no, body) in rows {
-            late.kinds.push(KindDoc {
-                kind: "feedback",
-                ref_id: id,
-                session_id,
-                ts,
-                file_id,
-                line_no,
-                body: body.unwrap_or_default(),
-                snippet: None,
-            });
-        }
+        late_docs(late, "feedback", c.fetch_rows(&q).await?);
     }
     Ok(())
 }
