@@ -20,7 +20,7 @@
 
 use std::collections::HashMap;
 
-use super::search::index::tsvector_arg;
+use super::search::index::{tsvector_arg, tsvector_arg_with};
 use super::sql::{dedup_sorted_by, row_chunks, Arg, Backend, Conn, Sql};
 use super::StoreError;
 use crate::extract::lexemes;
@@ -192,7 +192,7 @@ async fn write_rows(
                 .bind(m.result.and_then(|r| r.result.as_deref()));
             if pg {
                 let call = match m.call {
-                    Some(r) => tsvector_arg(&r.search_vec, call_text(r).as_deref()),
+                    Some(r) => tsvector_arg_with(&r.search_vec, || call_text(r).map(Into::into)),
                     None => Arg::TsVector(None),
                 };
                 let result = match m.result {
