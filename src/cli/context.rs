@@ -19,8 +19,8 @@ pub struct ContextArgs {
     /// prefix of it.
     #[arg(long, value_name = "SESSION")]
     pub exclude: Option<String>,
-    /// Longest digest in bytes (default: config `context.max_bytes`).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(256..=1_000_000))]
+    /// Longest digest in bytes, 256 to 1,000,000 (default: config `context.max_bytes`).
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::value_parser!(u32).range(256..=1_000_000))]
     pub max_bytes: Option<u32>,
     /// Print `{project, context}` as JSON.
     #[arg(long)]

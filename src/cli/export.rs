@@ -54,8 +54,10 @@ pub struct ExportArgs {
 
 /// Run `gleaner export`.
 pub async fn run(cfg: &Config, args: ExportArgs) -> Outcome {
-    let since = crate::query::time_opt("--since", args.since.as_deref())?;
-    let until = crate::query::time_opt("--until", args.until.as_deref())?;
+    let (since, until) = crate::query::time_range_stored(
+        ("--since", args.since.as_deref()),
+        ("--until", args.until.as_deref()),
+    )?;
     let origin = args.origin.origin()?;
     let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {

@@ -26,10 +26,10 @@ pub const MAX_LIMIT: u32 = query::MAX_LISTING;
 #[derive(Debug, Clone, Args)]
 pub struct PageArgs {
     /// Most rows to print (1 to 500; default 50).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub limit: Option<u64>,
     /// Skip this many rows first (to page on: the last line says the next offset).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub offset: Option<u64>,
 }
 
@@ -203,10 +203,14 @@ pub struct SessionsArgs {
 
 /// Run `gleaner sessions`.
 pub async fn sessions(cfg: &Config, a: SessionsArgs) -> Outcome {
+    let (since, until) = query::time_range_stored(
+        ("--since", a.since.as_deref()),
+        ("--until", a.until.as_deref()),
+    )?;
     let filter = SessionFilter {
         project: query::project(("--project", a.project))?,
-        since: query::time_opt("--since", a.since.as_deref())?,
-        until: query::time_opt("--until", a.until.as_deref())?,
+        since,
+        until,
         status: a
             .status
             .as_deref()
@@ -271,8 +275,10 @@ impl ScopeArgs {
     /// the store and resolve `prefix`; `Err(code)` when the prefix matched no single session
     /// (already said on stderr).
     async fn open(&self, cfg: &Config, prefix: Option<&str>) -> anyhow::Result<Result<Scope, u8>> {
-        let since = query::time_opt("--since", self.since.as_deref())?;
-        let until = query::time_opt("--until", self.until.as_deref())?;
+        let (since, until) = query::time_range_stored(
+            ("--since", self.since.as_deref()),
+            ("--until", self.until.as_deref()),
+        )?;
         let origin = self.origin.origin()?;
         let page = self.page.page()?;
         let store = open_store(cfg).await?;

@@ -62,11 +62,16 @@ pub struct SearchArgs {
     #[arg(long, value_name = "T")]
     pub until: Option<String>,
     /// Most results to return (1 to 200).
-    #[arg(long, value_name = "N", default_value_t = 20,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = 20,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_LIMIT)))]
     pub limit: u32,
     /// Skip this many (for paging).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        default_value_t = 0
+    )]
     pub offset: u32,
     /// Print `{results, total_count, has_more}` as JSON.
     #[arg(long)]
@@ -76,8 +81,10 @@ pub struct SearchArgs {
 /// Run `gleaner search`.
 pub async fn run(cfg: &Config, args: SearchArgs) -> Outcome {
     let query = search::parse(&args.query).map_err(|e| anyhow::anyhow!("{e}"))?;
-    let since = crate::query::time_opt("--since", args.since.as_deref())?;
-    let until = crate::query::time_opt("--until", args.until.as_deref())?;
+    let (since, until) = crate::query::time_range_stored(
+        ("--since", args.since.as_deref()),
+        ("--until", args.until.as_deref()),
+    )?;
     let origin = args.origin.origin()?;
     let (kinds, tool) = crate::query::tool_kinds(
         (

@@ -47,7 +47,12 @@ pub async fn run(cfg: &Config, args: ShowArgs) -> Outcome {
     Ok(EXIT_OK)
 }
 
-/// The overview as lines for a person, each cut to `width` columns when one is given.
+/// Marks, while the lines are built, a line meant to be copied (the resume command): it is
+/// printed whole whatever the width, since a cut command cannot be pasted.
+const WHOLE: char = '\u{1}';
+
+/// The overview as lines for a person, each cut to `width` columns when one is given (but the
+/// resume command).
 fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
     let s = &o.session;
     let mut l: Vec<String> = Vec::new();
@@ -72,7 +77,12 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
     field("When", when(&start, &end, &span));
     field("Project", s.project.clone());
     field("Cwd", s.cwd.clone().unwrap_or_default());
-    field("Resume", o.resume.clone().unwrap_or_default());
+    field(
+        "Resume",
+        o.resume
+            .as_ref()
+            .map_or(String::new(), |r| format!("{r}{WHOLE}")),
+    );
     field("Branch", s.git_branch.clone().unwrap_or_default());
     // Where each copy is held (a shared store may hold a session on several machines).
     field(
@@ -219,10 +229,13 @@ fn render(o: &SessionOverview, width: Option<usize>) -> Vec<String> {
             crate::query::store::MAX_TOUCHED
         ));
     }
-    match width {
-        Some(w) => l.into_iter().map(|x| table::fit(&x, w)).collect(),
-        None => l,
-    }
+    l.into_iter()
+        .map(|x| match (x.strip_suffix(WHOLE), width) {
+            (Some(whole), _) => whole.to_string(),
+            (None, Some(w)) => table::fit(&x, w),
+            (None, None) => x,
+        })
+        .collect()
 }
 
 /// The `When` line: nothing for a session with no timed line (only summaries, say), so that

@@ -20,8 +20,10 @@ use crate::query::store::SnippetFilter;
 /// Run `gleaner snippets`.
 pub async fn snippets(cfg: &Config, args: SnippetsArgs) -> Outcome {
     // Validate the times before touching the database: a typo is an error (exit 2) either way.
-    let since = query::time_opt("--since", args.since.as_deref())?;
-    let until = query::time_opt("--until", args.until.as_deref())?;
+    let (since, until) = query::time_range_stored(
+        ("--since", args.since.as_deref()),
+        ("--until", args.until.as_deref()),
+    )?;
     let origin = args.origin.origin()?;
     let store = open_store(cfg).await?;
     let session_ids = match resolve_optional_prefix(&store, args.session.as_deref()).await? {
@@ -113,11 +115,16 @@ pub struct SnippetsArgs {
     #[arg(long, value_name = "T")]
     pub until: Option<String>,
     /// Most snippets to return (1 to 500).
-    #[arg(long, value_name = "N", default_value_t = 50,
+    #[arg(long, value_name = "N", allow_negative_numbers = true, default_value_t = 50,
           value_parser = clap::value_parser!(u32).range(1..=500))]
     pub limit: u32,
     /// Skip this many (for paging).
-    #[arg(long, value_name = "N", default_value_t = 0)]
+    #[arg(
+        long,
+        value_name = "N",
+        allow_negative_numbers = true,
+        default_value_t = 0
+    )]
     pub offset: u32,
     /// Oldest first (default: newest first).
     #[arg(long)]

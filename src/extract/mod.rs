@@ -285,7 +285,7 @@ fn extract_rows(
                 line_no: line.line_no,
                 seq: seq as u32,
             };
-            let feedback_before = out.feedback.len();
+            let (feedback_before, summaries_before) = (out.feedback.len(), out.summaries.len());
             knowledge(&mut out, &mut usage, rec, &session_id, ctx, &at);
             if let Some(row) = message_row(rec, &session_id, ctx) {
                 out.messages.push(MessageRow {
@@ -293,9 +293,9 @@ fn extract_rows(
                     seq: seq as u32,
                     byte_start: line.offset,
                     byte_end: line.offset + line.len,
-                    // Its typed text is searchable as the prompt (feedback) it gave: one hit
-                    // per line, not two.
-                    is_prompt: out.prompt_since(feedback_before),
+                    // Its typed text is searchable as the prompt (feedback) it gave, a
+                    // compactor's reply as its summary: one hit per line, not two.
+                    found_as_other: out.found_as_other_since(feedback_before, summaries_before),
                     ..row
                 });
             }

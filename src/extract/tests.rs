@@ -261,4 +261,10 @@ fn the_compactors_reply_is_a_compaction_summary_and_its_prompt_no_title() {
     );
     // A sub-agent's prompt never titles its session at extraction (only main files do).
     assert_eq!(b.session.as_ref().and_then(|s| s.title.clone()), None);
+    // The reply is found as its summary, not again as a message: one hit per line. The
+    // prompt to the summariser is a message as any sub-agent's is.
+    let reply = b.messages.iter().find(|m| m.kind == "assistant").unwrap();
+    assert!(!crate::extract::lexemes::searchable(reply), "{reply:?}");
+    let prompt = b.messages.iter().find(|m| m.kind == "user").unwrap();
+    assert!(crate::extract::lexemes::searchable(prompt), "{prompt:?}");
 }

@@ -8,7 +8,7 @@ use super::args::{
     EpisodesArgs, FeedbackArgs, ListProjectsArgs, ListSessionsArgs, Parameters, SearchArgs,
     SnippetsArgs, SummariesArgs,
 };
-use super::{choice, done, origin, page, page_of, store_err, time, Body, Gleaner};
+use super::{choice, done, origin, page, page_of, range, store_err, Body, Gleaner};
 use crate::episode::Label;
 use crate::query::store::search::{self, SearchFilter, SearchKind, MAX_LIMIT};
 use crate::query::store::{
@@ -87,6 +87,7 @@ impl Gleaner {
         let (kinds, tool) =
             query::tool_kinds(("kinds", kinds), ("tool", a.tool)).map_err(|e| e.to_string())?;
         let p = page_of(a.limit, a.offset, 20, MAX_LIMIT)?;
+        let (since, until) = range(("since", a.since.as_deref()), ("until", a.until.as_deref()))?;
         let filter = SearchFilter {
             query,
             kinds,
@@ -94,8 +95,8 @@ impl Gleaner {
             project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             session_ids: self.resolve_opt(a.session_id.as_deref()).await?,
-            since: time("since", a.since.as_deref())?,
-            until: time("until", a.until.as_deref())?,
+            since,
+            until,
             limit: p.limit,
             offset: p.offset,
         };
@@ -130,10 +131,11 @@ impl Gleaner {
     }
 
     async fn list_sessions_body(&self, a: ListSessionsArgs) -> Body {
+        let (since, until) = range(("since", a.since.as_deref()), ("until", a.until.as_deref()))?;
         let filter = SessionFilter {
             project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
-            since: time("since", a.since.as_deref())?,
-            until: time("until", a.until.as_deref())?,
+            since,
+            until,
             status: choice::<SessionStatus>("status", a.status.as_deref())?,
             origin: origin(a.machine, a.user)?,
             file: query::file_path(("file", a.file)).map_err(|e| e.to_string())?,
@@ -150,10 +152,11 @@ impl Gleaner {
     }
 
     async fn get_summaries_body(&self, a: SummariesArgs) -> Body {
+        let (since, until) = range(("since", a.since.as_deref()), ("until", a.until.as_deref()))?;
         let filter = SummaryFilter {
             kind: choice::<SummaryKind>("kind", a.kind.as_deref())?,
-            since: time("since", a.since.as_deref())?,
-            until: time("until", a.until.as_deref())?,
+            since,
+            until,
             project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             oldest_first: a.oldest_first.unwrap_or(false),
@@ -165,10 +168,11 @@ impl Gleaner {
     }
 
     async fn query_feedback_body(&self, a: FeedbackArgs) -> Body {
+        let (since, until) = range(("since", a.since.as_deref()), ("until", a.until.as_deref()))?;
         let filter = FeedbackFilter {
             feedback_type: choice::<FeedbackType>("feedback_type", a.feedback_type.as_deref())?,
-            since: time("since", a.since.as_deref())?,
-            until: time("until", a.until.as_deref())?,
+            since,
+            until,
             project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             oldest_first: a.oldest_first.unwrap_or(false),
@@ -181,10 +185,14 @@ impl Gleaner {
 
     async fn query_snippets_body(&self, a: SnippetsArgs) -> Body {
         let p = page_of(a.limit, a.offset, 50, MAX_LISTING)?;
+        let (since, until) = range(
+            ("start_date", a.start_date.as_deref()),
+            ("end_date", a.end_date.as_deref()),
+        )?;
         let filter = SnippetFilter {
             snippet_type: choice::<SnippetType>("snippet_type", a.snippet_type.as_deref())?,
-            since: time("start_date", a.start_date.as_deref())?,
-            until: time("end_date", a.end_date.as_deref())?,
+            since,
+            until,
             project: query::project(("project", a.project)).map_err(|e| e.to_string())?,
             origin: origin(a.machine, a.user)?,
             tags: a.tags.unwrap_or_default(),

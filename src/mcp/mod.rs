@@ -162,6 +162,15 @@ fn time(field: &str, v: Option<&str>) -> Result<Option<String>, String> {
     query::time_opt(field, v).map_err(|e| e.to_string())
 }
 
+/// A `since`/`until` pair as one range: a date alone as the end includes its day, and a start
+/// not before the end is an error ([`query::time_range_stored`]).
+fn range(
+    since: (&str, Option<&str>),
+    until: (&str, Option<&str>),
+) -> Result<(Option<String>, Option<String>), String> {
+    query::time_range_stored(since, until).map_err(|e| e.to_string())
+}
+
 /// The `machine`/`user` filter of a tool.
 fn origin(machine: Option<String>, user: Option<String>) -> Result<Origin, String> {
     query::origin(("machine", machine), ("user", user)).map_err(|e| e.to_string())

@@ -82,6 +82,19 @@ pub enum Error {
         /// What is accepted.
         expected: String,
     },
+    /// A range whose start is not before its end: nothing could match, which an empty answer
+    /// would not say.
+    #[error("{since_field} {since:?} is not before {until_field} {until:?}: the range is empty")]
+    EmptyRange {
+        /// The start's filter, as the door names it.
+        since_field: String,
+        /// The start as given.
+        since: String,
+        /// The end's filter, as the door names it.
+        until_field: String,
+        /// The end as given.
+        until: String,
+    },
     /// No session has this id or prefix.
     #[error("no session found with id or prefix {prefix:?}")]
     NoSession {
@@ -127,6 +140,40 @@ fn list_candidates(c: &[Candidate]) -> String {
 pub fn time_opt(field: &str, text: Option<&str>) -> Result<Option<String>, Error> {
     text.map(|t| TimeBound::parse(field, t).map(TimeBound::as_stored))
         .transpose()
+}
+
+/// A range of times, `(field, text)` each: the start as [`TimeBound::parse`] reads it, the end
+/// as [`TimeBound::parse_until`] does (a date alone includes its day), and an error when the
+/// start is not before the end.
+pub fn time_range(
+    since: (&str, Option<&str>),
+    until: (&str, Option<&str>),
+) -> Result<(Option<TimeBound>, Option<TimeBound>), Error> {
+    let start = since.1.map(|t| TimeBound::parse(since.0, t)).transpose()?;
+    let end = until
+        .1
+        .map(|t| TimeBound::parse_until(until.0, t))
+        .transpose()?;
+    if let (Some(s), Some(e), Some(st), Some(ut)) = (start, end, since.1, until.1) {
+        if s >= e {
+            return Err(Error::EmptyRange {
+                since_field: since.0.to_string(),
+                since: st.to_string(),
+                until_field: until.0.to_string(),
+                until: ut.to_string(),
+            });
+        }
+    }
+    Ok((start, end))
+}
+
+/// [`time_range`] as stored times are written, ready for the store's filters.
+pub fn time_range_stored(
+    since: (&str, Option<&str>),
+    until: (&str, Option<&str>),
+) -> Result<(Option<String>, Option<String>), Error> {
+    let (s, u) = time_range(since, until)?;
+    Ok((s.map(TimeBound::as_stored), u.map(TimeBound::as_stored)))
 }
 
 /// The copy of a session's transcript to read from disk: the main one (or sub-agent `agent`'s),

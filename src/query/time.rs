@@ -50,6 +50,28 @@ impl TimeBound {
             .ok_or_else(bad)
     }
 
+    /// [`TimeBound::parse`] for the end of a range (`--until`), which every filter compares as
+    /// "before": a date written alone ends with its day, so `--until 2026-01-31` includes the
+    /// 31st (as ccusage and `git log --until` read it), and an hour alone (`2026-01-31T05`) ends
+    /// with its hour. A time given to the minute or second, or an age, is that instant.
+    pub fn parse_until(field: &str, text: &str) -> Result<TimeBound, QueryError> {
+        let start = Self::parse(field, text)?;
+        let s = text.trim();
+        let end = match s.len() {
+            10 => NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.succ_opt())
+                .and_then(|d| absolute(&d.format("%Y-%m-%d").to_string())),
+            13 if matches!(s.as_bytes()[10], b'T' | b' ') => start.unix_ms.checked_add(3_600_000),
+            _ => Some(start.unix_ms),
+        };
+        end.map(|unix_ms| TimeBound { unix_ms })
+            .ok_or(QueryError::BadTime {
+                field: field.to_string(),
+                value: text.to_string(),
+            })
+    }
+
     /// An instant from Unix milliseconds.
     pub fn from_unix_ms(unix_ms: i64) -> TimeBound {
         TimeBound { unix_ms }
@@ -206,5 +228,57 @@ mod tests {
         assert_eq!(stored("2026-01-31").len(), "2026-01-31T00:00:00.000Z".len());
         let h = TimeBound::parse_at("since", "2028-02-29T05", NOW).unwrap();
         assert_eq!(h.unix_ms() - a.unix_ms(), 5 * 3_600_000);
+    }
+
+    #[test]
+    fn an_end_written_as_a_date_or_an_hour_includes_it() {
+        let day = |s| TimeBound::parse("--since", s).unwrap().unix_ms();
+        let end = |s| TimeBound::parse_until("--until", s).unwrap().unix_ms();
+        // The whole day: up to the next day's start (local, whatever its length).
+        assert_eq!(end("2026-04-27"), day("2026-04-28"));
+        assert_eq!(end("2028-02-28"), day("2028-02-29"));
+        assert_eq!(end("2026-12-31"), day("2027-01-01"));
+        assert_eq!(end("2026-04-27T05"), day("2026-04-27T06"));
+        // Given to the minute, to the second, with a zone, or as an age: that instant.
+        for exact in [
+            "2026-04-27T05:30",
+            "2026-04-27 05:30:10",
+            "2026-04-27T05:30:00Z",
+        ] {
+            assert_eq!(end(exact), day(exact), "{exact}");
+        }
+        let age = TimeBound::parse_until("--until", "2d").unwrap().unix_ms();
+        assert!((day("2d") - age).abs() < 60_000);
+        // The last day a store can compare is still an error, not a wrap.
+        let e = TimeBound::parse_until("--until", "2026-02-30").unwrap_err();
+        assert!(e.to_string().contains("--until"), "{e}");
+    }
+
+    #[test]
+    fn a_range_whose_start_is_not_before_its_end_is_an_error() {
+        use crate::query::time_range;
+        let (s, u) = time_range(
+            ("--since", Some("2026-04-27")),
+            ("--until", Some("2026-04-27")),
+        )
+        .unwrap();
+        assert_eq!(u.unwrap().unix_ms() - s.unwrap().unix_ms(), 86_400_000);
+        let e = time_range(
+            ("--since", Some("2026-04-28")),
+            ("--until", Some("2026-04-27")),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("--since \"2026-04-28\"") && e.contains("--until \"2026-04-27\""),
+            "{e}"
+        );
+        assert!(time_range(
+            ("since", Some("2026-04-27T10:00")),
+            ("until", Some("2026-04-27T10:00"))
+        )
+        .is_err());
+        assert!(time_range(("since", None), ("until", Some("2026-04-27"))).is_ok());
+        assert!(time_range(("since", Some("bad")), ("until", None)).is_err());
     }
 }

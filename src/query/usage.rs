@@ -133,16 +133,16 @@ impl UsageQuery {
     /// The request from `i`; `name` gives each input's name as the door shows it (`--by` in
     /// the CLI, `by` elsewhere), so that an error names what the caller typed.
     pub fn parse(i: UsageInput<'_>, name: impl Fn(&str) -> String) -> Result<UsageQuery, Error> {
-        let time =
-            |field: &str, v: Option<&str>| v.map(|t| TimeBound::parse(&name(field), t)).transpose();
+        let (since, until) =
+            super::time_range((&name("since"), i.since), (&name("until"), i.until))?;
         Ok(UsageQuery {
             by: i
                 .by
                 .map(|b| super::choice::<By>(&name("by"), b))
                 .transpose()?
                 .unwrap_or(By::Day),
-            since: time("since", i.since)?,
-            until: time("until", i.until)?,
+            since,
+            until,
             project: super::project((&name("project"), i.project))?,
             origin: super::origin((&name("machine"), i.machine), (&name("user"), i.user))?,
             breakdown: i.breakdown,

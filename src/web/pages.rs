@@ -40,6 +40,14 @@ fn since_param(q: &BTreeMap<String, String>, k: &str) -> Result<Option<String>, 
     Ok(query::time_opt(k, param(q, k))?)
 }
 
+/// The `since` and `until` parameters as one range ([`query::time_range_stored`]).
+fn range_param(q: &BTreeMap<String, String>) -> Result<(Option<String>, Option<String>), WebError> {
+    Ok(query::time_range_stored(
+        ("since", param(q, "since")),
+        ("until", param(q, "until")),
+    )?)
+}
+
 /// The page asked for (`offset`, and `limit` where a page offers it), or a 400 naming the bad
 /// value.
 pub(super) fn page_param(q: &BTreeMap<String, String>, default: u32) -> Result<Page, WebError> {
@@ -146,6 +154,7 @@ async fn search_results(
     text: &str,
 ) -> Result<Markup, WebError> {
     let query = search::parse(text).map_err(|e| WebError::BadRequest(e.to_string()))?;
+    let (since, until) = range_param(q)?;
     let kinds: Vec<SearchKind> = choice_param(q, "kind")?.into_iter().collect();
     let (kinds, tool) = crate::query::tool_kinds(
         ("kind", kinds),
@@ -160,8 +169,8 @@ async fn search_results(
         project: param(q, "project").map(str::to_string),
         origin: origin_param(q)?,
         session_ids: None,
-        since: since_param(q, "since")?,
-        until: since_param(q, "until")?,
+        since,
+        until,
         limit: 20,
         offset,
     };
@@ -237,13 +246,14 @@ pub async fn sessions(
     Query(q): Params,
 ) -> Result<Response, WebError> {
     let sort = choice_param::<SessionSort>(&q, "sort")?.unwrap_or_default();
+    let (since, until) = range_param(&q)?;
     let page = page_param(&q, PAGE)?;
     let offset = page.offset;
     let status = choice_param::<SessionStatus>(&q, "status")?;
     let f = SessionFilter {
         project: param(&q, "project").map(str::to_string),
-        since: since_param(&q, "since")?,
-        until: since_param(&q, "until")?,
+        since,
+        until,
         status,
         origin: origin_param(&q)?,
         hide_unprompted: param(&q, "all").is_none(),

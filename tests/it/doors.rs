@@ -51,8 +51,18 @@ async fn bad_inputs(backend: Backend) {
         ),
         (vec!["feedback", "--since", "last tuesday"], "last tuesday"),
         (vec!["snippets", "--until", "2026-02-30"], "2026-02-30"),
+        (
+            vec!["sessions", "--since", "2026-04-28", "--until", "2026-04-27"],
+            "is not before --until \"2026-04-27\"",
+        ),
+        (
+            vec!["usage", "--since", "2026-04-28", "--until", "2026-04-27"],
+            "is not before",
+        ),
         (vec!["export", "--format", "md", "--since", "7x"], "7x"),
         (vec!["sessions", "--limit", "0"], "--limit 0"),
+        (vec!["sessions", "--limit", "-1"], "--limit"),
+        (vec!["search", "x", "--limit", "-1"], "--limit"),
         (vec!["episodes", "--offset", "99999999999"], "--offset"),
         (vec!["sessions", "--status", "done"], "done"),
         (vec!["feedback", "--type", "praise"], "praise"),
@@ -87,6 +97,23 @@ async fn bad_inputs(backend: Backend) {
     assert_ok(&out);
     let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
     assert_eq!(listed[0]["session_id"], SID, "{listed}");
+    // A date alone as the end includes its day: the session of 2026-01-01 is in 1 to 1 January.
+    let out = env
+        .cmd()
+        .env("TZ", "UTC")
+        .args([
+            "sessions",
+            "--since",
+            "2026-01-01",
+            "--until",
+            "2026-01-01",
+            "--json",
+        ])
+        .output()
+        .expect("run");
+    assert_ok(&out);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(listed[0]["session_id"], SID, "{listed}");
 
     // MCP: an error result naming the field and the value; the server keeps serving.
     let mut c = Client::ready(&env);
@@ -113,6 +140,11 @@ async fn bad_inputs(backend: Backend) {
             "2026-13-45",
         ),
         ("get_summaries", json!({"until": "soon"}), "soon"),
+        (
+            "list_sessions",
+            json!({"since": "2026-04-28", "until": "2026-04-27"}),
+            "is not before",
+        ),
         ("query_feedback", json!({"limit": 0}), "limit"),
         ("list_episodes", json!({"offset": 4_000_000}), "offset"),
         (
@@ -181,6 +213,10 @@ async fn bad_inputs(backend: Backend) {
     for (path, needle) in [
         ("/sessions?since=2026-13-45".to_string(), "2026-13-45"),
         ("/sessions?until=2026-99-99".to_string(), "2026-99-99"),
+        (
+            "/sessions?since=2026-04-28&until=2026-04-27".to_string(),
+            "is not before",
+        ),
         ("/?q=prompt&since=2026-13-45".to_string(), "2026-13-45"),
         ("/sessions?offset=ten".to_string(), "ten"),
         ("/sessions?sort=loudest".to_string(), "loudest"),

@@ -324,6 +324,12 @@ pub(crate) fn frob_edits(env: &TestEnv) -> &'static str {
             "user",
             r#"[{"type":"tool_result","tool_use_id":"toolu_e1","content":"The file has been updated."}]"#,
         ),
+        // A Windows path: its tails follow backslashes.
+        line(
+            "a5",
+            "assistant",
+            r#"[{"type":"tool_use","id":"toolu_w1","name":"Write","input":{"file_path":"C:\\Users\\me\\SAT\\parse_sat.py","content":"print(1)"}}]"#,
+        ),
     ];
     append(
         &env.projects
@@ -375,7 +381,10 @@ async fn what_a_session_did(backend: Backend) {
     assert_eq!(v["resume"], format!("cd /w/frob && claude --resume {sid}"));
     assert_eq!(
         v["files_touched"],
-        serde_json::json!([{"path": "/w/frob/src/main.rs", "reads": 1, "edits": 1, "writes": 0}])
+        serde_json::json!([
+            {"path": "/w/frob/src/main.rs", "reads": 1, "edits": 1, "writes": 0},
+            {"path": "C:\\Users\\me\\SAT\\parse_sat.py", "reads": 0, "edits": 0, "writes": 1}
+        ])
     );
     let out = env.cmd().args(["show", "5e551011"]).output().expect("show");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -384,6 +393,19 @@ async fn what_a_session_did(backend: Backend) {
         text.contains("edited 1x, read 1x") && text.contains("/w/frob/src/main.rs"),
         "{text}"
     );
+    // On a narrow terminal every line is cut but the command to copy.
+    let out = env
+        .cmd()
+        .env("COLUMNS", "40")
+        .args(["show", "5e551011"])
+        .output()
+        .expect("show");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("cd /w/frob && claude --resume {sid}\n")),
+        "{text}"
+    );
+    assert!(text.contains('…'), "nothing was cut at 40 columns: {text}");
 
     // Listings: the warm-up is hidden unless asked for; file, branch and model filters.
     assert_eq!(sessions(&env, &[]), [sid]);
@@ -394,6 +416,11 @@ async fn what_a_session_did(backend: Backend) {
         (&["--file", "/w/frob/src/main.rs"][..], true),
         (&["--file", "ain.rs"][..], false),
         (&["--file", "src/other.rs"][..], false),
+        (&["--file", "parse_sat.py"][..], true),
+        (&["--file", "SAT\\parse_sat.py"][..], true),
+        (&["--file", "SAT/parse_sat.py"][..], true),
+        (&["--file", "C:\\Users\\me\\SAT\\parse_sat.py"][..], true),
+        (&["--file", "at.py"][..], false),
         (&["--branch", "feature/frob"][..], true),
         (&["--branch", "main"][..], false),
         (&["--model", "sonnet"][..], true),

@@ -26,7 +26,7 @@ async fn usage_page(backend: Backend) {
     let web = start_web_cmd(cmd, "127.0.0.1:0");
     let base = web.url.trim_end_matches('/').to_string();
 
-    let (status, page) = get(&format!("{base}/usage?since=2026-03-01&until=2026-03-05"));
+    let (status, page) = get(&format!("{base}/usage?since=2026-03-01&until=2026-03-04"));
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("href=\"/usage\""), "in the navigation");
     assert!(page.contains("<svg"), "the chart");
@@ -71,7 +71,7 @@ async fn usage_page(backend: Backend) {
     );
 
     let (status, models) = get(&format!(
-        "{base}/usage?by=model&since=2026-03-01&until=2026-03-05"
+        "{base}/usage?by=model&since=2026-03-01&until=2026-03-04"
     ));
     assert_eq!(status, 200, "{models}");
     for m in [
@@ -87,12 +87,12 @@ async fn usage_page(backend: Backend) {
 
     // Paging keeps the filters.
     let (status, one) = get(&format!(
-        "{base}/usage?since=2026-03-01&until=2026-03-05&limit=1"
+        "{base}/usage?since=2026-03-01&until=2026-03-04&limit=1"
     ));
     assert_eq!(status, 200);
     assert!(
         one.contains(
-            "href=\"/usage?since=2026-03-01&amp;until=2026-03-05&amp;limit=1&amp;offset=1\""
+            "href=\"/usage?since=2026-03-01&amp;until=2026-03-04&amp;limit=1&amp;offset=1\""
         ),
         "{one}"
     );

@@ -208,10 +208,10 @@ pub fn feedback_text(content: &str, reason: Option<&str>) -> String {
 }
 
 /// Whether a message's text is searchable as a message: user and assistant text that is not
-/// injected, and not a human prompt (found as its feedback row, with its typed text: one hit per
-/// line).
+/// injected, and not found as another kind (a human prompt as its feedback row, with its typed
+/// text; a compactor's reply as its summary: one hit per line).
 pub fn searchable(m: &MessageRow) -> bool {
-    !m.is_meta && !m.is_prompt && matches!(m.kind.as_str(), "user" | "assistant")
+    !m.is_meta && !m.found_as_other && matches!(m.kind.as_str(), "user" | "assistant")
 }
 
 /// Fill `search_vec` of every searchable row of a batch (PostgreSQL stores only).

@@ -16,7 +16,7 @@ pub use stored::{pack_state, unpack_state, uuid_bytes, uuid_from_bytes, uuid_sto
 /// that changes what is stored: each session records the version that read it
 /// (`session_rules`), and sessions on older rules are derived again from the archive (`gleaner
 /// reextract`, and the daemon in the background).
-pub const RULES_VERSION: i64 = 7;
+pub const RULES_VERSION: i64 = 8;
 
 /// Everything one transaction writes for one file.
 #[derive(Debug, Clone, Default)]
@@ -80,6 +80,13 @@ pub struct PreparedBatch {
 }
 
 impl PreparedBatch {
+    /// Whether a human prompt is among the feedback rows from `from` on (a record that adds
+    /// one is a prompt), or a summary among the summaries from `summaries_from` on (the
+    /// compaction summariser's reply): the line is found as that kind.
+    pub fn found_as_other_since(&self, from: usize, summaries_from: usize) -> bool {
+        self.prompt_since(from) || self.summaries.len() > summaries_from
+    }
+
     /// Whether a human prompt is among the feedback rows from `from` on (a record that adds
     /// one is a prompt).
     pub fn prompt_since(&self, from: usize) -> bool {
@@ -173,9 +180,10 @@ pub struct MessageRow {
     /// Injected by Claude Code (`isMeta`, a compaction summary in a user line): kept, but left
     /// out of search and of the conversation text.
     pub is_meta: bool,
-    /// A human prompt: this line also gave a feedback row of type `message`, which search
-    /// finds it by (not stored).
-    pub is_prompt: bool,
+    /// Search finds this line as another kind (not stored): a human prompt by its feedback
+    /// row of type `message`, the compaction summariser's reply by its summary. One hit per
+    /// line, not two.
+    pub found_as_other: bool,
     /// PostgreSQL only: the text's search words as a binary `tsvector`, computed on the
     /// reading threads (see [`crate::extract::lexemes`]); `None` elsewhere.
     pub search_vec: Option<Vec<u8>>,

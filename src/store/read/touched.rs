@@ -5,7 +5,8 @@
 //! lookup by session (its sub-agents' calls carry the session too). Finding the sessions of a
 //! path takes the path's words through the search index (tool calls are documents there), so
 //! its cost follows how many calls name those words, not the store's size; the exact rule (the
-//! path, or a tail of it after a `/`) is then checked on the few rows found.
+//! path, or a tail of it after a `/`, or a `\` in a Windows path) is then checked on the few
+//! rows found.
 
 use serde::Serialize;
 
@@ -70,10 +71,14 @@ pub(crate) fn push_file_filter<'a>(
         " AND {session} IN (SELECT ft.session_id FROM tool_uses ft WHERE "
     ));
     q.push_in("ft.name", file_tools().map(String::from));
+    // A tail follows a separator: `/`, or `\` in a Windows path (`C:\src\app.py`), either
+    // written either way (`src/app.py` finds it too).
+    let slashed = path.replace('\\', "/");
+    let tail = like_escape(slashed.trim_start_matches('/'));
     q.push(" AND (ft.target = ")
         .push_bind(path)
-        .push(" OR ft.target LIKE ")
-        .push_bind(format!("%/{}", like_escape(path.trim_start_matches('/'))))
+        .push(" OR replace(ft.target, '\\', '/') LIKE ")
+        .push_bind(format!("%/{tail}"))
         .push(" ESCAPE '\\')");
     match backend {
         Backend::Sqlite => {
