@@ -41,7 +41,7 @@ pub struct ExportArgs {
     /// Only sessions active at or after T (ISO date/time, or an age such as 7d).
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
-    /// Only sessions started before T (ISO date/time, or an age).
+    /// Only sessions started before T (ISO date/time, or an age; a date alone includes its day).
     #[arg(long, value_name = "T")]
     pub until: Option<String>,
     /// Output format.

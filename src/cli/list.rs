@@ -170,7 +170,7 @@ pub struct SessionsArgs {
     /// Only sessions active at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
-    /// Only sessions started before T.
+    /// Only sessions started before T (a date alone includes its day).
     #[arg(long, value_name = "T")]
     pub until: Option<String>,
     /// Only sessions with this status: active or finished.
@@ -245,7 +245,7 @@ pub struct ScopeArgs {
     /// Only items at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
-    /// Only items before T.
+    /// Only items before T (a date alone includes its day).
     #[arg(long, value_name = "T")]
     pub until: Option<String>,
     /// Oldest first (default: newest first).

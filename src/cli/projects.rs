@@ -107,8 +107,45 @@ fn render(rows: &[ProjectListing], width: Option<usize>) -> Vec<String> {
     };
     let heads: Vec<String> = heads.iter().map(|h| h.to_string()).collect();
     let mut out = vec![row(&heads, "PROJECT")];
-    for (p, c) in rows.iter().zip(&cells) {
-        out.push(row(c, &place(p)));
+    let places: Vec<String> = rows.iter().map(place).collect();
+    for ((p, c), at) in rows.iter().zip(&cells).zip(&places) {
+        // Two project folders can name one working directory (a folder renamed, a transcript
+        // copied): the folder tells such rows apart.
+        if places.iter().filter(|other| *other == at).count() > 1 {
+            out.push(row(c, &format!("{at} ({})", p.project)));
+        } else {
+            out.push(row(c, at));
+        }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listing(project: &str, cwd: &str) -> ProjectListing {
+        ProjectListing {
+            project: project.into(),
+            cwd: Some(cwd.into()),
+            sessions: 1,
+            first_activity: None,
+            last_activity: None,
+            messages: 2,
+            tokens: 3,
+        }
+    }
+
+    #[test]
+    fn two_folders_of_one_working_directory_are_told_apart() {
+        let rows = [
+            listing("-w-site", "/w/site"),
+            listing("site-copy", "/w/site"),
+            listing("-w-other", "/w/other"),
+        ];
+        let lines = render(&rows, None);
+        assert!(lines[1].ends_with("/w/site (-w-site)"), "{lines:?}");
+        assert!(lines[2].ends_with("/w/site (site-copy)"), "{lines:?}");
+        assert!(lines[3].ends_with(" /w/other"), "{lines:?}");
+    }
 }

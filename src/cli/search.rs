@@ -58,7 +58,7 @@ pub struct SearchArgs {
     /// Only results at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
-    /// Only results before T (ISO date/time, or an age).
+    /// Only results before T (ISO date/time, or an age; a date alone includes its day).
     #[arg(long, value_name = "T")]
     pub until: Option<String>,
     /// Most results to return (1 to 200).

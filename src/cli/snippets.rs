@@ -111,7 +111,7 @@ pub struct SnippetsArgs {
     /// Only snippets created at or after T (ISO date/time, or an age such as 7d, 12h, 30m).
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
-    /// Only snippets created before T (ISO date/time, or an age).
+    /// Only snippets created before T (ISO date/time, or an age; a date alone includes its day).
     #[arg(long, value_name = "T")]
     pub until: Option<String>,
     /// Most snippets to return (1 to 500).

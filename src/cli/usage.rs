@@ -24,7 +24,7 @@ pub struct UsageArgs {
     /// Only usage at or after T (ISO date/time, or an age such as 7d, 12h), to the hour.
     #[arg(long, value_name = "T")]
     pub since: Option<String>,
-    /// Only usage before T, to the hour.
+    /// Only usage before T, to the hour (a date alone includes its day).
     #[arg(long, value_name = "T")]
     pub until: Option<String>,
     /// Only sessions whose project folder or working directory contains this text.

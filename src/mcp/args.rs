@@ -115,7 +115,7 @@ pub struct SearchArgs {
     pub session_id: Option<String>,
     /// Only results at or after this time: ISO date/time (2026-01-31) or an age (7d, 12h).
     pub since: Option<String>,
-    /// Only results before this time (same forms as `since`).
+    /// Only results before this time (same forms as `since`; a date alone includes its day).
     pub until: Option<String>,
     /// Results per page (default 20, at most 200).
     pub limit: Option<u32>,
@@ -145,7 +145,7 @@ pub struct ListSessionsArgs {
     pub user: Option<String>,
     /// Only sessions active at or after this time: ISO date/time or an age (7d, 12h).
     pub since: Option<String>,
-    /// Only sessions started before this time (same forms as `since`).
+    /// Only sessions started before this time (same forms as `since`; a date alone includes its day).
     pub until: Option<String>,
     /// `active` or `finished`.
     pub status: Option<String>,
@@ -196,7 +196,7 @@ pub struct SummariesArgs {
     pub kind: Option<String>,
     /// Only summaries at or after this time: ISO date/time or an age (7d, 12h).
     pub since: Option<String>,
-    /// Only summaries before this time (same forms as `since`).
+    /// Only summaries before this time (same forms as `since`; a date alone includes its day).
     pub until: Option<String>,
     /// Oldest first (default: newest first).
     pub oldest_first: Option<bool>,
@@ -224,7 +224,7 @@ pub struct FeedbackArgs {
     pub user: Option<String>,
     /// Only items at or after this time: ISO date/time or an age (7d, 12h).
     pub since: Option<String>,
-    /// Only items before this time (same forms as `since`).
+    /// Only items before this time (same forms as `since`; a date alone includes its day).
     pub until: Option<String>,
     /// Oldest first, to read a session in order (default: newest first).
     pub oldest_first: Option<bool>,
@@ -255,7 +255,7 @@ pub struct SnippetsArgs {
     pub keyword: Option<String>,
     /// Created at or after this time: ISO date/time or an age (7d, 12h).
     pub start_date: Option<String>,
-    /// Created before this time.
+    /// Created before this time (a date alone includes its day).
     pub end_date: Option<String>,
     /// Snippets per page (default 50, at most 500).
     pub limit: Option<u32>,

@@ -345,6 +345,13 @@ pub async fn report(
                 let cells = store.usage_cells(&filter, UsageKey::Model).await?;
                 let mut rows = fold(cells, |c| model_name(&c.model), prices, q.breakdown);
                 rows.sort_by_key(|r| std::cmp::Reverse(r.figures.total_tokens));
+                // A model's row split by model is the row again: a breakdown is shown only
+                // where one name gathers several model ids.
+                for r in &mut rows {
+                    if r.breakdown.as_ref().is_some_and(|b| b.len() < 2) {
+                        r.breakdown = None;
+                    }
+                }
                 rows
             }
             By::Block => {

@@ -104,7 +104,8 @@ async fn every_listing_fits_80_columns() {
             !text.trim().is_empty() || args[0] == "diagnostics",
             "{args:?} printed nothing"
         );
-        for l in text.lines() {
+        // Every line but `show`'s resume command, printed whole to be copied.
+        for l in text.lines().filter(|l| !l.starts_with("Resume ")) {
             assert!(l.width() <= 80, "{args:?}: {} columns: {l}", l.width());
         }
     }

@@ -28,7 +28,7 @@ async fn projects(backend: Backend) {
     assert_eq!(p["sessions"], 2, "the warm-up counts: {p}");
     assert_eq!(p["first_activity"], "2026-11-01T10:00:00Z");
     assert_eq!(p["last_activity"], "2026-11-01T11:00:00Z");
-    assert_eq!(p["tokens"], 30, "two replies of 15 tokens: {p}");
+    assert_eq!(p["tokens"], 45, "three replies of 15 tokens: {p}");
     assert!(p["messages"].as_i64().unwrap_or(0) >= 9, "{p}");
 
     // The table names the working directory; a filter that matches nothing says so.

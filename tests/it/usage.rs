@@ -266,6 +266,10 @@ async fn usage_counts_once_and_outlives_transcripts(backend: Backend) {
         .expect("get_usage");
     assert_eq!(by_mcp, report(&env, &["--by", "model", "--breakdown"]));
     drop(mcp);
+    // A model's row is not split again into itself.
+    for r in by_mcp["rows"].as_array().expect("rows") {
+        assert!(r["breakdown"].as_array().is_none_or(|b| b.len() > 1), "{r}");
+    }
 
     // Nothing counts twice: a re-read, a re-extraction, the transcripts gone, a prune.
     let before = report(&env, &["--by", "session"]);
