@@ -57,13 +57,13 @@ impl TimeBound {
     pub fn parse_until(field: &str, text: &str) -> Result<TimeBound, QueryError> {
         let start = Self::parse(field, text)?;
         let s = text.trim();
-        let end = match s.len() {
-            10 => NaiveDate::parse_from_str(s, "%Y-%m-%d")
-                .ok()
-                .and_then(|d| d.succ_opt())
-                .and_then(|d| absolute(&d.format("%Y-%m-%d").to_string())),
-            13 if matches!(s.as_bytes()[10], b'T' | b' ') => start.unix_ms.checked_add(3_600_000),
-            _ => Some(start.unix_ms),
+        let end = if let Some(d) = date_only(s) {
+            d.succ_opt()
+                .and_then(|d| absolute(&d.format("%Y-%m-%d").to_string()))
+        } else if hour_only(s) {
+            start.unix_ms.checked_add(3_600_000)
+        } else {
+            Some(start.unix_ms)
         };
         end.map(|unix_ms| TimeBound { unix_ms })
             .ok_or(QueryError::BadTime {
@@ -121,11 +121,12 @@ fn absolute(s: &str) -> Option<i64> {
         }
     }
     // An hour alone (`2026-01-31T05`, ISO 8601's reduced precision) is that hour's start.
-    let hour_only =
-        (s.len() == 13 && matches!(s.as_bytes()[10], b'T' | b' ')).then(|| format!("{s}:00"));
-    let s = hour_only.as_deref().unwrap_or(s);
-    let civil = if let Ok(d) = NaiveDate::parse_from_str(s, "%Y-%m-%d") {
-        (s.len() == 10).then(|| d.and_hms_opt(0, 0, 0))??
+    let with_minutes = hour_only(s).then(|| format!("{s}:00"));
+    let s = with_minutes.as_deref().unwrap_or(s);
+    let civil = if let Some(d) = date_only(s) {
+        d.and_hms_opt(0, 0, 0)?
+    } else if NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok() {
+        return None;
     } else {
         [
             "%Y-%m-%dT%H:%M:%S%.f",
@@ -146,6 +147,18 @@ fn absolute(s: &str) -> Option<i64> {
             .earliest()
     })?;
     Some(local.timestamp_millis())
+}
+
+/// A date written alone (`2026-01-31`).
+fn date_only(s: &str) -> Option<NaiveDate> {
+    (s.len() == 10)
+        .then(|| NaiveDate::parse_from_str(s, "%Y-%m-%d").ok())
+        .flatten()
+}
+
+/// An hour written alone (`2026-01-31T05`, ISO 8601's reduced precision).
+fn hour_only(s: &str) -> bool {
+    s.len() == 13 && matches!(s.as_bytes()[10], b'T' | b' ')
 }
 
 /// `Z` as `+00:00`, which `%#z` reads.
