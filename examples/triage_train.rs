@@ -11,7 +11,7 @@
 //! ```text
 //! cargo run --profile train --example triage_train -- [--write] [--grid]
 //!     [--labels FILE=ROOT]... [--heldout FILE=ROOT] [--l2 X] [--balance X] [--epochs N]
-//!     [--min-count N] [--wrong]
+//!     [--min-count N] [--wrong] [--dump FILE]
 //! ```
 //! `scripts/train-triage.sh` restores the external transcripts first and runs it with `--write`.
 
@@ -187,6 +187,26 @@ fn main() -> anyhow::Result<()> {
     let by_rules: Vec<(usize, f64)> = train.iter().map(|t| t.rule).collect();
     let rule_labels: Vec<usize> = by_rules.iter().map(|r| r.0).collect();
     let rules_scores = score(&truth, &rule_labels, LABELS.len());
+
+    if let Some(path) = arg("--dump") {
+        // Every turn's features and labels, one JSON object per line, for study elsewhere.
+        let mut out = String::new();
+        for t in &train {
+            let row = serde_json::json!({
+                "source": t.sample.group,
+                "file": t.hand.file,
+                "line": t.hand.prompt_line,
+                "label": LABELS[t.sample.label],
+                "rule": LABELS[t.rule.0],
+                "rule_weight": t.rule.1,
+                "features": t.sample.features,
+            });
+            out.push_str(&row.to_string());
+            out.push('\n');
+        }
+        std::fs::write(&path, out)?;
+        println!("wrote {path}");
+    }
 
     if flag("--grid") {
         println!(
