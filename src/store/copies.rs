@@ -259,10 +259,11 @@ impl Copies {
         for (f, u) in rows {
             held.entry(f).or_default().insert(u);
         }
-        let mut q = Sql::new(
-            "SELECT m.file_id, m.kind, m.subtype, m.ts, m.line_no, m.text FROM messages m \
+        let mut q = Sql::new(format!(
+            "SELECT m.file_id, m.kind, m.subtype, m.ts, m.line_no, {} FROM messages m \
              WHERE m.uuid IS NULL AND ",
-        );
+            c.backend().stored_text("m.text")
+        ));
         self.push_rows_of_others(&mut q, "m");
         type Line = (
             i64,

@@ -26,7 +26,9 @@ const STATEMENTS: usize = 160;
 
 /// Register Gleaner's SQL functions on a pooled connection (`SqlitePoolOptions::after_connect`):
 /// `gleaner_fts(text)`, the text the full-text index holds (`extract::lexemes::fts_text`;
-/// migration 0026). Every connection needs it: the index's content view and triggers call it.
+/// migration 0026), and `gleaner_text(value)`, a message's text whether stored plain or as a
+/// frame (`store::packed_text`; migration 0036). Every connection needs them: the index's
+/// content view and triggers call them.
 pub(super) async fn register_functions(conn: &mut SqliteConnection) -> Result<(), sqlx::Error> {
     let mut handle = conn.lock_handle().await?;
     let raw = handle.as_raw_handle();
@@ -41,18 +43,29 @@ pub(super) async fn register_functions(conn: &mut SqliteConnection) -> Result<()
     added
 }
 
-/// `gleaner_fts(text)` on `db` (see [`register_functions`]).
+/// `gleaner_fts(text)` and `gleaner_text(value)` on `db` (see [`register_functions`]).
 fn add_functions(db: &rusqlite::Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
-    db.create_scalar_function(
-        "gleaner_fts",
-        1,
-        FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC,
-        |ctx| {
-            let text: Option<String> = ctx.get(0)?;
-            Ok(text.map(|t| crate::extract::lexemes::fts_text(&t).into_owned()))
-        },
-    )
+    use rusqlite::types::{Value, ValueRef};
+    let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
+    db.create_scalar_function("gleaner_fts", 1, flags, |ctx| {
+        let text: Option<String> = ctx.get(0)?;
+        Ok(text.map(|t| crate::extract::lexemes::fts_text(&t).into_owned()))
+    })?;
+    // A frame becomes its text; any other value is returned as it is (plain text, NULL).
+    db.create_scalar_function("gleaner_text", 1, flags, |ctx| {
+        Ok(match ctx.get_raw(0) {
+            ValueRef::Blob(frame) => {
+                let bytes = super::packed_text::unpack(frame)
+                    .map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)))?;
+                match String::from_utf8(bytes) {
+                    Ok(text) => Value::Text(text),
+                    Err(e) => Value::Blob(e.into_bytes()),
+                }
+            }
+            other => Value::from(other),
+        })
+    })
 }
 
 /// The writer's own SQLite connection, kept from one group to the next with the statements

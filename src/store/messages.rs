@@ -223,6 +223,7 @@ fn write_direct(
     let mut insert = db.prepare_cached(INSERT_MESSAGE)?;
     let mut doc = db.prepare_cached(INSERT_DOC)?;
     let mut fts = db.prepare_cached(INSERT_FTS)?;
+    let mut packer = super::packed_text::Packer::new();
     let mut next_id: i64 = db
         .prepare_cached("SELECT COALESCE(MAX(id), 0) FROM search_docs")?
         .query_row([], |r| r.get(0))?;
@@ -233,7 +234,8 @@ fn write_direct(
         let mut rows = 0u64;
         for m in keep.messages(b) {
             let model = model_id(models, m);
-            rows += insert_message(&mut insert, b.file_id, generation, m, model)? as u64;
+            let text = m.text.as_deref().map(|t| packer.pack(t));
+            rows += insert_message(&mut insert, b.file_id, generation, m, model, text)? as u64;
         }
         if rows == keep.count(b) {
             let t = std::time::Instant::now();
@@ -264,6 +266,7 @@ fn insert_message(
     generation: i64,
     m: &MessageRow,
     model_id: Option<i64>,
+    text: Option<super::packed_text::Stored<'_>>,
 ) -> Result<usize, rusqlite::Error> {
     let uuid = m.uuid.as_deref().map(uuid_stored);
     let parent = m.parent_uuid.as_deref().map(uuid_stored);
@@ -284,7 +287,7 @@ fn insert_message(
         model_id,
         m.tool_names.as_deref(),
         m.is_error,
-        m.text.as_deref(),
+        text,
         m.is_meta,
     ])
 }

@@ -38,6 +38,7 @@ mod lite;
 mod messages;
 mod model_names;
 mod open;
+mod packed_text;
 mod page;
 mod unnest;
 mod plan;

@@ -143,10 +143,11 @@ impl Store {
         } else {
             "m.line_no, m.seq"
         };
-        let mut messages = Sql::new(
-            "SELECT m.line_no, m.seq, m.kind, m.subtype, m.ts, m.tool_names, m.is_error, m.text, \
+        let mut messages = Sql::new(format!(
+            "SELECT m.line_no, m.seq, m.kind, m.subtype, m.ts, m.tool_names, m.is_error, {} AS text, \
              m.is_meta FROM messages m WHERE (",
-        );
+            self.backend().stored_text("m.text")
+        ));
         for (i, f) in copies.iter().enumerate() {
             if i > 0 {
                 messages.push(" OR ");

@@ -39,7 +39,12 @@ async fn every_stored_value(store: &Store) -> Vec<(String, Vec<u8>)> {
                     .await
                     .expect("columns");
                 for c in cols.into_iter().filter(|c| !is_archive_bytes(&t, c)) {
-                    let sql = format!("SELECT hex(\"{c}\") FROM \"{t}\" WHERE \"{c}\" IS NOT NULL");
+                    // A message's text may be a zstd frame: scanned as the text it holds.
+                    let value = match (t.as_str(), c.as_str()) {
+                        ("messages", "text") => format!("gleaner_text(\"{c}\")"),
+                        _ => format!("\"{c}\""),
+                    };
+                    let sql = format!("SELECT hex({value}) FROM \"{t}\" WHERE \"{c}\" IS NOT NULL");
                     let Ok(rows) = sqlx::query_scalar::<_, String>(&sql).fetch_all(p).await else {
                         continue; // a virtual table's hidden column
                     };

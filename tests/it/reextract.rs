@@ -7,7 +7,11 @@ use crate::common::*;
 /// `SELECT` of one column set, as sorted strings (tests only: queries from this file).
 async fn rows(store: &gleaner::store::Store, sql: &str) -> Vec<String> {
     let mut out: Vec<String> = match store {
-        gleaner::store::Store::Sqlite(p) => sqlx::query_scalar(sql).fetch_all(p).await,
+        // SQLite may keep a message's text as a frame (`gleaner_text` reads it).
+        gleaner::store::Store::Sqlite(p) => {
+            let sql = sql.replace("COALESCE(text, '')", "COALESCE(gleaner_text(text), '')");
+            sqlx::query_scalar(&sql).fetch_all(p).await
+        }
         gleaner::store::Store::Postgres(p) => sqlx::query_scalar(sql).fetch_all(p).await,
     }
     .expect(sql);

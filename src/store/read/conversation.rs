@@ -47,8 +47,9 @@ impl Store {
         } else {
             " AND f.kind = 'main' AND NOT m.is_sidechain"
         };
+        let text = self.backend().stored_text("m.text");
         let q = Sql::new(format!(
-            "SELECT m.kind, m.text, CASE WHEN f.kind = 'agent' THEN f.agent_id \
+            "SELECT m.kind, {text} AS text, CASE WHEN f.kind = 'agent' THEN f.agent_id \
              WHEN m.is_sidechain THEN COALESCE(m.agent_id, 'sidechain') END AS agent_id \
              FROM messages m JOIN files f ON f.id = m.file_id \
              WHERE f.session_id = $1 AND m.kind IN ('user', 'assistant') AND m.text IS NOT NULL \

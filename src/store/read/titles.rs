@@ -12,26 +12,30 @@ impl Store {
     /// sessions of the real corpus had no title.) Looked up for the page only: each is a walk
     /// of one session's rows that stops at the first hit.
     pub(super) async fn fill_titles(&self, items: &mut [SessionListing]) -> Result<(), StoreError> {
+        // SQLite may keep a message's text as a frame (`store::packed_text`).
+        let m_text = self.backend().stored_text("m.text");
         for s in items.iter_mut().filter(|s| s.title.is_none()) {
             let text = |kind: &str, cond: &str| {
                 format!(
-                    "(SELECT m.text FROM files f JOIN messages m ON m.file_id = f.id \
+                    "(SELECT {m_text} FROM files f JOIN messages m ON m.file_id = f.id \
                      WHERE f.session_id = $1 AND m.kind = '{kind}' AND NOT m.is_meta \
                      AND m.text IS NOT NULL AND m.text <> '' AND {cond} \
                      ORDER BY f.id, m.generation, m.line_no, m.seq LIMIT 1)"
                 )
             };
             // The compaction summariser's prompt is Claude Code's instruction, not a task.
-            let plain = "m.text NOT LIKE '<%' AND m.text NOT LIKE '[Request interrupted%' \
-                         AND (f.agent_id IS NULL OR f.agent_id NOT LIKE 'acompact%')";
+            let plain = format!(
+                "{m_text} NOT LIKE '<%' AND {m_text} NOT LIKE '[Request interrupted%' \
+                 AND (f.agent_id IS NULL OR f.agent_id NOT LIKE 'acompact%')"
+            );
             let q = Sql::new(format!(
                 "SELECT COALESCE((SELECT text FROM summaries WHERE session_id = $1 \
                  AND kind = 'summary' AND text IS NOT NULL AND text <> '' ORDER BY id LIMIT 1), \
                  {}, {}, {})",
-                text("user", plain),
-                text("assistant", plain),
+                text("user", &plain),
+                text("assistant", &plain),
                 // A session that only ran commands is named by its first one.
-                text("user", "m.text LIKE '%<command-name>%'"),
+                text("user", &format!("{m_text} LIKE '%<command-name>%'")),
             ))
             .arg(s.session_id.as_str());
             let found: Option<(Option<String>,)> = self.fetch_optional(&q).await?;
