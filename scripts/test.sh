@@ -38,6 +38,8 @@ export GLEANER_TEST_CCUSAGE
 if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
   echo "test: installing chromium for the web view's browser test" >&2
   if [ "$(id -u)" -ne 0 ]; then SUDO=sudo; else SUDO=; fi
+  # An install cut short before (a run killed while apt ran) leaves dpkg waiting: finish it.
+  DEBIAN_FRONTEND=noninteractive $SUDO dpkg --configure -a >&2 || true
   $SUDO apt-get update -qq >&2
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >&2
 fi
