@@ -26,9 +26,10 @@ const STATEMENTS: usize = 160;
 
 /// Register Gleaner's SQL functions on a pooled connection (`SqlitePoolOptions::after_connect`):
 /// `gleaner_fts(text)`, the text the full-text index holds (`extract::lexemes::fts_text`;
-/// migration 0026), and `gleaner_text(value)`, a message's text whether stored plain or as a
-/// frame (`store::packed_text`; migration 0036). Every connection needs them: the index's
-/// content view and triggers call them.
+/// migration 0026; a message's frame is read as its text), and `gleaner_text(value)`, a
+/// message's text whether stored plain or as a frame (`store::packed_text`). Every connection
+/// needs them: the index's content view and triggers call `gleaner_fts`, readers
+/// `gleaner_text`.
 pub(super) async fn register_functions(conn: &mut SqliteConnection) -> Result<(), sqlx::Error> {
     let mut handle = conn.lock_handle().await?;
     let raw = handle.as_raw_handle();
@@ -48,21 +49,26 @@ fn add_functions(db: &rusqlite::Connection) -> rusqlite::Result<()> {
     use rusqlite::functions::FunctionFlags;
     use rusqlite::types::{Value, ValueRef};
     let flags = FunctionFlags::SQLITE_UTF8 | FunctionFlags::SQLITE_DETERMINISTIC;
-    db.create_scalar_function("gleaner_fts", 1, flags, |ctx| {
-        let text: Option<String> = ctx.get(0)?;
+    let unpack = |frame: &[u8]| {
+        super::packed_text::unpack(frame)
+            .map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)))
+    };
+    // The search index's content view passes a message's stored value, which may be a frame
+    // (`store::packed_text`): the index holds the text's words either way.
+    db.create_scalar_function("gleaner_fts", 1, flags, move |ctx| {
+        let text: Option<String> = match ctx.get_raw(0) {
+            ValueRef::Blob(frame) => Some(String::from_utf8_lossy(&unpack(frame)?).into_owned()),
+            _ => ctx.get(0)?,
+        };
         Ok(text.map(|t| crate::extract::lexemes::fts_text(&t).into_owned()))
     })?;
     // A frame becomes its text; any other value is returned as it is (plain text, NULL).
-    db.create_scalar_function("gleaner_text", 1, flags, |ctx| {
+    db.create_scalar_function("gleaner_text", 1, flags, move |ctx| {
         Ok(match ctx.get_raw(0) {
-            ValueRef::Blob(frame) => {
-                let bytes = super::packed_text::unpack(frame)
-                    .map_err(|e| rusqlite::Error::UserFunctionError(Box::new(e)))?;
-                match String::from_utf8(bytes) {
-                    Ok(text) => Value::Text(text),
-                    Err(e) => Value::Blob(e.into_bytes()),
-                }
-            }
+            ValueRef::Blob(frame) => match String::from_utf8(unpack(frame)?) {
+                Ok(text) => Value::Text(text),
+                Err(e) => Value::Blob(e.into_bytes()),
+            },
             other => Value::from(other),
         })
     })

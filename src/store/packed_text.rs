@@ -10,9 +10,10 @@
 //! ([`Backend::stored_text`]).
 //!
 //! The full-text index is made of the plain text when the row is written
-//! (`store::messages`), and the index's content view reads it back through `gleaner_text`
-//! (migration 0036), so excerpts and deletes see the text, never the frame. Rows written before
-//! (plain `TEXT`) are read the same way.
+//! (`store::messages`), and the index's content view passes the stored value to
+//! `gleaner_fts`, which reads a frame as its text, so excerpts and deletes see the text, never
+//! the frame. Rows written before (plain `TEXT`) are read the same way. Migration 0036 changes
+//! no table: its version marks the format, so an older build refuses to write here.
 
 use super::sql::Backend;
 
