@@ -21,8 +21,8 @@ use super::sql::Backend;
 /// compression pay nothing.
 pub(crate) const MIN_PACKED: usize = 128;
 
-/// zstd level of a message's frame: the corpus keeps 47 % at level 3 and 46 % at level 9, for
-/// three times the CPU (docs/benchmarks.md, "the store's floor").
+/// zstd level of a message's frame: the corpus's message texts keep 47 % at level 3 and 46 % at
+/// level 9 (docs/benchmarks.md, "the store's floor"); the writer is on ingest's critical path.
 const LEVEL: i32 = 3;
 
 /// A frame is kept only when it saves at least this share of the text (an eighth): a text
