@@ -120,7 +120,7 @@ enum Command {
     Episodes(list::EpisodesArgs),
     /// Query snippets, newest first.
     Snippets(snippets::SnippetsArgs),
-    /// Full-text search over messages, summaries, feedback and snippets, best first.
+    /// Full-text search over messages, summaries, feedback, snippets and what tools did, best first.
     Search(search::SearchArgs),
     /// Tokens and cost by day, week, month, session, project, model, machine, user or 5-hour
     /// block, newest first, with totals (counted as ccusage counts them; kept after Claude Code

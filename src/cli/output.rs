@@ -33,6 +33,11 @@ pub fn print_files(files: &[FileListing], json: bool) -> std::io::Result<()> {
     if json {
         return print_json(files);
     }
+    // An empty listing writes nothing to stdout (its "no files" goes to stderr), as every
+    // other listing.
+    if files.is_empty() {
+        return Ok(());
+    }
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -292,8 +297,9 @@ pub fn print_snippets(page: &SnippetPage, offset: u32, json: bool) -> std::io::R
     if page.snippets.is_empty() {
         if page.total_count > 0 {
             eprintln!(
-                "no snippets at offset {offset} ({} match)",
-                page.total_count
+                "no snippets at offset {offset} ({} {})",
+                page.total_count,
+                matches(page.total_count)
             );
         } else {
             eprintln!("no snippets");
@@ -416,7 +422,11 @@ pub fn print_search(page: &SearchPage, offset: u32, json: bool) -> std::io::Resu
     }
     if page.results.is_empty() {
         if page.total_count > 0 {
-            eprintln!("no results at offset {offset} ({} match)", page.total_count);
+            eprintln!(
+                "no results at offset {offset} ({} {})",
+                page.total_count,
+                matches(page.total_count)
+            );
         } else {
             eprintln!("no results");
         }
@@ -450,10 +460,13 @@ pub fn print_search(page: &SearchPage, offset: u32, json: bool) -> std::io::Resu
             h.score,
         );
         writeln!(out, "{}", table::line_left(&head, &place))?;
-        // A tool hit's excerpt starts with its tool's name: `Bash: npm test ...`.
+        // A tool hit says its tool's name first: `Bash: npm test ...`. A call's document
+        // already opens with it (its name is searched too), so it is not said twice.
         let text = match &h.tool {
-            Some(t) => format!("{t}: {}", h.marked(open, close)),
-            None => h.marked(open, close),
+            Some(t) if !starts_with_word(&h.excerpt, t) => {
+                format!("{t}: {}", h.marked(open, close))
+            }
+            _ => h.marked(open, close),
         };
         for l in table::wrap(&text, "    ", width) {
             writeln!(out, "{l}")?;
@@ -519,9 +532,32 @@ pub fn print_ingest(s: &IngestSummary, json: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// "match" or "matches", for a count.
+fn matches(n: i64) -> &'static str {
+    if n == 1 {
+        "match"
+    } else {
+        "matches"
+    }
+}
+
+/// Whether `text` opens with `word` as a whole word (what follows it is not part of a name).
+fn starts_with_word(text: &str, word: &str) -> bool {
+    text.strip_prefix(word)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with(char::is_whitespace))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tool_name_said_once() {
+        assert!(starts_with_word("Bash git status", "Bash"));
+        assert!(starts_with_word("Bash\ngit status", "Bash"));
+        assert!(!starts_with_word("Bashful output", "Bash"));
+        assert!(!starts_with_word("error: Bash", "Bash"));
+    }
 
     #[test]
     fn ellipsis() {

@@ -380,8 +380,9 @@ lenient_object!(UsageObj, Usage, |map| {
     Ok(Some(u))
 });
 
-/// Input keys that name a tool's target, in priority order.
-pub(super) const TARGET_KEYS: [&str; 8] = [
+/// Input keys that name a tool's target, in priority order (`skill`: the Skill tool's only
+/// input, the skill it launched). The one list: the exports name a call's target by it too.
+pub const TARGET_KEYS: [&str; 9] = [
     "file_path",
     "notebook_path",
     "command",
@@ -389,6 +390,7 @@ pub(super) const TARGET_KEYS: [&str; 8] = [
     "pattern",
     "path",
     "query",
+    "skill",
     "description",
 ];
 

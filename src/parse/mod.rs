@@ -531,6 +531,7 @@ fn classify(text: &str, offset: usize, e: &serde_json::Error) -> LineError {
 mod lenient;
 mod record;
 
+pub use lenient::TARGET_KEYS;
 use lenient::{AgentIdOnly, ContentField};
 
 #[cfg(test)]

@@ -76,15 +76,17 @@ pub fn project_folder(cwd_or_folder: &str) -> String {
 /// When nothing matches, the folder the value names (its digest is empty).
 pub async fn resolve_project(store: &Store, given: &str) -> Result<String, Error> {
     let folder = project_folder(given);
-    if store.has_project(&folder).await? {
-        return Ok(folder);
+    if let Some(f) = stored_folder(store, &folder).await? {
+        return Ok(f);
     }
     if given.contains(['/', '\\']) {
         let mut dir = std::path::Path::new(given.trim_end_matches(['/', '\\']));
         while let Some(up) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
             let f = project_folder(&up.to_string_lossy());
-            if f != "-" && store.has_project(&f).await? {
-                return Ok(f);
+            if f != "-" {
+                if let Some(f) = stored_folder(store, &f).await? {
+                    return Ok(f);
+                }
             }
             dir = up;
         }
@@ -106,6 +108,29 @@ pub async fn resolve_project(store: &Store, given: &str) -> Result<String, Error
             expected: format!("one project; it is part of {}", found.join(", ")),
         }),
     }
+}
+
+/// `folder` as the store holds it, if it does. A Windows drive letter is matched in either
+/// case: Claude Code reports `s:\\work` and `S:\\work` for one directory (an editor's and a
+/// shell's spelling) and keeps both in one folder, so a hook given either finds it.
+async fn stored_folder(store: &Store, folder: &str) -> Result<Option<String>, Error> {
+    if store.has_project(folder).await? {
+        return Ok(Some(folder.to_string()));
+    }
+    let b = folder.as_bytes();
+    if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b'-' && b[2] == b'-' {
+        let mut other = folder.to_string();
+        let swapped = if b[0].is_ascii_uppercase() {
+            b[0].to_ascii_lowercase()
+        } else {
+            b[0].to_ascii_uppercase()
+        };
+        other.replace_range(0..1, &char::from(swapped).to_string());
+        if store.has_project(&other).await? {
+            return Ok(Some(other));
+        }
+    }
+    Ok(None)
 }
 
 /// The digest for `req`, or an empty string when the project holds nothing to say.

@@ -11,7 +11,7 @@ use maud::{html, Markup};
 use super::layout::{clip, duration, enc, label, marked, page, when};
 use super::timeline::{self, SessionView};
 use super::{AppState, WebError};
-use crate::query::store::search::{self, SearchFilter, SearchKind};
+use crate::query::store::search::{self, SearchFilter, SearchHit, SearchKind};
 use crate::query::store::{
     EpisodeFilter, Origin, SessionFilter, SessionListing, SessionSort, SessionStatus, SnippetFilter,
 };
@@ -188,18 +188,33 @@ async fn search_results(
     Ok(html! {
         h2 { @if !page.total_count_exact { "More than " } (page.total_count) " results" }
         @for hit in &page.results {
+            @let agent = hit.agent_id();
             div.hit {
                 span.pill { (hit.kind.as_str()) @if let Some(t) = &hit.tool { " · " (t) } } " "
-                a href={ "/sessions/" (hit.session_id) @if let Some(l) = hit.line { "#line-" (l) } } {
+                a href=(hit_link(hit, agent.as_deref())) {
                     (clip(&hit.session_id, 8))
                 }
                 " " span.muted { (hit.project.as_deref().unwrap_or("")) " · " (when(hit.timestamp.as_deref()))
+                    @if let Some(a) = &agent { " · sub-agent " (clip(a, 8)) }
                     @if let Some(l) = hit.line { " · line " (l) } }
                 div { (marked(&hit.excerpt, &hit.highlights)) }
             }
         }
         @if page.has_more { p.pager { a href=(next) { "More results →" } } }
     })
+}
+
+/// Where a hit is read: its line on the session's page, or, for a line of a sub-agent's
+/// transcript (numbered from 1 as the session's is, so `#line-N` of the session's page would
+/// land on another line), that line in the readable page, where sub-agents are nested.
+fn hit_link(hit: &SearchHit, agent: Option<&str>) -> String {
+    let id = &hit.session_id;
+    match (agent, hit.line) {
+        (Some(a), Some(l)) => format!("/sessions/{id}/read#agent-{a}-line-{l}"),
+        (Some(_), None) => format!("/sessions/{id}/read"),
+        (None, Some(l)) => format!("/sessions/{id}#line-{l}"),
+        (None, None) => format!("/sessions/{id}"),
+    }
 }
 
 fn session_table(rows: &[SessionListing], sort: Option<(&str, &str)>) -> Markup {

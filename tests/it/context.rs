@@ -146,3 +146,33 @@ async fn session_start(backend: Backend) {
     env.cleanup().await;
 }
 both_backends!(session_start_digest, session_start);
+
+/// A Windows directory's drive letter in either case finds its project: Claude Code reports
+/// `s:\02_DevOps` and `S:\02_DevOps` for one directory and keeps both in `S--02-DevOps`.
+async fn drive_letter(backend: Backend) {
+    let env = TestEnv::new(backend).await;
+    let projects = corpus_dir().join("Eduardodmb__ClaudeWork/projects");
+    env.ingest_dir(&projects);
+    let mut digests = Vec::new();
+    for cwd in [r"S:\02_DevOps", r"s:\02_DevOps"] {
+        let out = env
+            .cmd_for(&projects)
+            .args(["context", "--project", cwd, "--json"])
+            .output()
+            .expect("context");
+        assert_ok(&out);
+        let v: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+        assert_eq!(v["project"], "S--02-DevOps", "{cwd}: {v}");
+        let text = v["context"].as_str().expect("context").to_string();
+        assert!(text.contains("Recent sessions:"), "{cwd}: {text}");
+        let hooked = hook(
+            start_cmd(&env, &projects),
+            &json!({"session_id": "x", "cwd": cwd, "hook_event_name": "SessionStart"}).to_string(),
+        );
+        assert_eq!(hooked.as_deref(), Some(text.as_str()), "{cwd}");
+        digests.push(text);
+    }
+    assert_eq!(digests[0], digests[1]);
+    env.cleanup().await;
+}
+both_backends!(drive_letter_either_case, drive_letter);

@@ -15,7 +15,8 @@ use crate::both_backends;
 use crate::common::*;
 use gleaner::export::session::printable;
 
-/// Parse errors of `html`, and the classes of every element with their counts.
+/// Parse errors of `html` (a repeated `id` counts as one: a link to it would land on the first),
+/// and the classes of every element with their counts.
 fn parse(html: &str) -> (Vec<String>, Vec<String>, String) {
     let mut opts = ParseOpts::default();
     opts.tokenizer.exact_errors = true;
@@ -26,12 +27,16 @@ fn parse(html: &str) -> (Vec<String>, Vec<String>, String) {
     let errors: Vec<String> = dom.errors.borrow().iter().map(|e| e.to_string()).collect();
     let mut classes = Vec::new();
     let mut text = String::new();
-    fn walk(h: &Handle, classes: &mut Vec<String>, text: &mut String) {
+    let mut ids = Vec::new();
+    fn walk(h: &Handle, classes: &mut Vec<String>, text: &mut String, ids: &mut Vec<String>) {
         match &h.data {
             NodeData::Element { attrs, .. } => {
                 for a in attrs.borrow().iter() {
                     if &*a.name.local == "class" {
                         classes.push(a.value.to_string());
+                    }
+                    if &*a.name.local == "id" {
+                        ids.push(a.value.to_string());
                     }
                 }
             }
@@ -39,10 +44,15 @@ fn parse(html: &str) -> (Vec<String>, Vec<String>, String) {
             _ => {}
         }
         for c in h.children.borrow().iter() {
-            walk(c, classes, text);
+            walk(c, classes, text, ids);
         }
     }
-    walk(&dom.document, &mut classes, &mut text);
+    walk(&dom.document, &mut classes, &mut text, &mut ids);
+    let mut errors = errors;
+    ids.sort();
+    for w in ids.windows(2).filter(|w| w[0] == w[1]) {
+        errors.push(format!("id {:?} repeated", w[0]));
+    }
     (errors, classes, text)
 }
 

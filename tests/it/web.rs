@@ -124,6 +124,24 @@ async fn pages(backend: Backend) {
         found.contains(" results") && found.contains("<mark>"),
         "highlights"
     );
+    // A hit in a sub-agent's transcript (its lines numbered from 1 too) links to that line of
+    // the sub-agent, nested in the readable page, not to the session's line of that number.
+    let (status, found) = get(&format!("{base}/?q=hyprland&kind=message"));
+    assert_eq!(status, 200);
+    let link = found
+        .split("href=\"")
+        .skip(1)
+        .filter_map(|s| s.split('"').next())
+        .find(|h| h.contains("/read#agent-a073139c8fe58ba03-line-"))
+        .expect("a link into the sub-agent");
+    assert!(found.contains("sub-agent a073139c"), "labelled");
+    let (path, anchor) = link.split_once('#').expect("an anchor");
+    let (status, read) = get(&format!("{base}{path}"));
+    assert_eq!(status, 200);
+    assert!(
+        read.contains(&format!("id=\"{anchor}\"")),
+        "{anchor} on {path}"
+    );
     let (status, bad) = get(&format!("{base}/?q=%22unbalanced"));
     assert_eq!(status, 400);
     assert!(bad.contains("unbalanced quote"), "{bad}");

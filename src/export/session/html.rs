@@ -3,7 +3,8 @@
 //! thinking and sub-agents folded in `<details>`, so the page reads without a script; each
 //! episode a band with its label in the margin.
 
-use std::collections::HashMap;
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 
 use maud::{html, Markup, PreEscaped, DOCTYPE};
 
@@ -61,6 +62,7 @@ pub enum Style<'a> {
 pub fn html(src: &SessionSource, r: &Redactor, style: Style<'_>) -> String {
     let mut agents = src.agents.clone();
     let all = entries(&src.main, r, &mut agents, 0);
+    let seen = Seen::default();
     let s = &src.session;
     let title = p(s.title.as_deref().unwrap_or("(no title)"));
     let doc = html! {
@@ -104,11 +106,11 @@ pub fn html(src: &SessionSource, r: &Redactor, style: Style<'_>) -> String {
                                     div { "Episode " (e.ordinal) " · lines " (e.start_line) "–" (e.end_line) }
                                     @if let Some(t) = &e.title { div { (crate::text::clip(&p(t), 120, "…")) } }
                                 }
-                                div { @for x in run { (entry(x)) } }
+                                div { @for x in run { (entry(x, "", &seen)) } }
                             },
                             None => section.band {
                                 aside {}
-                                div { @for x in run { (entry(x)) } }
+                                div { @for x in run { (entry(x, "", &seen)) } }
                             },
                         }
                     }
@@ -117,7 +119,7 @@ pub fn html(src: &SessionSource, r: &Redactor, style: Style<'_>) -> String {
                         @for (id, a) in sorted(&agents) {
                             details.agent {
                                 summary { "Sub-agent " (p(id)) " " (p(a.description.as_deref().or(a.agent_type.as_deref()).unwrap_or(""))) }
-                                @for x in entries(&a.bytes, r, &mut HashMap::new(), 1) { (entry(&x)) }
+                                @for x in entries(&a.bytes, r, &mut HashMap::new(), 1) { (entry(&x, &agent_scope(id), &seen)) }
                             }
                         }
                     }
@@ -162,24 +164,41 @@ pub(super) fn bands<'a>(
     out
 }
 
-fn entry(e: &Entry) -> Markup {
+/// The id prefix of a sub-agent's lines: its transcript numbers lines from 1 as the session's
+/// does, so `line-N` alone would name two places (and a link would jump to the wrong one).
+fn agent_scope(agent_id: &str) -> String {
+    format!("agent-{agent_id}-")
+}
+
+/// Anchors given so far: a line can hold several entries (a reply's text and its tool call),
+/// and only the first is the line's anchor (an `id` is unique in a page).
+type Seen = RefCell<HashSet<String>>;
+
+/// `{scope}line-{line}` if no entry has it yet.
+fn anchor(seen: &Seen, scope: &str, line: impl std::fmt::Display) -> Option<String> {
+    let id = format!("{scope}line-{line}");
+    seen.borrow_mut().insert(id.clone()).then_some(id)
+}
+
+/// One entry; `scope` prefixes its anchors (empty for the session's own transcript).
+fn entry(e: &Entry, scope: &str, seen: &Seen) -> Markup {
     match e {
         Entry::Prompt { line, text } => html! {
-            div.turn.user id={ "line-" (line) } {
-                div.who { "User" a href={ "#line-" (line) } { "line " (line) } }
+            div.turn.user id=[anchor(seen, scope, line)] {
+                div.who { "User" a href={ "#" (scope) "line-" (line) } { "line " (line) } }
                 div.text { (text) }
             }
         },
         Entry::Reply { line, text } => html! {
-            div.turn.assistant id={ "line-" (line) } {
-                div.who { "Assistant" a href={ "#line-" (line) } { "line " (line) } }
+            div.turn.assistant id=[anchor(seen, scope, line)] {
+                div.who { "Assistant" a href={ "#" (scope) "line-" (line) } { "line " (line) } }
                 div.md { (PreEscaped(to_html(text))) }
             }
         },
         Entry::Thinking { text, .. } => html! {
             details.thinking { summary { "Thinking" } div.md { (PreEscaped(to_html(text))) } }
         },
-        Entry::Tool(t) => tool(t),
+        Entry::Tool(t) => tool(t, scope, seen),
         Entry::Image {
             media_type, data, ..
         } => html! {
@@ -192,10 +211,10 @@ fn entry(e: &Entry) -> Markup {
     }
 }
 
-fn tool(t: &ToolCall) -> Markup {
+fn tool(t: &ToolCall, scope: &str, seen: &Seen) -> Markup {
     let failed = t.output.as_ref().is_some_and(|(_, f)| *f);
     html! {
-        details.tool.failed[failed] id={ "line-" (t.line) } {
+        details.tool.failed[failed] id=[anchor(seen, scope, t.line)] {
             summary {
                 strong { (p(&t.name)) } " " code { (t.target) }
                 @if failed { " — failed" }
@@ -209,7 +228,7 @@ fn tool(t: &ToolCall) -> Markup {
             @if let Some((id, what, nested)) = &t.agent {
                 details.agent {
                     summary { "Sub-agent " (p(id)) ": " (p(what)) }
-                    @for x in nested { (entry(x)) }
+                    @for x in nested { (entry(x, &agent_scope(id), seen)) }
                 }
             }
         }

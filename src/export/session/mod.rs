@@ -344,19 +344,11 @@ pub fn entries(
                                 .map(|i| serde_json::to_string_pretty(i).unwrap_or_default())
                                 .unwrap_or_default();
                             calls.insert(id.clone(), out.len());
-                            let target = [
-                                "command",
-                                "file_path",
-                                "notebook_path",
-                                "pattern",
-                                "url",
-                                "query",
-                                "description",
-                            ]
-                            .iter()
-                            .find_map(|k| b.get("input")?.get(*k)?.as_str())
-                            .map(|t| crate::text::clip(crate::text::first_line(t), 120, "…"))
-                            .unwrap_or_default();
+                            let target = crate::parse::TARGET_KEYS
+                                .iter()
+                                .find_map(|k| b.get("input")?.get(*k)?.as_str())
+                                .map(|t| crate::text::clip(crate::text::first_line(t), 120, "…"))
+                                .unwrap_or_default();
                             out.push(Entry::Tool(Box::new(ToolCall {
                                 line,
                                 id,

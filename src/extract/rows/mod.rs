@@ -16,7 +16,7 @@ pub use stored::{pack_state, unpack_state, uuid_bytes, uuid_from_bytes, uuid_sto
 /// that changes what is stored: each session records the version that read it
 /// (`session_rules`), and sessions on older rules are derived again from the archive (`gleaner
 /// reextract`, and the daemon in the background).
-pub const RULES_VERSION: i64 = 8;
+pub const RULES_VERSION: i64 = 9;
 
 /// Everything one transaction writes for one file.
 #[derive(Debug, Clone, Default)]

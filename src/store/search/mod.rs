@@ -1,4 +1,4 @@
-//! Full-text search over messages, summaries, feedback and snippets, on both backends.
+//! Full-text search over messages, summaries, feedback, snippets and tool calls, on both backends.
 //!
 //! The query language is parsed once ([`parse`]); each backend gets SQL built from the tree with
 //! every word bound as a value:
@@ -178,6 +178,14 @@ pub struct SearchHit {
 }
 
 impl SearchHit {
+    /// The sub-agent whose transcript holds the hit (`None`: the session's own transcript), by
+    /// the file's name and folder as discovery names it. Its lines are numbered from 1 as the
+    /// session's are, so a door linking to a line must say which transcript it is in.
+    pub fn agent_id(&self) -> Option<String> {
+        let file = std::path::Path::new(self.source_file.as_deref()?);
+        crate::tail::discovery::classify(std::path::Path::new("/"), file).agent_id
+    }
+
     /// The excerpt with each match between `open` and `close` (`[`/`]`, or terminal bold).
     pub fn marked(&self, open: &str, close: &str) -> String {
         let mut out = String::with_capacity(self.excerpt.len() + 8);
