@@ -60,22 +60,52 @@ pub struct Cli {
 #[derive(Debug, Args)]
 struct GlobalArgs {
     /// Config file (default: $XDG_CONFIG_HOME/gleaner/config.toml if it exists).
-    #[arg(long, global = true, value_name = "PATH")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "PATH"
+    )]
     config: Option<PathBuf>,
     /// Transcripts folder (default: ~/.claude/projects).
-    #[arg(long, global = true, value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "DIR"
+    )]
     projects_dir: Option<PathBuf>,
     /// sqlite://PATH or postgres://USER@HOST/DB.
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "URL"
+    )]
     database_url: Option<String>,
     /// Machine id written on rows (default: host name).
-    #[arg(long, global = true, value_name = "ID")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "ID"
+    )]
     machine_id: Option<String>,
     /// Log level or tracing filter (also `GLEANER_LOG`).
-    #[arg(long, global = true, value_name = "LEVEL")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "LEVEL"
+    )]
     log_level: Option<String>,
     /// Log format: text or json (one object per line with the tracing fields).
-    #[arg(long, global = true, value_name = "FORMAT")]
+    #[arg(
+        long,
+        global = true,
+        help_heading = "Global options",
+        value_name = "FORMAT"
+    )]
     log_format: Option<String>,
 }
 

@@ -17,7 +17,7 @@ pub struct TextArgs {
     pub session: String,
     /// Keep only the last N characters (cut at a paragraph boundary); says on stderr how much
     /// was dropped.
-    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=100_000_000))]
     pub max_chars: Option<usize>,
     /// Include the sub-agents' conversations, interleaved by time.
     #[arg(long)]

@@ -82,10 +82,23 @@ impl ServerHandler for Gleaner {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, rmcp::ErrorData> {
-        let known = self.tool_router.has_route(&request.name);
+        if !self.tool_router.has_route(&request.name) {
+            // rmcp says only "tool not found": name it, and what there is.
+            let mut tools: Vec<String> = self
+                .tool_router
+                .list_all()
+                .into_iter()
+                .map(|t| t.name.into_owned())
+                .collect();
+            tools.sort();
+            return Err(rmcp::ErrorData::invalid_params(
+                format!("no tool {:?}; tools: {}", request.name, tools.join(", ")),
+                None,
+            ));
+        }
         let call = ToolCallContext::new(self, request, context);
         match self.tool_router.call(call).await {
-            Err(e) if known && e.code == ErrorCode::INVALID_PARAMS => {
+            Err(e) if e.code == ErrorCode::INVALID_PARAMS => {
                 Ok(fail(e.message.into_owned()).into())
             }
             other => other,

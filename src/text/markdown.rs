@@ -54,9 +54,42 @@ pub fn to_html(text: &str) -> String {
     out
 }
 
+/// `text`'s words without their Markdown (`**a**` is `a`, a list item its words): a one-line
+/// preview of a reply (a folded reply's summary), where marks shown raw would be noise.
+pub fn to_plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ev in Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH) {
+        match ev {
+            Event::Text(t) | Event::Code(t) | Event::Html(t) | Event::InlineHtml(t) => {
+                out.push_str(&t)
+            }
+            Event::SoftBreak
+            | Event::HardBreak
+            | Event::End(
+                TagEnd::Paragraph
+                | TagEnd::Item
+                | TagEnd::Heading(_)
+                | TagEnd::TableCell
+                | TagEnd::CodeBlock,
+            ) if !out.ends_with(' ') && !out.is_empty() => out.push(' '),
+            _ => {}
+        }
+    }
+    out.trim_end().to_string()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::to_html;
+    use super::{to_html, to_plain};
+
+    #[test]
+    fn a_preview_has_no_marks() {
+        assert_eq!(
+            to_plain("The screensaver is powered by `tte`:\n\n1. **The text/art** \u{2014} edit `~/.config/x`\n2. Done"),
+            "The screensaver is powered by tte: The text/art \u{2014} edit ~/.config/x Done"
+        );
+        assert_eq!(to_plain("a <b>tag</b>"), "a <b>tag</b>");
+    }
 
     #[test]
     fn markdown_renders() {

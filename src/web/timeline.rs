@@ -14,7 +14,7 @@ use crate::conversation::{ide_notes, user_text};
 use crate::query::store::{
     EpisodeListing, SessionListing, SnippetListing, Timeline, TimelineFile, TimelineSummary,
 };
-use crate::text::markdown::to_html;
+use crate::text::markdown::{to_html, to_plain};
 
 /// Assistant text longer than this is collapsed (its first lines stay visible).
 const COLLAPSE_CHARS: usize = 700;
@@ -422,7 +422,7 @@ fn render_turn(turn: &Turn, sid: &str, agent_q: &str) -> Markup {
                         // Markdown rendered, its raw HTML shown as text and its links kept
                         // to http(s) (`text::markdown`).
                         @if t.chars().count() > COLLAPSE_CHARS {
-                            details.assistant { summary { (clip(t, 240)) } div.md { (PreEscaped(to_html(t))) } }
+                            details.assistant { summary { (clip(&to_plain(t), 240)) } div.md { (PreEscaped(to_html(t))) } }
                         } @else {
                             div.assistant.md { (PreEscaped(to_html(t))) }
                         }

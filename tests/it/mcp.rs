@@ -401,7 +401,7 @@ async fn mcp_session(backend: Backend) {
         ),
         ("get_usage", json!({"by": "fortnight"}), "fortnight"),
         ("get_usage", json!({"until": "2026-02-30"}), "until"),
-        ("no_such_tool", json!({}), "not found"),
+        ("no_such_tool", json!({}), "no tool \"no_such_tool\""),
     ];
     for (tool, args, want) in bad {
         match c.call(tool, args.clone()) {
@@ -432,6 +432,11 @@ async fn mcp_session(backend: Backend) {
         json!({"name": "no_such_tool", "arguments": {}}),
     );
     assert_eq!(r["error"]["code"], -32602, "{r}");
+    let msg = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        msg.contains("search") && msg.contains("get_session"),
+        "{msg}"
+    );
 
     // Still serving.
     let again = c.request("tools/list", json!({}));

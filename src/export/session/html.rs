@@ -84,7 +84,7 @@ pub fn html(src: &SessionSource, r: &Redactor, style: Style<'_>) -> String {
                         dt { "Session" } dd { code { (s.session_id) } }
                         dt { "Where" } dd { (p(s.cwd.as_deref().unwrap_or(&s.project))) }
                         @if let Some(b) = &s.git_branch { dt { "Branch" } dd { (p(b)) } }
-                        dt { "When" } dd { (s.started_at.as_deref().unwrap_or("?")) " → " (s.last_activity_at.as_deref().unwrap_or("?")) }
+                        dt { "When" } dd { (super::when(s.started_at.as_deref())) " → " (super::when(s.last_activity_at.as_deref())) }
                         dt { "Size" } dd { (s.messages) " messages, " (s.tool_calls) " tool calls, " (src.episodes.len()) " episodes" }
                     }
                     @if let Some(line) = &src.resume { pre.resume { code { (line) } } }

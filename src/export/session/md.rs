@@ -47,8 +47,8 @@ pub fn markdown(src: &SessionSource, r: &Redactor) -> String {
     let _ = writeln!(
         out,
         "- When: {} → {}",
-        s.started_at.as_deref().unwrap_or("?"),
-        s.last_activity_at.as_deref().unwrap_or("?")
+        super::when(s.started_at.as_deref()),
+        super::when(s.last_activity_at.as_deref())
     );
     if let Some(line) = &src.resume {
         let _ = writeln!(out, "- Resume: `{line}`");

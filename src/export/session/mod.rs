@@ -138,6 +138,22 @@ impl Entry {
     }
 }
 
+/// A stored time as a reader reads it: `2026-04-24T20:59:22.572Z` is `2026-04-24 20:59:22 UTC`
+/// (an export is read anywhere, so it says its zone rather than turning into the exporter's);
+/// any other form as it is, `?` for none.
+pub(super) fn when(ts: Option<&str>) -> String {
+    let Some(ts) = ts else {
+        return "?".into();
+    };
+    match chrono::DateTime::parse_from_rfc3339(ts) {
+        Ok(t) => t
+            .with_timezone(&chrono::Utc)
+            .format("%Y-%m-%d %H:%M:%S UTC")
+            .to_string(),
+        Err(_) => ts.to_string(),
+    }
+}
+
 /// `text` without terminal escapes and control characters (but line breaks and tabs): HTML5
 /// allows none of them, and a build log is full of colour codes.
 pub fn printable(text: &str) -> String {

@@ -125,3 +125,17 @@ fn markdown_fences_outlast_the_output() {
     );
     assert!(!md.contains("sk-ant-api03-Zq8Xw2Lr9Tn4Vb6Mc1Pd7Hs3Jk5Ge0Ya"));
 }
+
+#[test]
+fn times_say_their_zone() {
+    assert_eq!(
+        when(Some("2026-04-24T20:59:22.572Z")),
+        "2026-04-24 20:59:22 UTC"
+    );
+    assert_eq!(
+        when(Some("2026-04-24T22:59:22+02:00")),
+        "2026-04-24 20:59:22 UTC"
+    );
+    assert_eq!(when(Some("yesterday")), "yesterday");
+    assert_eq!(when(None), "?");
+}
