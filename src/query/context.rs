@@ -111,23 +111,20 @@ pub async fn resolve_project(store: &Store, given: &str) -> Result<String, Error
 }
 
 /// `folder` as the store holds it, if it does. A Windows drive letter is matched in either
-/// case: Claude Code reports `s:\\work` and `S:\\work` for one directory (an editor's and a
+/// case: Claude Code reports `s:\work` and `S:\work` for one directory (an editor's and a
 /// shell's spelling) and keeps both in one folder, so a hook given either finds it.
 async fn stored_folder(store: &Store, folder: &str) -> Result<Option<String>, Error> {
     if store.has_project(folder).await? {
         return Ok(Some(folder.to_string()));
     }
-    let b = folder.as_bytes();
-    if b.len() >= 3 && b[0].is_ascii_alphabetic() && b[1] == b'-' && b[2] == b'-' {
-        let mut other = folder.to_string();
-        let swapped = if b[0].is_ascii_uppercase() {
-            b[0].to_ascii_lowercase()
-        } else {
-            b[0].to_ascii_uppercase()
-        };
-        other.replace_range(0..1, &char::from(swapped).to_string());
-        if store.has_project(&other).await? {
-            return Ok(Some(other));
+    // `S--work`: a drive letter, then `:\` encoded. The same folder with the letter's other
+    // case (an ASCII letter's two cases differ in bit 0x20).
+    if let [d, b'-', b'-', ..] = folder.as_bytes() {
+        if d.is_ascii_alphabetic() {
+            let other = format!("{}{}", char::from(d ^ 0x20), &folder[1..]);
+            if store.has_project(&other).await? {
+                return Ok(Some(other));
+            }
         }
     }
     Ok(None)

@@ -119,7 +119,8 @@ pub fn html(src: &SessionSource, r: &Redactor, style: Style<'_>) -> String {
                         @for (id, a) in sorted(&agents) {
                             details.agent {
                                 summary { "Sub-agent " (p(id)) " " (p(a.description.as_deref().or(a.agent_type.as_deref()).unwrap_or(""))) }
-                                @for x in entries(&a.bytes, r, &mut HashMap::new(), 1) { (entry(&x, &agent_scope(id), &seen)) }
+                                @let scope = agent_scope(id);
+                                @for x in entries(&a.bytes, r, &mut HashMap::new(), 1) { (entry(&x, &scope, &seen)) }
                             }
                         }
                     }
@@ -228,7 +229,8 @@ fn tool(t: &ToolCall, scope: &str, seen: &Seen) -> Markup {
             @if let Some((id, what, nested)) = &t.agent {
                 details.agent {
                     summary { "Sub-agent " (p(id)) ": " (p(what)) }
-                    @for x in nested { (entry(x, &agent_scope(id), seen)) }
+                    @let scope = agent_scope(id);
+                    @for x in nested { (entry(x, &scope, seen)) }
                 }
             }
         }
